@@ -1,0 +1,27 @@
+"""Message declarations, one module per API family; importing this package registers every API.
+
+`kafkalite.protocol.schema.APIS` maps API key to `Api(request, response)` once these modules are imported.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_FAMILIES = (
+    "api_versions",
+    "produce",
+    "fetch",
+    "metadata",
+    "offsets",
+    "groups",
+    "admin",
+    "txn",
+    "sasl",
+)
+
+for _name in _FAMILIES:
+    try:
+        importlib.import_module(f"{__name__}.{_name}")
+    except ModuleNotFoundError as _exc:  # a family not yet written
+        if _exc.name != f"{__name__}.{_name}":
+            raise
