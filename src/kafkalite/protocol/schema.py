@@ -546,6 +546,25 @@ def response(
     return _message(Response, api_key, name, valid, flexible, fields, common)
 
 
+class Data(Message):
+    """A versioned struct that is not an API message (consumer protocol metadata, __consumer_offsets records)."""
+
+    __slots__ = ()
+    IS_REQUEST = False
+
+
+def data(
+    name: str,
+    *,
+    valid: str,
+    flexible: str,
+    fields: Iterable[F],
+    common: dict[str, Sequence[F]] | None = None,
+) -> Any:
+    """Declare a versioned data struct (API_KEY -1, not registered in APIS); encode/decode take the version."""
+    return _message(Data, -1, name, valid, flexible, fields, common)
+
+
 def api(name: str, req: Any, resp: Any) -> Api:
     """Register an API (request and response classes of the same key and versions)."""
     if req.API_KEY != resp.API_KEY:
