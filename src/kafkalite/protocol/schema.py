@@ -86,6 +86,23 @@ _FIXED: dict[str, tuple[p.ReadFn, p.WriteFn]] = {
 # Field declarations
 
 
+class _NullDefault:
+    """Marker for Kafka's `"default": "null"` (a plain `default=None` means "the type's default")."""
+
+    _instance: _NullDefault | None = None
+
+    def __new__(cls) -> _NullDefault:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "NULL"
+
+
+NULL: Any = _NullDefault()
+
+
 @dataclass
 class F:
     """A field declaration.
@@ -108,8 +125,12 @@ class F:
     has_default: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
-        # a `default=None` of a nullable field is a real default; of anything else it means "type default"
-        self.has_default = self.default is not None
+        # `default=None` means "the type's default"; `default=NULL` is Kafka's explicit null default
+        if self.default is NULL:
+            self.default = None
+            self.has_default = True
+        else:
+            self.has_default = self.default is not None
 
 
 class Struct:
@@ -180,7 +201,7 @@ class StructSchema:
         if t == "bool":
             return False
         if t == "string":
-            return None if Versions.parse(fdecl.nullable) == Versions.ALL else ""
+            return ""  # Kafka's default for strings, nullable or not, unless declared "null"
         if t == "bytes":
             return b""
         if t == "records":
@@ -588,6 +609,7 @@ def new_uuid() -> uuid.UUID:
 __all__ = [
     "APIS",
     "F",
+    "NULL",
     "Api",
     "Message",
     "Request",
