@@ -1,0 +1,117 @@
+"""Produce (key 0), versions 0-11: writing record batches to partition leaders.
+
+v3 adds the transactional id, v9+ is flexible, v10+ tags leader and node endpoints (KIP-951).
+"""
+
+from __future__ import annotations
+
+from kafkalite.protocol.schema import NULL, F, api, request, response
+
+ProduceRequest = request(
+    0,
+    "ProduceRequest",
+    valid="0-11",
+    flexible="9+",
+    fields=[
+        F("transactional_id", "string", "3+", nullable="3+", default=NULL),
+        F("acks", "int16", "0+"),
+        F("timeout_ms", "int32", "0+"),
+        F(
+            "topic_data",
+            "[]TopicProduceData",
+            "0+",
+            fields=[
+                F("name", "string", "0-12", ignorable=True),
+                F(
+                    "partition_data",
+                    "[]PartitionProduceData",
+                    "0+",
+                    fields=[
+                        F("index", "int32", "0+"),
+                        F("records", "records", "0+", nullable="0+"),
+                    ],
+                ),
+            ],
+        ),
+    ],
+)
+
+ProduceResponse = response(
+    0,
+    "ProduceResponse",
+    valid="0-11",
+    flexible="9+",
+    fields=[
+        F(
+            "responses",
+            "[]TopicProduceResponse",
+            "0+",
+            fields=[
+                F("name", "string", "0-12", ignorable=True),
+                F(
+                    "partition_responses",
+                    "[]PartitionProduceResponse",
+                    "0+",
+                    fields=[
+                        F("index", "int32", "0+"),
+                        F("error_code", "int16", "0+"),
+                        F("base_offset", "int64", "0+"),
+                        F("log_append_time_ms", "int64", "2+", default=-1, ignorable=True),
+                        F("log_start_offset", "int64", "5+", default=-1, ignorable=True),
+                        F(
+                            "record_errors",
+                            "[]BatchIndexAndErrorMessage",
+                            "8+",
+                            ignorable=True,
+                            fields=[
+                                F("batch_index", "int32", "8+"),
+                                F(
+                                    "batch_index_error_message",
+                                    "string",
+                                    "8+",
+                                    nullable="8+",
+                                    default=NULL,
+                                ),
+                            ],
+                        ),
+                        F(
+                            "error_message",
+                            "string",
+                            "8+",
+                            nullable="8+",
+                            ignorable=True,
+                            default=NULL,
+                        ),
+                        F(
+                            "current_leader",
+                            "LeaderIdAndEpoch",
+                            "10+",
+                            tag=0,
+                            tagged="10+",
+                            fields=[
+                                F("leader_id", "int32", "10+", default=-1),
+                                F("leader_epoch", "int32", "10+", default=-1),
+                            ],
+                        ),
+                    ],
+                ),
+            ],
+        ),
+        F("throttle_time_ms", "int32", "1+", default=0, ignorable=True),
+        F(
+            "node_endpoints",
+            "[]NodeEndpoint",
+            "10+",
+            tag=0,
+            tagged="10+",
+            fields=[
+                F("node_id", "int32", "10+"),
+                F("host", "string", "10+"),
+                F("port", "int32", "10+"),
+                F("rack", "string", "10+", nullable="10+", default=NULL),
+            ],
+        ),
+    ],
+)
+
+PRODUCE = api("Produce", ProduceRequest, ProduceResponse)
