@@ -1,3 +1,42 @@
-"""Placeholder package; see ARCHITECTURE.md for what it owns.
+"""The durable partition log: segments, offset/time indexes, Log, LogManager, retention and the cleaner.
 
-Filled in by its own issue."""
+Speaks in offsets, batches and file slices (for sendfile), never in wire messages.
+"""
+
+from __future__ import annotations
+
+from kafkalite.storage.cleaner import CleanerStats, LogCleaner
+from kafkalite.storage.config import TOPIC_CONFIG_DEFAULTS, TOPIC_CONFIG_DOCS, LogConfig
+from kafkalite.storage.errors import (
+    CorruptRecord,
+    KafkaStorageError,
+    LogClosed,
+    OffsetOutOfRange,
+    RecordBatchTooLarge,
+    StorageError,
+)
+from kafkalite.storage.log import Log
+from kafkalite.storage.manager import LogManager
+from kafkalite.storage.segment import LogSegment
+from kafkalite.storage.types import AppendInfo, FetchDataInfo, FileSlice, LogOffsetMetadata
+
+__all__ = [
+    "TOPIC_CONFIG_DEFAULTS",
+    "TOPIC_CONFIG_DOCS",
+    "AppendInfo",
+    "CleanerStats",
+    "CorruptRecord",
+    "FetchDataInfo",
+    "FileSlice",
+    "KafkaStorageError",
+    "Log",
+    "LogCleaner",
+    "LogClosed",
+    "LogConfig",
+    "LogManager",
+    "LogOffsetMetadata",
+    "LogSegment",
+    "OffsetOutOfRange",
+    "RecordBatchTooLarge",
+    "StorageError",
+]

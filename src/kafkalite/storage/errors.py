@@ -1,0 +1,47 @@
+"""Storage-layer exceptions, each carrying the Kafka ErrorCode the broker puts on the wire.
+
+Raised by Log / LogManager; the broker maps `exc.error_code` straight into its response.
+"""
+
+from __future__ import annotations
+
+from kafkalite.protocol.errors import ErrorCode
+
+
+class StorageError(Exception):
+    """Base class; `error_code` is what a handler answers with."""
+
+    error_code: ErrorCode = ErrorCode.KAFKA_STORAGE_ERROR
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(message or self.__class__.__name__)
+
+
+class OffsetOutOfRange(StorageError):
+    error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+
+
+class RecordBatchTooLarge(StorageError):
+    error_code = ErrorCode.MESSAGE_TOO_LARGE
+
+
+class RecordListTooLarge(StorageError):
+    error_code = ErrorCode.RECORD_LIST_TOO_LARGE
+
+
+class CorruptRecord(StorageError):
+    error_code = ErrorCode.CORRUPT_MESSAGE
+
+
+class InvalidConfig(StorageError):
+    error_code = ErrorCode.INVALID_CONFIG
+
+
+class LogClosed(StorageError):
+    """The log was closed or deleted (e.g. topic deletion racing an append)."""
+
+    error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+class KafkaStorageError(StorageError):
+    error_code = ErrorCode.KAFKA_STORAGE_ERROR

@@ -1,0 +1,277 @@
+"""Sparse per-segment indexes: OffsetIndex (relative offset -> file position, 8-byte entries) and
+TimeIndex (max timestamp so far -> relative offset, 12-byte entries); both rebuildable from the log.
+
+Entries live in memory as arrays (bisect lookups) and are appended to big-endian files on disk.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import sys
+from array import array
+from bisect import bisect_left, bisect_right
+from pathlib import Path
+
+_BIG = sys.byteorder == "big"
+_OFF_ENTRY = struct.Struct(">ii")
+_TIME_ENTRY = struct.Struct(">qi")
+
+
+class CorruptIndex(Exception):
+    """An index file failed its sanity check; the caller rebuilds it from the log."""
+
+
+def _to_native(a: array[int]) -> None:
+    if not _BIG:
+        a.byteswap()
+
+
+class _IndexFile:
+    """An index file whose appended entries are buffered and written in blocks (on flush, close,
+    or every few KiB): indexes are rebuildable, so a lost tail only makes them sparser."""
+
+    _BLOCK = 8192
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.dirty = False
+        self._pending = bytearray()
+        self._pending_at = 0
+
+    def write(self, data: bytes, at: int) -> None:
+        pending = self._pending
+        if not pending:
+            self._pending_at = at
+        elif self._pending_at + len(pending) != at:
+            self.drain()
+            self._pending_at = at
+            pending = self._pending
+        pending += data
+        self.dirty = True
+        if len(pending) >= self._BLOCK:
+            self.drain()
+
+    def drain(self) -> None:
+        if self._pending:
+            os.pwrite(self.fd, self._pending, self._pending_at)
+            self._pending = bytearray()
+
+    def read_all(self) -> bytes:
+        self.drain()
+        size = os.fstat(self.fd).st_size
+        return os.pread(self.fd, size, 0) if size else b""
+
+    def truncate(self, size: int) -> None:
+        self.drain()
+        os.ftruncate(self.fd, size)
+        self.dirty = True
+
+    def flush(self) -> None:
+        self.drain()
+        if self.dirty:
+            self.dirty = False
+            os.fsync(self.fd)
+
+    def rename(self, path: Path) -> None:
+        os.rename(self.path, path)
+        self.path = path
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            try:
+                self.drain()
+            finally:
+                os.close(self.fd)
+                self.fd = -1
+
+
+class OffsetIndex:
+    """Maps relative offsets of batch starts to positions in the segment's .log file."""
+
+    ENTRY_SIZE = 8
+
+    def __init__(self, path: Path, base_offset: int, max_index_bytes: int) -> None:
+        self.base_offset = base_offset
+        self.max_entries = max(1, max_index_bytes // self.ENTRY_SIZE)
+        self._file = _IndexFile(path)
+        # positions are appended before offsets, so a reader bisecting `_offsets` always
+        # finds the matching position present
+        self._offsets: array[int] = array("i")
+        self._positions: array[int] = array("i")
+
+    @property
+    def path(self) -> Path:
+        return self._file.path
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    @property
+    def is_full(self) -> bool:
+        return len(self._offsets) >= self.max_entries
+
+    def load(self, log_size: int) -> None:
+        """Read entries from disk; CorruptIndex if they are not a monotonic, in-bounds sequence."""
+        data = self._file.read_all()
+        if len(data) % self.ENTRY_SIZE:
+            raise CorruptIndex(f"{self.path}: size {len(data)} is not a multiple of 8")
+        raw: array[int] = array("i")
+        raw.frombytes(data)
+        _to_native(raw)
+        offsets, positions = raw[0::2], raw[1::2]
+        prev_o, prev_p = -1, -1
+        for o, p in zip(offsets, positions):
+            if o <= prev_o or p <= prev_p or p >= log_size:
+                raise CorruptIndex(f"{self.path}: entry ({o}, {p}) out of order or past the log")
+            prev_o, prev_p = o, p
+        self._positions = positions
+        self._offsets = offsets
+
+    def entries(self) -> list[tuple[int, int]]:
+        """(absolute offset, position) pairs."""
+        b = self.base_offset
+        return [(b + o, p) for o, p in zip(self._offsets, self._positions)]
+
+    def append(self, offset: int, position: int) -> None:
+        rel = offset - self.base_offset
+        n = len(self._offsets)
+        if n and (rel <= self._offsets[-1] or position <= self._positions[-1]):
+            return
+        self._file.write(_OFF_ENTRY.pack(rel, position), n * self.ENTRY_SIZE)
+        self._positions.append(position)
+        self._offsets.append(rel)
+
+    def lookup(self, offset: int) -> tuple[int, int]:
+        """(offset, position) of the last entry at or below `offset`, else (base offset, 0)."""
+        offsets = self._offsets
+        i = bisect_right(offsets, offset - self.base_offset) - 1
+        if i < 0:
+            return self.base_offset, 0
+        return self.base_offset + offsets[i], self._positions[i]
+
+    def lookup_position(self, position: int) -> tuple[int, int]:
+        """(offset, position) of the last entry whose position is at or below `position`."""
+        n = len(self._offsets)
+        i = min(bisect_right(self._positions, position), n) - 1
+        if i < 0:
+            return self.base_offset, 0
+        return self.base_offset + self._offsets[i], self._positions[i]
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop entries for offsets >= `offset`."""
+        i = bisect_left(self._offsets, offset - self.base_offset)
+        self._offsets = self._offsets[:i]
+        self._positions = self._positions[:i]
+        self._file.truncate(i * self.ENTRY_SIZE)
+
+    def reset(self) -> None:
+        self._offsets = array("i")
+        self._positions = array("i")
+        self._file.truncate(0)
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def rename(self, path: Path) -> None:
+        self._file.rename(path)
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class TimeIndex:
+    """Maps the running max timestamp to the relative offset of the batch that first reached it."""
+
+    ENTRY_SIZE = 12
+
+    def __init__(self, path: Path, base_offset: int, max_index_bytes: int) -> None:
+        self.base_offset = base_offset
+        self.max_entries = max(1, max_index_bytes // self.ENTRY_SIZE)
+        self._file = _IndexFile(path)
+        self._timestamps: array[int] = array("q")
+        self._offsets: array[int] = array("q")
+
+    @property
+    def path(self) -> Path:
+        return self._file.path
+
+    def __len__(self) -> int:
+        return len(self._timestamps)
+
+    @property
+    def is_full(self) -> bool:
+        return len(self._timestamps) >= self.max_entries
+
+    @property
+    def last_entry(self) -> tuple[int, int]:
+        """(timestamp, absolute offset) of the newest entry, or (-1, base offset)."""
+        if not self._timestamps:
+            return -1, self.base_offset
+        return self._timestamps[-1], self.base_offset + self._offsets[-1]
+
+    def load(self, next_offset_bound: int | None = None) -> None:
+        data = self._file.read_all()
+        if len(data) % self.ENTRY_SIZE:
+            raise CorruptIndex(f"{self.path}: size {len(data)} is not a multiple of 12")
+        ts: array[int] = array("q")
+        offs: array[int] = array("q")
+        prev_t, prev_o = -(2**63), -1
+        for t, o in _TIME_ENTRY.iter_unpack(data):
+            if t <= prev_t or o < prev_o or o < 0:
+                raise CorruptIndex(f"{self.path}: entry ({t}, {o}) out of order")
+            if next_offset_bound is not None and self.base_offset + o >= next_offset_bound:
+                raise CorruptIndex(f"{self.path}: entry offset {o} past the log end")
+            ts.append(t)
+            offs.append(o)
+            prev_t, prev_o = t, o
+        self._offsets = offs
+        self._timestamps = ts
+
+    def entries(self) -> list[tuple[int, int]]:
+        """(timestamp, absolute offset) pairs."""
+        b = self.base_offset
+        return [(t, b + o) for t, o in zip(self._timestamps, self._offsets)]
+
+    def maybe_append(self, timestamp: int, offset: int) -> None:
+        n = len(self._timestamps)
+        if n and timestamp <= self._timestamps[-1]:
+            return
+        rel = offset - self.base_offset
+        self._file.write(_TIME_ENTRY.pack(timestamp, rel), n * self.ENTRY_SIZE)
+        self._offsets.append(rel)
+        self._timestamps.append(timestamp)
+
+    def lookup_before(self, timestamp: int) -> int:
+        """Absolute offset from which to scan for the first batch with max timestamp >= `timestamp`.
+
+        Every batch up to an entry's offset has timestamps <= the entry's, so the last entry strictly
+        below the target is a safe starting point."""
+        i = bisect_left(self._timestamps, timestamp) - 1
+        if i < 0:
+            return self.base_offset
+        return self.base_offset + self._offsets[i]
+
+    def truncate_to(self, offset: int) -> None:
+        rel = offset - self.base_offset
+        keep = len(self._offsets)
+        while keep and self._offsets[keep - 1] >= rel:
+            keep -= 1
+        self._offsets = self._offsets[:keep]
+        self._timestamps = self._timestamps[:keep]
+        self._file.truncate(keep * self.ENTRY_SIZE)
+
+    def reset(self) -> None:
+        self._offsets = array("q")
+        self._timestamps = array("q")
+        self._file.truncate(0)
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def rename(self, path: Path) -> None:
+        self._file.rename(path)
+
+    def close(self) -> None:
+        self._file.close()

@@ -1,0 +1,150 @@
+"""Loading a partition directory at startup: finish interrupted compaction swaps, drop leftovers,
+and recover segments after the recovery point (framing + CRC-32C scan, truncate torn tails).
+
+Used by Log.open; works on LogSegments only and returns the segment list and log end offset.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from pathlib import Path
+from typing import Protocol
+
+from kafkalite.storage.segment import (
+    CLEANED_SUFFIX,
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    SWAP_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    LogSegment,
+)
+
+log = logging.getLogger("kafkalite.storage.log")
+
+SEGMENT_FILE_RE = re.compile(r"^(\d{20})\.(log|index|timeindex)((?:\.[a-z]+)?)$")
+
+
+class NewSegment(Protocol):
+    def __call__(self, base_offset: int, suffix: str = "", create: bool = True) -> LogSegment: ...
+
+
+def load_segments(
+    directory: Path,
+    new_segment: NewSegment,
+    recovery_point: int,
+    log_start_offset: int,
+) -> tuple[list[LogSegment], int]:
+    """Open every segment of a partition directory and return (segments, log end offset).
+
+    Leftover .deleted/.cleaned files are removed and interrupted swaps completed; segments that may
+    hold offsets at or above `recovery_point` (and the last one) are scanned batch by batch and
+    truncated at the first torn/corrupt batch, dropping every later segment; the others only load
+    and sanity-check their indexes (rebuilding them when damaged or missing)."""
+    bases: set[int] = set()
+    swaps: list[int] = []
+    for entry in os.listdir(directory):
+        m = SEGMENT_FILE_RE.match(entry)
+        if m is None:
+            if entry.endswith(".tmp"):
+                (directory / entry).unlink(missing_ok=True)
+            continue
+        base, kind, suffix = int(m.group(1)), m.group(2), m.group(3)
+        if suffix in (DELETED_SUFFIX, CLEANED_SUFFIX):
+            (directory / entry).unlink(missing_ok=True)
+        elif suffix == SWAP_SUFFIX:
+            if kind == "log":
+                swaps.append(base)
+            else:
+                (directory / entry).unlink(missing_ok=True)
+        elif suffix == "" and kind == "log":
+            bases.add(base)
+        elif suffix:
+            (directory / entry).unlink(missing_ok=True)
+    for base in sorted(swaps):
+        _complete_swap(directory, new_segment, base, bases)
+    # index files without a log file
+    for entry in os.listdir(directory):
+        m = SEGMENT_FILE_RE.match(entry)
+        if m and m.group(3) == "" and m.group(2) != "log" and int(m.group(1)) not in bases:
+            (directory / entry).unlink(missing_ok=True)
+
+    ordered = sorted(bases)
+    segments: list[LogSegment] = []
+    expected_next: int | None = None
+    for i, base in enumerate(ordered):
+        seg = new_segment(base, create=False)
+        if expected_next is not None and base < expected_next:
+            log.warning(
+                "%s: segment %d overlaps the previous one; dropping it and later ones",
+                directory,
+                base,
+            )
+            seg.delete_files()
+            for later in ordered[i + 1 :]:
+                new_segment(later, create=False).delete_files()
+            break
+        is_last = i == len(ordered) - 1
+        needs_recovery = is_last or ordered[i + 1] > recovery_point
+        if not needs_recovery and not seg.load():
+            log.warning("%s: rebuilding indexes of segment %d", directory, base)
+            needs_recovery = True
+        if needs_recovery:
+            result = seg.recover(expected_next)
+            if result.truncated_bytes:
+                log.warning(
+                    "%s: truncated %d bytes of torn/corrupt data from segment %d at byte %d",
+                    directory,
+                    result.truncated_bytes,
+                    base,
+                    result.valid_bytes,
+                )
+                segments.append(seg)
+                for later in ordered[i + 1 :]:
+                    log.warning("%s: dropping segment %d after the corruption", directory, later)
+                    new_segment(later, create=False).delete_files()
+                break
+        segments.append(seg)
+        expected_next = seg.next_offset
+    # an empty segment in the middle can only come from a crash right after a roll
+    while len(segments) > 1 and segments[-2].size == 0:
+        segments[-2].delete_files()
+        del segments[-2]
+    if not segments:
+        segments.append(new_segment(max(0, log_start_offset)))
+    leo = segments[-1].next_offset
+    if segments[-1].size == 0:
+        leo = max(leo, segments[-1].base_offset)
+    if log_start_offset > leo:
+        log.warning(
+            "%s: log start %d is past the end %d; starting empty",
+            directory,
+            log_start_offset,
+            leo,
+        )
+        for s in segments:
+            s.delete_files()
+        segments = [new_segment(log_start_offset)]
+        leo = log_start_offset
+    for s in segments[:-1]:
+        s.seal()
+    return segments, leo
+
+
+def _complete_swap(directory: Path, new_segment: NewSegment, base: int, bases: set[int]) -> None:
+    """Finish a compaction swap interrupted by a crash: the .swap segment replaces the live
+    segments whose base offsets fall inside its offset range."""
+    seg = new_segment(base, suffix=SWAP_SUFFIX, create=False)
+    seg.recover()
+    for b in sorted(bases):
+        if base <= b < max(seg.next_offset, base + 1):
+            new_segment(b, create=False).delete_files()
+            bases.discard(b)
+    seg.offset_index.reset()
+    seg.time_index.reset()
+    seg.change_suffix(SWAP_SUFFIX, "")
+    seg.close()
+    for ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        (directory / (f"{base:020d}{ext}")).unlink(missing_ok=True)
+    bases.add(base)

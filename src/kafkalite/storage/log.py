@@ -1,0 +1,740 @@
+"""Log: one topic-partition's ordered segments — append with in-place offset assignment, zero-copy
+reads as FileSlices, group-commit flush, recovery, retention, DeleteRecords and segment swaps.
+
+Appends/roll/deletes run under one lock; reads take an immutable snapshot of the segment list.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import struct
+import threading
+import uuid
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from kafkalite.protocol.exceptions import DecodeError
+from kafkalite.records.header import (
+    BatchHeader,
+    iter_batch_headers,
+    set_base_offset,
+    set_max_timestamp_and_type,
+    set_partition_leader_epoch,
+)
+from kafkalite.storage.config import LogConfig
+from kafkalite.storage.errors import (
+    CorruptRecord,
+    LogClosed,
+    OffsetOutOfRange,
+    RecordBatchTooLarge,
+)
+from kafkalite.storage.loader import load_segments
+from kafkalite.storage.segment import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, LogSegment
+from kafkalite.storage.types import (
+    MIN_FD_GRACE_MS,
+    AppendInfo,
+    FetchDataInfo,
+    FileSlice,
+    LogOffsetMetadata,
+    now_ms,
+    parse_topic_partition,
+)
+
+__all__ = [
+    "MIN_FD_GRACE_MS",
+    "PARTITION_METADATA_FILE",
+    "AppendInfo",
+    "FetchDataInfo",
+    "FileSlice",
+    "Log",
+    "LogOffsetMetadata",
+    "now_ms",
+    "parse_topic_partition",
+]
+
+log = logging.getLogger(__name__)
+
+PARTITION_METADATA_FILE = "partition.metadata"
+_INT32_MAX = 2**31 - 1
+# v2 header through max timestamp: base offset, length, leader epoch, magic, crc, attributes,
+# last offset delta, base timestamp, max timestamp
+_FAST_HEADER = struct.Struct(">qiibIhiqq")
+_STAMP = struct.Struct(">qii")  # base offset, batch length, partition leader epoch
+_MIN_BATCH = 61
+
+
+class _SegmentGone(Exception):
+    """A segment was closed under a lock-free reader (deletion after file.delete.delay.ms)."""
+
+
+class Log:
+    """A partition's log. Thread-safe: append/read from the broker loop, flush/clean elsewhere."""
+
+    def __init__(self, directory: Path, config: LogConfig, topic_id: uuid.UUID | None) -> None:
+        self.dir = directory
+        self._apply_config(config)
+        tp = parse_topic_partition(directory.name)
+        self.topic, self.partition = tp if tp is not None else (directory.name, 0)
+        self.topic_id = topic_id
+        self._lock = threading.RLock()
+        self._flush_cond = threading.Condition(threading.Lock())
+        self._flushing = False
+        self._segments: tuple[LogSegment, ...] = ()
+        self._bases: tuple[int, ...] = ()
+        self._snapshot: tuple[tuple[LogSegment, ...], tuple[int, ...]] = ((), ())
+        self._leo = 0
+        self._log_start = 0
+        self._recovery_point = 0
+        self._dir_dirty = False
+        self._last_flush_ms = now_ms()
+        self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self._closed = False  # no more appends or flushes
+        self._files_closed = False
+        # compaction: offsets below this have been cleaned (maintained by the cleaner)
+        self.first_dirty_offset = 0
+        self.clock: Callable[[], int] = now_ms
+
+    # -- opening --------------------------------------------------------------------------------
+    @classmethod
+    def open(
+        cls,
+        directory: Path,
+        config: LogConfig | None = None,
+        topic_id: uuid.UUID | None = None,
+        *,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+    ) -> Log:
+        """Open (creating if needed) and recover the log in `directory`.
+
+        Segments at or after `recovery_point` are scanned batch by batch and truncated at the
+        first torn/corrupt batch (later segments are dropped)."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        self = cls(directory, config if config is not None else LogConfig(), topic_id)
+        self._load(recovery_point, log_start_offset)
+        self._write_partition_metadata()
+        return self
+
+    def _new_segment(self, base_offset: int, suffix: str = "", create: bool = True) -> LogSegment:
+        return LogSegment(
+            self.dir,
+            base_offset,
+            index_interval_bytes=self.config.index_interval_bytes,
+            max_index_bytes=self.config.segment_index_bytes,
+            suffix=suffix,
+            create=create,
+        )
+
+    def _load(self, recovery_point: int, log_start_offset: int) -> None:
+        segments, leo = load_segments(self.dir, self._new_segment, recovery_point, log_start_offset)
+        self._set_segments(segments)
+        self._leo = leo
+        self._log_start = max(log_start_offset, segments[0].base_offset)
+        # recovered (rescanned) data is not known to be on disk: it stays above the recovery point
+        # until the flush policy syncs it
+        self._recovery_point = min(max(recovery_point, 0), leo)
+        self._dir_dirty = True
+        self.first_dirty_offset = self._log_start
+
+    def _write_partition_metadata(self) -> None:
+        if self.topic_id is None:
+            p = self.dir / PARTITION_METADATA_FILE
+            if p.exists():
+                for line in p.read_text().splitlines():
+                    k, _, v = line.partition(":")
+                    if k.strip() == "topic_id":
+                        try:
+                            self.topic_id = uuid.UUID(v.strip())
+                        except ValueError:
+                            pass
+            return
+        text = f"version: 0\ntopic_id: {self.topic_id}\n"
+        p = self.dir / PARTITION_METADATA_FILE
+        if not p.exists() or p.read_text() != text:
+            tmp = p.with_suffix(".tmp")
+            tmp.write_text(text)
+            os.replace(tmp, p)
+
+    def _set_segments(self, segments: Sequence[LogSegment]) -> None:
+        segs = tuple(segments)
+        bases = tuple(s.base_offset for s in segs)
+        # readers load these two attributes separately; keep them consistent via one tuple swap
+        self._snapshot = (segs, bases)
+        self._segments = segs
+        self._bases = bases
+
+    # -- properties -----------------------------------------------------------------------------
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._leo
+
+    @property
+    def high_watermark(self) -> int:
+        return self._leo
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def segments(self) -> tuple[LogSegment, ...]:
+        return self._segments
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    @property
+    def unflushed_messages(self) -> int:
+        return self._leo - self._recovery_point
+
+    @property
+    def needs_flush(self) -> bool:
+        """True when flush.messages appended messages are not yet fsynced."""
+        return self._leo - self._recovery_point >= self.config.flush_messages
+
+    def flush_due(self, now: int | None = None) -> bool:
+        """True when unflushed data is older than flush.ms."""
+        if self._leo <= self._recovery_point:
+            return False
+        t = self.clock() if now is None else now
+        return t - self._last_flush_ms >= self.config.flush_ms
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def update_config(self, config: LogConfig) -> None:
+        with self._lock:
+            self._apply_config(config)
+            for s in self._segments:
+                s.index_interval_bytes = config.index_interval_bytes
+                s.roll_ts = -1  # recomputed by the next full roll check
+
+    def _apply_config(self, config: LogConfig) -> None:
+        self.config = config
+        # values the append fast path reads, precomputed
+        self._fast_append = not config.log_append_time
+        self._max_batch_bytes = min(config.max_message_bytes, config.segment_bytes)
+        self._segment_bytes = config.segment_bytes
+        self._roll_ms = config.segment_ms - config.segment_jitter_ms
+
+    # -- append ---------------------------------------------------------------------------------
+    def append(
+        self,
+        records: bytes | bytearray | memoryview,
+        *,
+        leader_epoch: int = 0,
+        assign_offsets: bool = True,
+    ) -> AppendInfo:
+        """Append one or more v2 batches (validated by the caller). With `assign_offsets`, base
+        offsets and the leader epoch are stamped in place (in the caller's buffer when it is a
+        bytearray); otherwise (replica appends) the batches keep theirs and must start at the log
+        end offset."""
+        n = len(records)
+        if n >= _MIN_BATCH and assign_offsets and self._fast_append:
+            # fast path: exactly one batch (the common produce request); header fields only, the
+            # segment bookkeeping inlined (this runs once per produced batch)
+            _, length, _, magic, _, _, lod, _, max_ts = _FAST_HEADER.unpack_from(records, 0)
+            if length + 12 == n and magic == 2 and lod >= 0 and n <= self._max_batch_bytes:
+                with self._lock:
+                    if self._closed:
+                        raise LogClosed(f"log {self.dir.name} is closed")
+                    first = self._leo
+                    seg = self._segments[-1]
+                    pos = seg.size
+                    # seg.roll_ts: the newest batch timestamp that cannot trigger segment.ms (-1
+                    # while the segment is empty or has no timestamps: take the full check)
+                    if (
+                        pos + n > self._segment_bytes
+                        or not 0 <= max_ts <= seg.roll_ts
+                        or seg.index_full
+                        or first + lod > seg.max_offset
+                    ):
+                        seg = self._maybe_roll_at(seg, n, first, max_ts, first + lod)
+                        pos = seg.size
+                    buf = records if type(records) is bytearray else bytearray(records)
+                    _STAMP.pack_into(buf, 0, first, length, leader_epoch)
+                    written = os.pwrite(seg.fd, buf, pos)
+                    while written < n:
+                        written += os.pwrite(seg.fd, memoryview(buf)[written:], pos + written)
+                    since = seg.bytes_since_last_index_entry
+                    if since > seg.index_interval_bytes:
+                        seg.add_index_entries(first, pos)
+                        since = 0
+                    seg.bytes_since_last_index_entry = since + n
+                    if max_ts > seg.max_timestamp:
+                        seg.max_timestamp = max_ts
+                        seg.offset_of_max_timestamp = first + lod
+                    if not pos:
+                        seg.first_batch_timestamp = max_ts
+                        seg.roll_ts = max_ts + self._roll_ms if max_ts >= 0 else -1
+                    seg.size = pos + n
+                    self._leo = seg.next_offset = nxt = first + lod + 1
+                return AppendInfo(first, nxt - 1, -1, max_ts, self._log_start, 1, n)
+        buf = records if type(records) is bytearray else bytearray(records)
+        cfg = self.config
+        try:
+            headers: list[tuple[int, BatchHeader]] = list(iter_batch_headers(buf))
+        except DecodeError as e:
+            raise CorruptRecord(f"malformed record batch: {e}") from e
+        if not headers:
+            raise CorruptRecord("no record batches to append")
+        for _, h in headers:
+            if h.size > cfg.max_message_bytes:
+                raise RecordBatchTooLarge(
+                    f"batch of {h.size} bytes exceeds max.message.bytes {cfg.max_message_bytes}"
+                )
+        total = len(buf)
+        if total > cfg.segment_bytes:
+            raise RecordBatchTooLarge(
+                f"{total} bytes of batches exceed segment.bytes {cfg.segment_bytes}"
+            )
+        log_append_time = -1
+        with self._lock:
+            if self._closed:
+                raise LogClosed(f"log {self.dir.name} is closed")
+            first = nxt = self._leo
+            if cfg.log_append_time:
+                log_append_time = self.clock()
+            max_ts, _ = -1, 0
+            for pos, h in headers:
+                if assign_offsets:
+                    set_base_offset(buf, pos, nxt)
+                    set_partition_leader_epoch(buf, pos, leader_epoch)
+                    h.base_offset = nxt
+                    h.partition_leader_epoch = leader_epoch
+                elif h.base_offset < nxt:
+                    raise CorruptRecord(f"batch offset {h.base_offset} is below the log end {nxt}")
+                if log_append_time >= 0:
+                    set_max_timestamp_and_type(buf, pos, h.size, log_append_time, True)
+                    h.max_timestamp = log_append_time
+                    h.base_timestamp = log_append_time
+                if h.max_timestamp > max_ts:
+                    max_ts = h.max_timestamp
+                nxt = h.base_offset + h.last_offset_delta + 1
+            if not assign_offsets:
+                first = headers[0][1].base_offset
+            seg = self._maybe_roll(total, headers[0][1], nxt - 1)
+            seg.append(buf, headers)
+            self._leo = nxt
+        return AppendInfo(
+            first_offset=first,
+            last_offset=nxt - 1,
+            log_append_time=log_append_time,
+            max_timestamp=max_ts,
+            log_start_offset=self._log_start,
+            num_batches=len(headers),
+            size=total,
+        )
+
+    def _maybe_roll(self, size: int, first: BatchHeader, last_offset: int) -> LogSegment:
+        return self._maybe_roll_at(
+            self._segments[-1], size, first.base_offset, first.max_timestamp, last_offset
+        )
+
+    def _maybe_roll_at(
+        self, seg: LogSegment, size: int, base_offset: int, batch_ts: int, last_offset: int
+    ) -> LogSegment:
+        if seg.size == 0:
+            # an empty active segment must be named after the first offset it will hold
+            if seg.base_offset != base_offset:
+                return self.roll(base_offset)
+            return seg
+        if self._should_roll(seg, size, batch_ts, last_offset):
+            return self.roll(base_offset)
+        fs = seg.first_batch_timestamp
+        seg.roll_ts = fs + self._roll_ms if fs >= 0 else -1
+        return seg
+
+    def _should_roll(self, seg: LogSegment, size: int, batch_ts: int, last_offset: int) -> bool:
+        """Kafka's roll conditions: segment.bytes, segment.ms, a full index, or offsets that no
+        longer fit the index's 32-bit relative offsets."""
+        cfg = self.config
+        if seg.size > cfg.segment_bytes - size:
+            return True
+        first_ts = seg.first_batch_timestamp
+        if first_ts >= 0 and batch_ts >= 0:
+            waited = batch_ts - first_ts
+        else:
+            waited = self.clock() - seg.created_ms
+        if waited > cfg.segment_ms - cfg.segment_jitter_ms:
+            return True
+        if seg.index_full or seg.offset_index.is_full or seg.time_index.is_full:
+            return True
+        return last_offset - seg.base_offset > _INT32_MAX
+
+    def roll(self, base_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at the log end offset (or `base_offset`)."""
+        with self._lock:
+            base = self._leo if base_offset is None else base_offset
+            old = self._segments[-1]
+            if old.size == 0 and old.base_offset == base:
+                return old
+            old.seal()
+            new = self._new_segment(base)
+            segs = list(self._segments)
+            if old.size == 0:
+                segs.pop()
+                self._schedule_delete([old])
+            segs.append(new)
+            self._set_segments(segs)
+            self._dir_dirty = True
+            return new
+
+    # -- read -----------------------------------------------------------------------------------
+    def read(
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        max_offset: int | None = None,
+        min_one_message: bool = True,
+    ) -> FetchDataInfo:
+        """Whole batches from the one containing `offset`, up to `max_bytes` (at least one batch
+        when `min_one_message`). OffsetOutOfRange outside [log start, log end]."""
+        for _ in range(8):
+            try:
+                return self._read_snapshot(offset, max_bytes, max_offset, min_one_message)
+            except _SegmentGone:
+                continue  # a segment of our snapshot was deleted meanwhile: take a new one
+        raise OffsetOutOfRange(f"offset {offset} was deleted while being read")
+
+    def _read_snapshot(
+        self, offset: int, max_bytes: int, max_offset: int | None, min_one_message: bool
+    ) -> FetchDataInfo:
+        leo = self._leo
+        lso = self._log_start
+        segs, bases = self._snapshot
+        if offset < lso or offset > leo:
+            raise OffsetOutOfRange(f"offset {offset} is outside [{lso}, {leo}] of {self.dir.name}")
+        if max_offset is not None and offset >= max_offset:
+            return FetchDataInfo(LogOffsetMetadata(offset), None)
+        i = max(0, bisect_right(bases, offset) - 1)
+        while i < len(segs):
+            seg = segs[i]
+            try:
+                limit = seg.size
+                if max_offset is not None:
+                    limit = seg.position_bound(max_offset, limit)
+                found = seg.read(offset, max_bytes, limit, min_one_message)
+            except OSError:
+                if seg.closed:
+                    raise _SegmentGone() from None
+                raise
+            if seg.closed:  # its descriptor may have been reused while we read
+                raise _SegmentGone()
+            if found is not None:
+                pos, length, _ = found
+                meta = LogOffsetMetadata(offset, seg.base_offset, pos)
+                if length == 0:
+                    return FetchDataInfo(meta, None)
+                return FetchDataInfo(meta, FileSlice(seg.fd, pos, length))
+            if max_offset is not None and seg.next_offset >= max_offset:
+                break
+            i += 1
+        last = segs[-1]
+        return FetchDataInfo(LogOffsetMetadata(offset, last.base_offset, last.size), None)
+
+    # -- timestamps -----------------------------------------------------------------------------
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record whose timestamp is >= `timestamp`, or None."""
+        segs = self._segments
+        lso = self._log_start
+        for seg in segs:
+            if seg.max_timestamp < timestamp or seg.next_offset <= lso:
+                continue
+            found = seg.timestamp_lookup(timestamp, lso)
+            if found is None:
+                continue
+            pos, h = found
+            if LogSegment.is_log_append_time(h):
+                return max(h.base_offset, lso), h.max_timestamp
+            exact = _first_record_at_or_after(seg, pos, h, timestamp, lso)
+            if exact is not None:
+                return exact
+            return max(h.base_offset, lso), h.max_timestamp
+        return None
+
+    def max_timestamp_and_offset(self) -> tuple[int, int]:
+        """(max timestamp, offset of its batch's last record) over the log, or (-1, -1)."""
+        best = (-1, -1)
+        for seg in self._segments:
+            if seg.max_timestamp > best[0]:
+                best = (seg.max_timestamp, seg.offset_of_max_timestamp)
+        return best
+
+    # -- flush ----------------------------------------------------------------------------------
+    def flush(self, offset: int | None = None) -> None:
+        """Make everything below `offset` (default: the log end) durable. Group commit: callers
+        arriving while an fsync runs wait for it and then share the next one."""
+        target = self._leo if offset is None else min(offset, self._leo)
+        cond = self._flush_cond
+        with cond:
+            while True:
+                if self._recovery_point >= target or self._closed:
+                    return
+                if not self._flushing:
+                    self._flushing = True
+                    break
+                cond.wait()
+        flushed_to = self._recovery_point
+        try:
+            with self._lock:
+                leo = self._leo
+                segs = self._segments
+                dir_dirty, self._dir_dirty = self._dir_dirty, False
+            last = segs[-1]
+            for seg in segs:
+                if seg.next_offset > self._recovery_point or seg.dirty:
+                    seg.flush(indexes=seg is not last)
+            if dir_dirty:
+                self._fsync_dir()
+            flushed_to = leo
+            self._last_flush_ms = self.clock()
+        finally:
+            with cond:
+                if flushed_to > self._recovery_point:
+                    self._recovery_point = flushed_to
+                self._flushing = False
+                cond.notify_all()
+
+    def flush_if_needed(self) -> bool:
+        """Flush when flush.messages is reached; returns whether it flushed."""
+        if self.needs_flush:
+            self.flush()
+            return True
+        return False
+
+    def _fsync_dir(self) -> None:
+        fd = os.open(self.dir, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    # -- deletion and retention -----------------------------------------------------------------
+    def _schedule_delete(self, segments: Sequence[LogSegment]) -> None:
+        """Rename to .deleted now; close and unlink after file.delete.delay.ms (at least a second:
+        readers that took a FileSlice before the delete keep a valid file descriptor meanwhile)."""
+        due = self.clock() + max(self.config.file_delete_delay_ms, MIN_FD_GRACE_MS)
+        for seg in segments:
+            try:
+                seg.change_suffix("", DELETED_SUFFIX)
+            except FileNotFoundError:
+                pass
+            self._pending_deletes.append((due, seg))
+
+    def remove_deleted_segments(self, now: int | None = None, *, force: bool = False) -> int:
+        """Close and unlink segments whose delete delay has passed; returns how many."""
+        t = self.clock() if now is None else now
+        with self._lock:
+            ready = [s for due, s in self._pending_deletes if force or due <= t]
+            self._pending_deletes = [
+                (d, s) for d, s in self._pending_deletes if not (force or d <= t)
+            ]
+        for seg in ready:
+            seg.delete_files()
+        return len(ready)
+
+    def _delete_prefix(self, count: int, reason: str) -> int:
+        """Delete the `count` oldest segments (never the active one); caller holds the lock."""
+        segs = list(self._segments)
+        count = min(count, len(segs) - 1)
+        if count <= 0:
+            return 0
+        doomed, keep = segs[:count], segs[count:]
+        self._set_segments(keep)
+        self._log_start = max(self._log_start, keep[0].base_offset)
+        if self.first_dirty_offset < self._log_start:
+            self.first_dirty_offset = self._log_start
+        self._schedule_delete(doomed)
+        log.info(
+            "%s: deleted %d segment(s) (%s); log start now %d",
+            self.dir.name,
+            count,
+            reason,
+            self._log_start,
+        )
+        return count
+
+    def delete_old_segments(self, now: int | None = None) -> int:
+        """Apply retention: segments below the log start, then retention.ms and retention.bytes
+        (cleanup.policy containing delete). Returns the number of segments deleted."""
+        t = self.clock() if now is None else now
+        deleted = 0
+        with self._lock:
+            if self._closed:
+                return 0
+            segs = self._segments
+            n = 0
+            while n < len(segs) - 1 and segs[n + 1].base_offset <= self._log_start:
+                n += 1
+            deleted += self._delete_prefix(n, "log start offset")
+            cfg = self.config
+            if not cfg.delete:
+                return deleted
+            if cfg.retention_ms >= 0:
+                segs = self._segments
+                n = 0
+                while n < len(segs) - 1 and t - segs[n].largest_timestamp() > cfg.retention_ms:
+                    n += 1
+                deleted += self._delete_prefix(n, "retention.ms")
+            if cfg.retention_bytes >= 0:
+                segs = self._segments
+                excess = sum(s.size for s in segs) - cfg.retention_bytes
+                n = 0
+                while n < len(segs) - 1 and excess - segs[n].size >= 0:
+                    excess -= segs[n].size
+                    n += 1
+                deleted += self._delete_prefix(n, "retention.bytes")
+        return deleted
+
+    def delete_records(self, offset: int) -> int:
+        """DeleteRecords: move the log start to `offset` (-1: the high watermark); whole segments
+        below it are deleted. Returns the new log start offset."""
+        with self._lock:
+            if offset == -1:
+                offset = self.high_watermark
+            if offset < 0 or offset > self.high_watermark:
+                raise OffsetOutOfRange(
+                    f"cannot delete records before {offset}: outside [0, {self.high_watermark}]"
+                )
+            if offset > self._log_start:
+                self._log_start = offset
+                if self.first_dirty_offset < offset:
+                    self.first_dirty_offset = offset
+                segs = self._segments
+                n = 0
+                while n < len(segs) - 1 and segs[n + 1].base_offset <= offset:
+                    n += 1
+                self._delete_prefix(n, "DeleteRecords")
+            return self._log_start
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every batch holding offsets >= `offset` (follower truncation)."""
+        with self._lock:
+            if offset >= self._leo:
+                return
+            segs = list(self._segments)
+            keep = [s for s in segs if s.base_offset < offset] or [segs[0]]
+            doomed = [s for s in segs if s not in keep]
+            tail = keep[-1]
+            tail.truncate_to(offset)
+            self._set_segments(keep)
+            for s in doomed:
+                s.change_suffix("", DELETED_SUFFIX)
+                self._pending_deletes.append((self.clock() + MIN_FD_GRACE_MS, s))
+            # an emptied tail segment is named after the next offset to append
+            self._leo = tail.next_offset if tail.size else tail.base_offset
+            self._recovery_point = min(self._recovery_point, self._leo)
+            self.first_dirty_offset = min(self.first_dirty_offset, self._leo)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop everything and continue empty at `offset`."""
+        with self._lock:
+            old = list(self._segments)
+            new = self._new_segment(offset)
+            self._set_segments([new])
+            for s in old:
+                s.change_suffix("", DELETED_SUFFIX)
+                self._pending_deletes.append((self.clock() + MIN_FD_GRACE_MS, s))
+            self._leo = self._log_start = self._recovery_point = offset
+            self.first_dirty_offset = offset
+            self._dir_dirty = True
+
+    # -- compaction support ---------------------------------------------------------------------
+    def new_cleaned_segment(self, base_offset: int) -> LogSegment:
+        return self._new_segment(base_offset, suffix=CLEANED_SUFFIX, create=True)
+
+    def replace_segments(self, old: Sequence[LogSegment], new: LogSegment) -> bool:
+        """Swap cleaned `new` (suffix .cleaned, flushed) in for the contiguous `old` segments:
+        .cleaned -> .swap, old -> .deleted, .swap -> live. False if `old` changed meanwhile."""
+        with self._lock:
+            segs = list(self._segments)
+            try:
+                i = next(k for k, s in enumerate(segs) if s is old[0])
+            except StopIteration:
+                return False
+            if segs[i : i + len(old)] != list(old) or i + len(old) >= len(segs):
+                return False
+            new.change_suffix(CLEANED_SUFFIX, SWAP_SUFFIX)
+            self._fsync_dir()
+            self._set_segments([*segs[:i], new, *segs[i + len(old) :]])
+            self._schedule_delete(old)
+            new.change_suffix(SWAP_SUFFIX, "")
+            self._fsync_dir()
+            return True
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def close(self, *, flush: bool = True) -> None:
+        """Flush everything (with indexes, unless `flush=False` or the log was deleted), then
+        close all files."""
+        with self._lock:
+            if self._files_closed:
+                return
+            segs = self._segments
+            if flush and not self._closed:
+                for s in segs[:-1]:
+                    s.seal()
+                for s in segs:
+                    s.flush(indexes=True)
+                self._fsync_dir()
+                self._recovery_point = self._leo
+            self._closed = True
+            self._files_closed = True
+            for s in segs:
+                s.close()
+        self.remove_deleted_segments(force=True)
+        with self._flush_cond:
+            self._flush_cond.notify_all()
+
+    def mark_deleted(self) -> None:
+        """Refuse further appends and flushes; reads keep working until `close()` (the topic is
+        being deleted, and FileSlices already handed out must stay valid for a while)."""
+        with self._lock:
+            self._closed = True
+        with self._flush_cond:
+            self._flush_cond.notify_all()
+
+    def delete(self) -> None:
+        """Close and remove the whole partition directory."""
+        self.close(flush=False)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __repr__(self) -> str:
+        return (
+            f"Log({self.dir.name}, start={self._log_start}, end={self._leo}, "
+            f"segments={len(self._segments)}, recovery_point={self._recovery_point})"
+        )
+
+
+def _first_record_at_or_after(
+    seg: LogSegment, pos: int, h: BatchHeader, timestamp: int, min_offset: int
+) -> tuple[int, int] | None:
+    """Record-level answer for a CreateTime batch: decode it (records.batch) and pick the first
+    record with timestamp >= `timestamp`; None if the decoder is unavailable."""
+    try:
+        from kafkalite.records.batch import decode_batch
+    except ImportError:  # pragma: no cover - records.batch lands separately
+        return None
+    try:
+        batch = decode_batch(seg.read_bytes(pos, h.size), 0)
+    except Exception:
+        return None
+    for rec in batch.records:
+        if rec.timestamp >= timestamp and rec.offset >= min_offset:
+            return rec.offset, rec.timestamp
+    return None

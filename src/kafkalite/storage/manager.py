@@ -1,0 +1,402 @@
+"""LogManager: the broker's log directories — loading (recovery) at startup, creating and deleting
+partition logs, per-topic config overrides, checkpoints, and the retention/flush/cleaner threads.
+
+Directory names are `<topic>-<partition>`; checkpoints and topic overrides use Kafka's file formats/names.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import shutil
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from kafkalite.storage.checkpoint import (
+    CLEANER_OFFSET_CHECKPOINT,
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    OffsetCheckpointFile,
+)
+from kafkalite.storage.cleaner import LogCleaner
+from kafkalite.storage.config import LogConfig
+from kafkalite.storage.errors import InvalidConfig, KafkaStorageError
+from kafkalite.storage.log import Log
+from kafkalite.storage.types import MIN_FD_GRACE_MS, now_ms, parse_topic_partition
+
+log = logging.getLogger(__name__)
+
+TOPIC_CONFIG_DIR = "topic-configs"
+LOCK_FILE = ".lock"
+DELETE_DIR_SUFFIX = "-delete"
+
+TopicPartition = tuple[str, int]
+
+
+class _Periodic(threading.Thread):
+    def __init__(
+        self, name: str, interval_ms: int, fn: Callable[[], object], stop: threading.Event
+    ) -> None:
+        super().__init__(name=name, daemon=True)
+        self.interval = max(interval_ms, 1) / 1000.0
+        self.fn = fn
+        self.stop_event = stop
+
+    def run(self) -> None:
+        while not self.stop_event.wait(self.interval):
+            try:
+                self.fn()
+            except Exception:
+                log.exception("background task %s failed", self.name)
+
+
+class LogManager:
+    """All partition logs of one broker, across its log dirs."""
+
+    def __init__(
+        self,
+        log_dirs: list[Path] | list[str],
+        default_config: LogConfig | None = None,
+        *,
+        recovery_threads: int | None = None,
+        retention_check_interval_ms: int = 300_000,
+        flush_check_interval_ms: int = 1000,
+        checkpoint_interval_ms: int = 60_000,
+        cleaner_enable: bool = True,
+        cleaner_backoff_ms: int = 15_000,
+        file_delete_check_interval_ms: int = 1000,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
+        if not log_dirs:
+            raise ValueError("at least one log dir is required")
+        self.log_dirs = [Path(d) for d in log_dirs]
+        self.default_config = default_config if default_config is not None else LogConfig()
+        self.recovery_threads = recovery_threads
+        self.retention_check_interval_ms = retention_check_interval_ms
+        self.flush_check_interval_ms = flush_check_interval_ms
+        self.checkpoint_interval_ms = checkpoint_interval_ms
+        self.cleaner_enable = cleaner_enable
+        self.cleaner_backoff_ms = cleaner_backoff_ms
+        self.file_delete_check_interval_ms = file_delete_check_interval_ms
+        self.clock = clock
+        self.cleaner = LogCleaner(clock)
+        self._lock = threading.RLock()
+        self._checkpoint_lock = threading.Lock()
+        self._logs: dict[TopicPartition, Log] = {}
+        self._log_dir_of: dict[TopicPartition, Path] = {}
+        self._topic_overrides: dict[str, dict[str, str]] = {}
+        self._lock_fds: list[int] = []
+        self._pending_dir_deletes: list[tuple[int, Path, Log]] = []
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._started = False
+
+    # -- startup --------------------------------------------------------------------------------
+    def startup(self) -> None:
+        """Lock the dirs, finish interrupted deletes, load and recover every log (in parallel)."""
+        jobs: list[tuple[Path, TopicPartition, int, int, int]] = []
+        for d in self.log_dirs:
+            d.mkdir(parents=True, exist_ok=True)
+            self._lock_dir(d)
+            rp = OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT).read()
+            lso = OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT).read()
+            cleaner = OffsetCheckpointFile(d / CLEANER_OFFSET_CHECKPOINT).read()
+            for entry in sorted(os.listdir(d)):
+                path = d / entry
+                if not path.is_dir():
+                    continue
+                if entry.endswith(DELETE_DIR_SUFFIX):
+                    shutil.rmtree(path, ignore_errors=True)
+                    continue
+                tp = parse_topic_partition(entry)
+                if tp is None:
+                    continue
+                if tp in self._log_dir_of:
+                    raise KafkaStorageError(f"duplicate log directories for {tp}: {path}")
+                self._log_dir_of[tp] = d
+                jobs.append((path, tp, rp.get(tp, 0), lso.get(tp, 0), cleaner.get(tp, 0)))
+        self._load_topic_configs()
+
+        def load(job: tuple[Path, TopicPartition, int, int, int]) -> tuple[TopicPartition, Log]:
+            path, tp, rp_, lso_, dirty = job
+            lg = Log.open(path, self.topic_config(tp[0]), recovery_point=rp_, log_start_offset=lso_)
+            lg.clock = self.clock
+            lg.first_dirty_offset = max(lg.log_start_offset, min(dirty, lg.log_end_offset))
+            return tp, lg
+
+        workers = self.recovery_threads or min(8, max(1, len(jobs)))
+        if jobs:
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="log-recovery") as ex:
+                for tp, lg in ex.map(load, jobs):
+                    self._logs[tp] = lg
+        self._started = True
+        self.checkpoint()
+        log.info("loaded %d logs from %s", len(self._logs), ", ".join(map(str, self.log_dirs)))
+
+    def _lock_dir(self, d: Path) -> None:
+        fd = os.open(d / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            os.close(fd)
+            raise KafkaStorageError(f"log dir {d} is in use by another process") from e
+        self._lock_fds.append(fd)
+
+    # -- topic configs --------------------------------------------------------------------------
+    def _config_dir(self) -> Path:
+        return self.log_dirs[0] / TOPIC_CONFIG_DIR
+
+    def _load_topic_configs(self) -> None:
+        cdir = self._config_dir()
+        if not cdir.is_dir():
+            return
+        for p in cdir.glob("*.properties"):
+            props: dict[str, str] = {}
+            for line in p.read_text().splitlines():
+                line = line.strip()
+                if not line or line.startswith("#") or "=" not in line:
+                    continue
+                k, _, v = line.partition("=")
+                props[k.strip()] = v.strip()
+            try:
+                LogConfig.from_properties(props, self.default_config)
+            except InvalidConfig as e:
+                log.warning("ignoring invalid overrides for topic %s: %s", p.stem, e)
+                continue
+            self._topic_overrides[p.stem] = props
+
+    def _persist_topic_config(self, topic: str) -> None:
+        cdir = self._config_dir()
+        cdir.mkdir(parents=True, exist_ok=True)
+        path = cdir / f"{topic}.properties"
+        props = self._topic_overrides.get(topic)
+        if not props:
+            path.unlink(missing_ok=True)
+            return
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text("".join(f"{k}={v}\n" for k, v in sorted(props.items())))
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+
+    def topic_config_overrides(self, topic: str) -> dict[str, str]:
+        with self._lock:
+            return dict(self._topic_overrides.get(topic, {}))
+
+    def topic_config(self, topic: str) -> LogConfig:
+        with self._lock:
+            return LogConfig.from_properties(
+                self._topic_overrides.get(topic, {}), self.default_config
+            )
+
+    def set_topic_config(self, topic: str, overrides: Mapping[str, str]) -> LogConfig:
+        """Replace the topic's overrides (AlterConfigs); applies to its logs and persists."""
+        cfg = LogConfig.from_properties(overrides, self.default_config)
+        with self._lock:
+            self._topic_overrides[topic] = {k: str(v) for k, v in overrides.items()}
+            self._persist_topic_config(topic)
+            for (t, _), lg in self._logs.items():
+                if t == topic:
+                    lg.update_config(cfg)
+        return cfg
+
+    def update_topic_config(self, topic: str, changes: Mapping[str, str | None]) -> LogConfig:
+        """IncrementalAlterConfigs: set (value) or remove (None) individual overrides."""
+        with self._lock:
+            current = dict(self._topic_overrides.get(topic, {}))
+            for k, v in changes.items():
+                if v is None:
+                    current.pop(k, None)
+                else:
+                    current[k] = v
+            return self.set_topic_config(topic, current)
+
+    def update_default_config(self, config: LogConfig) -> None:
+        with self._lock:
+            self.default_config = config
+            for (t, _), lg in self._logs.items():
+                lg.update_config(self.topic_config(t))
+
+    # -- logs -----------------------------------------------------------------------------------
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        return self._logs.get((topic, partition))
+
+    def logs(self) -> list[Log]:
+        return list(self._logs.values())
+
+    def partitions(self) -> dict[TopicPartition, Log]:
+        return dict(self._logs)
+
+    def topics(self) -> set[str]:
+        return {t for t, _ in self._logs}
+
+    def _pick_dir(self) -> Path:
+        counts = {d: 0 for d in self.log_dirs}
+        for d in self._log_dir_of.values():
+            counts[d] = counts.get(d, 0) + 1
+        return min(self.log_dirs, key=lambda d: counts[d])
+
+    def get_or_create_log(
+        self,
+        topic: str,
+        partition: int,
+        config_overrides: Mapping[str, str] | None = None,
+        topic_id: uuid.UUID | None = None,
+    ) -> Log:
+        """The partition's log, created (with the topic's overrides, persisted) if missing."""
+        tp = (topic, partition)
+        with self._lock:
+            existing = self._logs.get(tp)
+            if existing is not None:
+                return existing
+            if config_overrides:
+                self.set_topic_config(topic, config_overrides)
+            d = self._log_dir_of.get(tp) or self._pick_dir()
+            lg = Log.open(d / f"{topic}-{partition}", self.topic_config(topic), topic_id)
+            lg.clock = self.clock
+            self._logs[tp] = lg
+            self._log_dir_of[tp] = d
+            return lg
+
+    def delete_log(self, topic: str, partition: int) -> bool:
+        """Stop the partition's log and rename its dir `<name>.<uuid>-delete`; its files are closed
+        and removed in the background after file.delete.delay.ms (in-flight reads stay valid)."""
+        tp = (topic, partition)
+        with self._lock:
+            lg = self._logs.pop(tp, None)
+            d = self._log_dir_of.pop(tp, None)
+        if lg is None:
+            return False
+        lg.mark_deleted()
+        target = lg.dir.with_name(f"{lg.dir.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
+        try:
+            os.rename(lg.dir, target)
+        except FileNotFoundError:
+            lg.close(flush=False)
+            return True
+        due = self.clock() + max(lg.config.file_delete_delay_ms, MIN_FD_GRACE_MS)
+        with self._lock:
+            self._pending_dir_deletes.append((due, target, lg))
+        if d is not None:
+            self.checkpoint()
+        return True
+
+    def delete_topic(self, topic: str) -> list[int]:
+        """Delete every partition log of `topic` and its config overrides; returns the partitions."""
+        with self._lock:
+            parts = sorted(p for t, p in self._logs if t == topic)
+        for p in parts:
+            self.delete_log(topic, p)
+        with self._lock:
+            if self._topic_overrides.pop(topic, None) is not None:
+                self._persist_topic_config(topic)
+        return parts
+
+    # -- periodic work --------------------------------------------------------------------------
+    def cleanup_logs(self, now: int | None = None) -> int:
+        """Retention for every log; returns segments deleted."""
+        t = self.clock() if now is None else now
+        return sum(lg.delete_old_segments(t) for lg in self.logs())
+
+    def flush_dirty_logs(self, now: int | None = None) -> int:
+        """Flush logs whose flush.ms (or flush.messages) is due; returns how many were flushed."""
+        t = self.clock() if now is None else now
+        n = 0
+        for lg in self.logs():
+            if lg.closed:
+                continue
+            if lg.needs_flush or lg.flush_due(t):
+                lg.flush()
+                n += 1
+        return n
+
+    def remove_deleted_files(self, now: int | None = None, *, force: bool = False) -> int:
+        t = self.clock() if now is None else now
+        n = sum(lg.remove_deleted_segments(t, force=force) for lg in self.logs())
+        with self._lock:
+            ready = [(p, lg) for due, p, lg in self._pending_dir_deletes if force or due <= t]
+            self._pending_dir_deletes = [
+                e for e in self._pending_dir_deletes if not (force or e[0] <= t)
+            ]
+        for p, lg in ready:
+            lg.close(flush=False)
+            shutil.rmtree(p, ignore_errors=True)
+        return n + len(ready)
+
+    def run_cleaner_once(self, now: int | None = None, *, force: bool = False) -> int:
+        """One compaction pass over the compacted logs; returns how many logs were cleaned."""
+        n = 0
+        for lg in self.logs():
+            if lg.config.compact and not lg.closed:
+                stats = self.cleaner.clean(lg, now=now, force=force)
+                if stats is not None and not stats.aborted:
+                    n += 1
+        return n
+
+    def checkpoint(self) -> None:
+        """Write recovery-point, log-start-offset and cleaner-offset checkpoints for every dir."""
+        with self._checkpoint_lock:
+            with self._lock:
+                items = [(tp, lg, self._log_dir_of.get(tp)) for tp, lg in self._logs.items()]
+            for d in self.log_dirs:
+                mine = [(tp, lg) for tp, lg, ld in items if ld == d]
+                OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT).write(
+                    {tp: lg.recovery_point for tp, lg in mine}
+                )
+                OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT).write(
+                    {tp: lg.log_start_offset for tp, lg in mine}
+                )
+                OffsetCheckpointFile(d / CLEANER_OFFSET_CHECKPOINT).write(
+                    {tp: lg.first_dirty_offset for tp, lg in mine if lg.config.compact}
+                )
+
+    def start_background(self) -> None:
+        """Start the retention, flush, checkpoint, file-delete and cleaner threads."""
+        if self._threads:
+            return
+        self._stop.clear()
+        tasks: list[tuple[str, int, Callable[[], object]]] = [
+            ("kafkalite-log-retention", self.retention_check_interval_ms, self.cleanup_logs),
+            ("kafkalite-log-flusher", self.flush_check_interval_ms, self.flush_dirty_logs),
+            ("kafkalite-log-checkpoint", self.checkpoint_interval_ms, self.checkpoint),
+            (
+                "kafkalite-file-deleter",
+                self.file_delete_check_interval_ms,
+                self.remove_deleted_files,
+            ),
+        ]
+        if self.cleaner_enable:
+            tasks.append(("kafkalite-log-cleaner", self.cleaner_backoff_ms, self.run_cleaner_once))
+        for name, interval, fn in tasks:
+            t = _Periodic(name, interval, fn, self._stop)
+            t.start()
+            self._threads.append(t)
+
+    def shutdown(self) -> None:
+        """Stop background threads, flush and close every log, write final checkpoints."""
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout=30)
+        self._threads = []
+        for lg in self.logs():
+            try:
+                lg.close()
+            except Exception:
+                log.exception("failed to close %s", lg)
+        if self._started:
+            self.checkpoint()
+        self.remove_deleted_files(force=True)
+        for fd in self._lock_fds:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+        self._lock_fds = []
+        self._started = False

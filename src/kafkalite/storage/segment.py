@@ -1,0 +1,480 @@
+"""LogSegment: one `<base offset>.log` file of whole record batches plus its .index and .timeindex.
+
+Appends batches (positional writes), answers offset/position/timestamp lookups with header-only
+reads, validates and truncates itself on recovery, and renames itself for deletion and swaps.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafkalite.records.header import (
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    TIMESTAMP_TYPE_MASK,
+    BatchHeader,
+    compute_crc,
+)
+from kafkalite.storage.index import CorruptIndex, OffsetIndex, TimeIndex
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+DELETED_SUFFIX = ".deleted"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_INT32_MAX = 2**31 - 1
+_SCAN_SAMPLES = 32  # index entries spot-checked against the log when loading a flushed segment
+
+
+def segment_file_name(base_offset: int, suffix: str = LOG_SUFFIX) -> str:
+    return f"{base_offset:020d}{suffix}"
+
+
+def read_header(fd: int, position: int, limit: int) -> BatchHeader | None:
+    """The v2 batch header at `position` if a plausible whole batch lies below `limit`."""
+    if limit - position < HEADER_SIZE:
+        return None
+    raw = os.pread(fd, HEADER_SIZE, position)
+    if len(raw) < HEADER_SIZE:
+        return None
+    h = BatchHeader(_HEADER.unpack_from(raw, 0))
+    if h.magic != 2 or h.batch_length < HEADER_SIZE - LOG_OVERHEAD or position + h.size > limit:
+        return None
+    return h
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryResult:
+    valid_bytes: int
+    truncated_bytes: int
+    batches: int
+
+
+class LogSegment:
+    """A segment file and its indexes. Mutated only under the owning Log's lock; read lock-free."""
+
+    def __init__(
+        self,
+        directory: Path,
+        base_offset: int,
+        *,
+        index_interval_bytes: int,
+        max_index_bytes: int,
+        suffix: str = "",
+        create: bool = False,
+    ) -> None:
+        self.dir = directory
+        self.base_offset = base_offset
+        self.suffix = suffix
+        self.index_interval_bytes = index_interval_bytes
+        flags = os.O_RDWR | os.O_CREAT | (os.O_TRUNC if create else 0)
+        self.log_path = directory / (segment_file_name(base_offset) + suffix)
+        if create:
+            for ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                p = directory / (segment_file_name(base_offset, ext) + suffix)
+                if p.exists():
+                    p.unlink()
+        self.indexes_missing = not create and not all(
+            (directory / (segment_file_name(base_offset, ext) + suffix)).exists()
+            for ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+        )
+        self.fd = os.open(self.log_path, flags, 0o644)
+        self.offset_index = OffsetIndex(
+            directory / (segment_file_name(base_offset, INDEX_SUFFIX) + suffix),
+            base_offset,
+            max_index_bytes,
+        )
+        self.time_index = TimeIndex(
+            directory / (segment_file_name(base_offset, TIME_INDEX_SUFFIX) + suffix),
+            base_offset,
+            max_index_bytes,
+        )
+        self.size = os.fstat(self.fd).st_size if not create else 0
+        self.next_offset = base_offset
+        self.max_timestamp = -1
+        self.offset_of_max_timestamp = base_offset
+        self.first_batch_timestamp = -1
+        self.created_ms = int(time.time() * 1000)
+        self.bytes_since_last_index_entry = 0
+        self.synced_size = self.size  # bytes known to be fsynced (-1: unknown, sync needed)
+        self.index_full = False
+        self.roll_ts = -1  # see Log.append: batches with timestamps up to this cannot roll by time
+        self.max_offset = base_offset + _INT32_MAX  # relative offsets must fit the index's int32
+        self.closed = False
+
+    # -- writing ----------------------------------------------------------------------------------
+    def append(
+        self, buf: bytes | bytearray | memoryview, headers: list[tuple[int, BatchHeader]]
+    ) -> None:
+        """Write whole batches (offsets already assigned) and index them."""
+        pos0 = self.size
+        mv = memoryview(buf)
+        written = 0
+        total = len(mv)
+        while written < total:
+            written += os.pwrite(self.fd, mv[written:], pos0 + written)
+        interval = self.index_interval_bytes
+        since = self.bytes_since_last_index_entry
+        max_ts = self.max_timestamp
+        for p, h in headers:
+            if since > interval:
+                self.offset_index.append(h.base_offset, pos0 + p)
+                if max_ts >= 0:
+                    self.time_index.maybe_append(max_ts, self.offset_of_max_timestamp)
+                since = 0
+            since += h.size
+            if h.max_timestamp > max_ts:
+                max_ts = h.max_timestamp
+                self.offset_of_max_timestamp = h.base_offset + h.last_offset_delta
+            if self.first_batch_timestamp < 0:
+                self.first_batch_timestamp = h.max_timestamp
+        self.max_timestamp = max_ts
+        self.bytes_since_last_index_entry = since
+        self.size = pos0 + total
+        if headers:
+            last = headers[-1][1]
+            self.next_offset = last.base_offset + last.last_offset_delta + 1
+
+    def append_batch(
+        self, buf: bytearray, base_offset: int, last_offset_delta: int, max_timestamp: int
+    ) -> None:
+        """Append exactly one batch (the produce fast path)."""
+        pos = self.size
+        size = len(buf)
+        written = os.pwrite(self.fd, buf, pos)
+        while written < size:
+            written += os.pwrite(self.fd, memoryview(buf)[written:], pos + written)
+        since = self.bytes_since_last_index_entry
+        if since > self.index_interval_bytes:
+            self.add_index_entries(base_offset, pos)
+            since = 0
+        self.bytes_since_last_index_entry = since + size
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp = max_timestamp
+            self.offset_of_max_timestamp = base_offset + last_offset_delta
+        if not pos:
+            self.first_batch_timestamp = max_timestamp
+        self.size = pos + size
+        self.next_offset = base_offset + last_offset_delta + 1
+
+    def add_index_entries(self, base_offset: int, pos: int) -> None:
+        self.offset_index.append(base_offset, pos)
+        if self.max_timestamp >= 0:
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+        self.index_full = self.offset_index.is_full or self.time_index.is_full
+
+    def seal(self) -> None:
+        """The segment stops being active: record its final max timestamp in the time index."""
+        if self.max_timestamp >= 0:
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+
+    def flush(self, *, indexes: bool = True) -> None:
+        if self.closed:
+            return
+        size = self.size  # every byte below it was written before it was published
+        if size != self.synced_size:
+            try:
+                os.fdatasync(self.fd)
+            except OSError:
+                if self.closed:  # deleted (after file.delete.delay.ms) while a flush held it
+                    return
+                raise
+            self.synced_size = size
+        if indexes:
+            self.offset_index.flush()
+            self.time_index.flush()
+
+    @property
+    def dirty(self) -> bool:
+        """Bytes were appended (or the file changed) since the last fsync."""
+        return self.size != self.synced_size
+
+    @property
+    def is_full_index(self) -> bool:
+        return self.offset_index.is_full or self.time_index.is_full
+
+    def time_waited_for_roll(self, now: int, batch_timestamp: int) -> int:
+        """As in Kafka: the incoming batch's timestamp minus the segment's first batch timestamp
+        when both exist, else wall time since the segment was created."""
+        if self.first_batch_timestamp >= 0 and batch_timestamp >= 0:
+            return batch_timestamp - self.first_batch_timestamp
+        return now - self.created_ms
+
+    def last_modified_ms(self) -> int:
+        try:
+            return int(os.fstat(self.fd).st_mtime * 1000)
+        except OSError:
+            return 0
+
+    def largest_timestamp(self) -> int:
+        """Max record timestamp, or the file's mtime when no batch carried one (retention.ms)."""
+        return self.max_timestamp if self.max_timestamp > 0 else self.last_modified_ms()
+
+    # -- reading ----------------------------------------------------------------------------------
+    def find_batch(self, offset: int, limit: int | None = None) -> tuple[int, BatchHeader] | None:
+        """(position, header) of the first batch whose last offset is >= `offset`, below `limit`."""
+        end = self.size if limit is None else limit
+        _, pos = self.offset_index.lookup(offset)
+        fd = self.fd
+        while pos < end:
+            h = read_header(fd, pos, end)
+            if h is None:
+                return None
+            if h.base_offset + h.last_offset_delta >= offset:
+                return pos, h
+            pos += h.size
+        return None
+
+    def position_bound(self, max_offset: int, limit: int) -> int:
+        """Position of the first batch whose base offset is >= `max_offset` (or `limit`)."""
+        if max_offset >= self.next_offset:
+            return limit
+        found = self.find_batch(max_offset, limit)
+        if found is None:
+            return limit
+        pos, h = found
+        return pos if h.base_offset >= max_offset else pos + h.size
+
+    def read(
+        self, offset: int, max_bytes: int, limit: int, min_one_message: bool
+    ) -> tuple[int, int, BatchHeader] | None:
+        """(position, length, first header) covering whole batches starting at `offset`'s batch."""
+        found = self.find_batch(offset, limit)
+        if found is None:
+            return None
+        pos, first = found
+        if first.size > max_bytes:
+            return (pos, first.size, first) if min_one_message else (pos, 0, first)
+        target = pos + max_bytes
+        if target >= limit:
+            return pos, limit - pos, first
+        # whole batches up to `target`: start from the last index entry at or below it
+        _, p = self.offset_index.lookup_position(target)
+        if p <= pos:
+            p = pos
+        end = p
+        fd = self.fd
+        while end < limit:
+            h = read_header(fd, end, limit)
+            if h is None or end + h.size > target:
+                break
+            end += h.size
+        return pos, end - pos, first
+
+    def read_bytes(self, position: int, length: int) -> bytes:
+        out = bytearray()
+        while len(out) < length:
+            chunk = os.pread(self.fd, length - len(out), position + len(out))
+            if not chunk:
+                break
+            out += chunk
+        return bytes(out)
+
+    def timestamp_lookup(self, timestamp: int, start_offset: int) -> tuple[int, BatchHeader] | None:
+        """First batch with max timestamp >= `timestamp` and last offset >= `start_offset`."""
+        from_offset = max(self.time_index.lookup_before(timestamp), start_offset)
+        _, pos = self.offset_index.lookup(from_offset)
+        end = self.size
+        while pos < end:
+            h = read_header(self.fd, pos, end)
+            if h is None:
+                return None
+            if h.max_timestamp >= timestamp and h.base_offset + h.last_offset_delta >= start_offset:
+                return pos, h
+            pos += h.size
+        return None
+
+    # -- loading and recovery -------------------------------------------------------------------
+    def load(self) -> bool:
+        """Load indexes of a segment below the recovery point and find its end by scanning the tail
+        past the last index entry. Returns False if the caller must run `recover()` instead."""
+        if self.indexes_missing and self.size:
+            return False
+        try:
+            self.offset_index.load(self.size)
+            self._spot_check_index()
+        except CorruptIndex:
+            return False
+        _, pos = self.offset_index.lookup_position(self.size)
+        next_offset = self.base_offset
+        if pos > 0:
+            h0 = read_header(self.fd, pos, self.size)
+            if h0 is None:
+                return False
+            next_offset = h0.base_offset
+        max_ts, off_max = -1, self.base_offset
+        since = 0
+        while pos < self.size:
+            h = read_header(self.fd, pos, self.size)
+            if h is None or h.base_offset < next_offset:
+                return False
+            next_offset = h.base_offset + h.last_offset_delta + 1
+            if h.max_timestamp > max_ts:
+                max_ts, off_max = h.max_timestamp, h.base_offset + h.last_offset_delta
+            since += h.size
+            pos += h.size
+        if next_offset - self.base_offset > _INT32_MAX + 1:
+            return False
+        try:
+            self.time_index.load(next_offset)
+            self._spot_check_time_index()
+        except CorruptIndex:
+            return False
+        self.next_offset = next_offset
+        t_ts, t_off = self.time_index.last_entry
+        if t_ts > max_ts:
+            max_ts, off_max = t_ts, t_off
+        self.max_timestamp, self.offset_of_max_timestamp = max_ts, off_max
+        self.bytes_since_last_index_entry = since
+        self._load_first_timestamp()
+        return True
+
+    def _spot_check_index(self) -> None:
+        entries = self.offset_index.entries()
+        if not entries:
+            return
+        step = max(1, len(entries) // _SCAN_SAMPLES)
+        picks = [*entries[::step], entries[-1]]
+        for off, pos in picks:
+            h = read_header(self.fd, pos, self.size)
+            if h is None or h.base_offset != off:
+                raise CorruptIndex(f"{self.offset_index.path}: entry ({off}, {pos}) misses a batch")
+
+    def _spot_check_time_index(self) -> None:
+        entries = self.time_index.entries()
+        if not entries:
+            return
+        step = max(1, len(entries) // _SCAN_SAMPLES)
+        for ts, off in [*entries[::step], entries[-1]]:
+            found = self.find_batch(off)
+            if found is None or found[1].max_timestamp != ts or found[1].base_offset > off:
+                raise CorruptIndex(f"{self.time_index.path}: entry ({ts}, {off}) misses a batch")
+
+    def _load_first_timestamp(self) -> None:
+        h = read_header(self.fd, 0, self.size)
+        self.first_batch_timestamp = h.max_timestamp if h is not None else -1
+
+    def recover(self, min_next_offset: int | None = None) -> RecoveryResult:
+        """Scan every batch (framing, magic, CRC-32C, offset order), rebuild both indexes, and
+        truncate the file at the first batch that is torn or corrupt."""
+        self.offset_index.reset()
+        self.time_index.reset()
+        expected = self.base_offset if min_next_offset is None else min_next_offset
+        file_size = os.fstat(self.fd).st_size
+        pos = 0
+        batches = 0
+        max_ts, off_max = -1, self.base_offset
+        since = 0
+        first_ts = -1
+        if file_size:
+            with mmap.mmap(self.fd, file_size, access=mmap.ACCESS_READ) as mm:
+                buf = memoryview(mm)
+                try:
+                    while file_size - pos >= HEADER_SIZE:
+                        h = BatchHeader(_HEADER.unpack_from(buf, pos))
+                        if (
+                            h.magic != 2
+                            or h.batch_length < HEADER_SIZE - LOG_OVERHEAD
+                            or pos + h.size > file_size
+                            or h.base_offset < expected
+                            or h.last_offset_delta < 0
+                            or h.records_count < 0
+                            or h.base_offset + h.last_offset_delta - self.base_offset > _INT32_MAX
+                            or compute_crc(buf, pos, h.size) != h.crc
+                        ):
+                            break
+                        if since > self.index_interval_bytes:
+                            self.offset_index.append(h.base_offset, pos)
+                            if max_ts >= 0:
+                                self.time_index.maybe_append(max_ts, off_max)
+                            since = 0
+                        since += h.size
+                        last = h.base_offset + h.last_offset_delta
+                        if h.max_timestamp > max_ts:
+                            max_ts, off_max = h.max_timestamp, last
+                        if first_ts < 0:
+                            first_ts = h.max_timestamp
+                        expected = last + 1
+                        pos += h.size
+                        batches += 1
+                finally:
+                    buf.release()
+        truncated = file_size - pos
+        if truncated:
+            os.ftruncate(self.fd, pos)
+        self.size = pos
+        self.next_offset = expected if batches else self.base_offset
+        self.max_timestamp, self.offset_of_max_timestamp = max_ts, off_max
+        self.first_batch_timestamp = first_ts
+        self.bytes_since_last_index_entry = since
+        self.synced_size = -1
+        return RecoveryResult(pos, truncated, batches)
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove batches whose last offset is >= `offset`; returns the bytes removed."""
+        found = self.find_batch(offset)
+        if found is None:
+            return 0
+        pos, h = found
+        removed = self.size - pos
+        os.ftruncate(self.fd, pos)
+        self.size = pos
+        self.offset_index.truncate_to(h.base_offset)
+        self.time_index.truncate_to(h.base_offset)
+        # recompute the tail state by rescanning (rare: replication truncation)
+        self.recover()
+        return removed
+
+    # -- files ------------------------------------------------------------------------------------
+    def all_paths(self) -> list[Path]:
+        return [self.log_path, self.offset_index.path, self.time_index.path]
+
+    def change_suffix(self, old: str, new: str) -> None:
+        """Rename all three files from suffix `old` to `new` (fds stay valid)."""
+
+        def renamed(p: Path) -> Path:
+            name = p.name[: len(p.name) - len(old)] if old else p.name
+            return p.with_name(name + new)
+
+        os.rename(self.log_path, renamed(self.log_path))
+        self.log_path = renamed(self.log_path)
+        for idx in (self.offset_index, self.time_index):
+            target = renamed(idx.path)
+            if idx.path.exists():
+                idx.rename(target)
+            else:
+                idx._file.path = target
+        self.suffix = new
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            os.close(self.fd)
+        finally:
+            self.offset_index.close()
+            self.time_index.close()
+
+    def delete_files(self) -> None:
+        self.close()
+        for p in self.all_paths():
+            try:
+                p.unlink()
+            except FileNotFoundError:
+                pass
+
+    def __repr__(self) -> str:
+        return f"LogSegment(base={self.base_offset}, size={self.size}, next={self.next_offset})"
+
+    @staticmethod
+    def is_log_append_time(h: BatchHeader) -> bool:
+        return bool(h.attributes & TIMESTAMP_TYPE_MASK)
