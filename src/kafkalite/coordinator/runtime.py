@@ -1,0 +1,313 @@
+"""The coordinator's shared machinery: groups by `__consumer_offsets` partition, ownership and loading,
+request validation, the clock, and writing records then replaying them (the one path state takes).
+
+Live writes and the load after a restart both end in `_replay`; nothing else changes persisted state.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from kafkalite.coordinator import records as rec
+from kafkalite.coordinator.deferred import Deferred
+from kafkalite.coordinator.group import GroupMetadata, MemberMetadata
+from kafkalite.coordinator.state import GroupState
+from kafkalite.coordinator.types import (
+    CoordinatorConfig,
+    CoordinatorRecord,
+    JoinGroupResult,
+    SyncGroupResult,
+    TopicPartition,
+)
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.exceptions import DecodeError
+
+log = logging.getLogger("kafkalite.coordinator")
+
+# append(partition, records) -> Deferred completed with NO_ERROR or the storage error code, on the loop thread
+AppendFn = Callable[[int, list[CoordinatorRecord]], Deferred[ErrorCode]]
+Clock = Callable[[], int]
+
+E = ErrorCode
+
+
+def _default_member_id(client_id: str) -> str:
+    return f"{client_id}-{uuid.uuid4()}"
+
+
+def group_store_error(code: ErrorCode) -> ErrorCode:
+    """The error a client sees when storing group metadata failed (as Kafka maps it)."""
+    if code in (
+        E.UNKNOWN_TOPIC_OR_PARTITION,
+        E.NOT_ENOUGH_REPLICAS,
+        E.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        E.REQUEST_TIMED_OUT,
+    ):
+        return E.COORDINATOR_NOT_AVAILABLE
+    if code in (E.NOT_LEADER_OR_FOLLOWER, E.KAFKA_STORAGE_ERROR):
+        return E.NOT_COORDINATOR
+    if code in (E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE, E.INVALID_FETCH_SIZE):
+        return E.UNKNOWN_SERVER_ERROR
+    return code
+
+
+def offset_store_error(code: ErrorCode) -> ErrorCode:
+    """The error a client sees when appending offset commits failed (as Kafka maps it)."""
+    if code in (
+        E.UNKNOWN_TOPIC_OR_PARTITION,
+        E.NOT_ENOUGH_REPLICAS,
+        E.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+    ):
+        return E.COORDINATOR_NOT_AVAILABLE
+    if code in (E.NOT_LEADER_OR_FOLLOWER, E.KAFKA_STORAGE_ERROR):
+        return E.NOT_COORDINATOR
+    if code in (E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE, E.INVALID_FETCH_SIZE):
+        return E.INVALID_COMMIT_OFFSET_SIZE
+    return code
+
+
+class CoordinatorRuntime:
+    """Groups, partition ownership/loading, validation, and the write-then-replay path."""
+
+    def __init__(
+        self,
+        append: AppendFn,
+        *,
+        config: CoordinatorConfig | None = None,
+        clock: Clock | None = None,
+        new_member_id: Callable[[str], str] | None = None,
+    ) -> None:
+        import time
+
+        self.config = config or CoordinatorConfig()
+        self._append = append
+        self._clock: Clock = clock or (lambda: int(time.time() * 1000))
+        self._new_member_id = new_member_id or _default_member_id
+        self.groups: dict[str, GroupMetadata] = {}
+        self.owned_partitions: set[int] = set()
+        self.loading_partitions: set[int] = set()
+        self.active = True
+        self._next_expiry_check: int | None = None
+
+    # ------------------------------------------------------------------ placement / validation
+
+    def now(self) -> int:
+        return self._clock()
+
+    def partition_for(self, group_id: str) -> int:
+        return rec.partition_for(group_id, self.config.offsets_topic_num_partitions)
+
+    def is_coordinator_for(self, group_id: str) -> bool:
+        return self.partition_for(group_id) in self.owned_partitions
+
+    def is_loading(self, group_id: str) -> bool:
+        return self.partition_for(group_id) in self.loading_partitions
+
+    def _validate(self, group_id: str | None, *, allow_empty_id: bool = False) -> ErrorCode | None:
+        """Kafka's group-status checks, in its order; None when the request may proceed."""
+        if group_id is None or (group_id == "" and not allow_empty_id):
+            return E.INVALID_GROUP_ID
+        if not self.active:
+            return E.COORDINATOR_NOT_AVAILABLE
+        partition = self.partition_for(group_id)
+        if partition not in self.owned_partitions:
+            return E.NOT_COORDINATOR
+        if partition in self.loading_partitions:
+            return E.COORDINATOR_LOAD_IN_PROGRESS
+        return None
+
+    def _live_groups(self) -> list[GroupMetadata]:
+        """Groups of partitions we own and have finished loading."""
+        return [
+            g
+            for g in self.groups.values()
+            if (p := self.partition_for(g.group_id)) in self.owned_partitions
+            and p not in self.loading_partitions
+        ]
+
+    # ------------------------------------------------------------------ heartbeat bookkeeping
+
+    def _schedule_heartbeat(self, member: MemberMetadata, timeout_ms: int | None = None) -> None:
+        member.heartbeat_deadline = self.now() + (
+            member.session_timeout_ms if timeout_ms is None else timeout_ms
+        )
+
+    # ------------------------------------------------------------------ writing and replay
+
+    def _write(
+        self,
+        group_id: str,
+        records: list[CoordinatorRecord],
+        on_done: Callable[[ErrorCode], None] | None = None,
+    ) -> None:
+        """Append records to the group's partition; replay them once appended, then call `on_done`."""
+        partition = self.partition_for(group_id)
+        try:
+            pending = self._append(partition, records)
+        except (
+            Exception
+        ):  # the sink must answer with a code; never let it take the coordinator down
+            log.exception("append to __consumer_offsets-%d raised", partition)
+            pending = Deferred.completed(E.UNKNOWN_SERVER_ERROR)
+
+        def appended(code: ErrorCode) -> None:
+            if code == E.NO_ERROR:
+                for r in records:
+                    self._replay(partition, r.key, r.value, live=True)
+            else:
+                log.warning(
+                    "could not append %d record(s) for group %r to __consumer_offsets-%d: %s",
+                    len(records),
+                    group_id,
+                    partition,
+                    ErrorCode.name_of(code),
+                )
+                group = self.groups.get(group_id)
+                if group is not None and group.is_(GroupState.DEAD):
+                    del self.groups[group_id]  # it was being removed: gone from memory either way
+            if on_done is not None:
+                on_done(code)
+
+        pending.on_done(appended)
+
+    def _replay(
+        self, partition: int, key: bytes | None, value: bytes | None, *, live: bool
+    ) -> None:
+        """Apply one `__consumer_offsets` record. The same code runs for live appends and for loading."""
+        if key is None:
+            return
+        try:
+            parsed = rec.parse_key(key)
+        except DecodeError as exc:
+            log.warning(
+                "__consumer_offsets-%d: skipping a record with a key we cannot read: %s",
+                partition,
+                exc,
+            )
+            return
+        if isinstance(parsed, rec.OffsetKey):
+            self._replay_offset(parsed, value)
+        elif value is None:
+            self._replay_group_tombstone(parsed.group, live=live)
+        else:
+            try:
+                metadata = rec.parse_group_value(value)
+            except DecodeError as exc:
+                log.warning(
+                    "__consumer_offsets-%d: unreadable metadata of group %r: %s",
+                    partition,
+                    parsed.group,
+                    exc,
+                )
+                return
+            self._replay_group_metadata(parsed.group, metadata, live=live)
+
+    def _replay_offset(self, key: rec.OffsetKey, value: bytes | None) -> None:
+        tp = TopicPartition(key.topic, key.partition)
+        group = self.groups.get(key.group)
+        if value is None:
+            if group is not None:
+                group.offsets.pop(tp, None)
+            return
+        try:
+            om = rec.parse_offset_value(value)
+        except DecodeError as exc:
+            log.warning("unreadable committed offset of %r %s: %s", key.group, tp, exc)
+            return
+        if group is None:
+            group = self.groups[key.group] = GroupMetadata(key.group)
+        group.offsets[tp] = om
+
+    def _replay_group_metadata(self, group_id: str, value: Any, *, live: bool) -> None:
+        group = self.groups.get(group_id)
+        if live:
+            # a live write applies only if the group is still in the generation the record describes
+            if group is None or group.generation_id != value.generation:
+                return
+            if group.state not in (
+                GroupState.COMPLETING_REBALANCE,
+                GroupState.STABLE,
+                GroupState.EMPTY,
+            ):
+                return
+        elif group is None:
+            group = self.groups[group_id] = GroupMetadata(group_id)
+        group.apply_metadata_value(value, live=live)
+
+    def _replay_group_tombstone(self, group_id: str, *, live: bool) -> None:
+        group = self.groups.get(group_id)
+        if group is None:
+            return
+        for member in list(group.members.values()):
+            self._fence_member(group, member, E.COORDINATOR_NOT_AVAILABLE)
+            group.remove(member.member_id)
+        group.pending_members.clear()
+        if group.offsets or group.pending_offset_commits:
+            # offsets outlive the group's metadata (a group that is then used only to store offsets)
+            fresh = GroupMetadata(
+                group_id, offsets=group.offsets, pending_offset_commits=group.pending_offset_commits
+            )
+            self.groups[group_id] = fresh
+        else:
+            if live and not group.is_(GroupState.DEAD):
+                group.transition_to(GroupState.DEAD, self.now())
+            del self.groups[group_id]
+
+    def _fence_member(self, group: GroupMetadata, member: MemberMetadata, code: ErrorCode) -> None:
+        """Answer whatever JoinGroup/SyncGroup a member is waiting on with an error."""
+        group.complete_join(member, JoinGroupResult(code, member_id=member.member_id))
+        member.complete_sync(SyncGroupResult(code))
+
+    # ------------------------------------------------------------------ loading
+
+    def begin_loading(self, partition: int) -> None:
+        """We became leader of this `__consumer_offsets` partition: its groups answer LOAD_IN_PROGRESS
+        until `finish_loading`."""
+        self.owned_partitions.add(partition)
+        self.loading_partitions.add(partition)
+        for gid in [g for g in self.groups if self.partition_for(g) == partition]:
+            del self.groups[gid]
+
+    def replay(self, partition: int, key: bytes | None, value: bytes | None) -> None:
+        """Feed one record of the partition's log, oldest first, while it loads."""
+        self._replay(partition, key, value, live=False)
+
+    def finish_loading(self, partition: int) -> None:
+        """Every record is replayed: settle loaded groups (Stable with members, else Empty), the initial
+        state of a loaded group, as Kafka constructs it (not a transition)."""
+        for group in self.groups.values():
+            if self.partition_for(group.group_id) != partition:
+                continue
+            group.state = GroupState.STABLE if group.members else GroupState.EMPTY
+            for member in group.members.values():
+                self._schedule_heartbeat(member)
+        self.loading_partitions.discard(partition)
+        log.debug("__consumer_offsets-%d loaded", partition)
+
+    def load_partition(
+        self, partition: int, records: Iterable[tuple[bytes | None, bytes | None]]
+    ) -> None:
+        """begin_loading + replay every (key, value) + finish_loading, in one call."""
+        self.begin_loading(partition)
+        for key, value in records:
+            self.replay(partition, key, value)
+        self.finish_loading(partition)
+
+    def unload(self, partition: int) -> None:
+        """We are no longer leader of this partition: drop its groups; waiting members get NOT_COORDINATOR."""
+        self.owned_partitions.discard(partition)
+        self.loading_partitions.discard(partition)
+        now = self.now()
+        for gid in [g for g in self.groups if self.partition_for(g) == partition]:
+            group = self.groups.pop(gid)
+            for member in list(group.members.values()):
+                self._fence_member(group, member, E.NOT_COORDINATOR)
+            group.transition_to(GroupState.DEAD, now)
+
+    def shutdown(self) -> None:
+        self.active = False
+        for partition in list(self.owned_partitions):
+            self.unload(partition)
