@@ -338,6 +338,15 @@ class _StructCodec:
             else:
                 self.regular.append((fdecl.name, rd, wr))
         self.tag_order = sorted(self.tagged)
+        # defaults resolved once: immutable values are shared, lists and structs are built per instance
+        self.absent_const: list[tuple[str, Any]] = []
+        self.absent_fresh: list[F] = []
+        for fdecl in self.absent + [t[3] for t in self.tagged.values()]:
+            value = schema.default_of(fdecl)
+            if isinstance(value, (list, Struct)):
+                self.absent_fresh.append(fdecl)
+            else:
+                self.absent_const.append((fdecl.name, value))
 
     def _field_codec(self, fdecl: F) -> tuple[p.ReadFn, p.WriteFn]:
         v = self.version
@@ -371,10 +380,12 @@ class _StructCodec:
         for name, rd, _ in self.regular:
             val, pos = rd(buf, pos)
             setter(obj, name, val)
-        for fdecl in self.absent:
+        # absent and tagged fields start at their defaults; tagged ones are overwritten when present
+        for name, value in self.absent_const:
+            setter(obj, name, value)
+        for fdecl in self.absent_fresh:
             setter(obj, fdecl.name, schema.default_of(fdecl))
         if self.flexible:
-            seen: set[int] = set()
             count, pos = p.read_uvarint(buf, pos)
             if count > len(buf) - pos:
                 raise DecodeError(f"tagged field count {count} exceeds the bytes left")
@@ -391,11 +402,7 @@ class _StructCodec:
                             f"tagged field {tag} declared {size} bytes, used {end - pos}"
                         )
                     setter(obj, entry[0], val)
-                    seen.add(tag)
                 pos += size
-            for tag, (name, _, _, fdecl) in self.tagged.items():
-                if tag not in seen:
-                    setter(obj, name, schema.default_of(fdecl))
         return obj, pos
 
     def write(self, out: bytearray, obj: Any) -> None:

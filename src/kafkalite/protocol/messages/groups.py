@@ -8,15 +8,7 @@ from typing import Any
 
 from kafkalite.protocol import primitives as p
 from kafkalite.protocol.exceptions import DecodeError
-from kafkalite.protocol.schema import F, api, data, request, response
-
-
-def _null(fdecl: F) -> F:
-    """Give a nullable field Kafka's `"default": "null"` (plain `default=None` means the type default)."""
-    fdecl.has_default = True
-    fdecl.default = None
-    return fdecl
-
+from kafkalite.protocol.schema import NULL, F, api, data, request, response
 
 # ---------------------------------------------------------------------------
 # FindCoordinator (10)
@@ -76,7 +68,7 @@ JoinGroupRequest = request(
         F("session_timeout_ms", "int32", "0+"),
         F("rebalance_timeout_ms", "int32", "1+", default=-1, ignorable=True),
         F("member_id", "string", "0+"),
-        _null(F("group_instance_id", "string", "5+", nullable="5+")),
+        F("group_instance_id", "string", "5+", nullable="5+", default=NULL),
         F("protocol_type", "string", "0+"),
         F(
             "protocols",
@@ -87,7 +79,7 @@ JoinGroupRequest = request(
                 F("metadata", "bytes", "0+"),
             ],
         ),
-        _null(F("reason", "string", "8+", nullable="8+", ignorable=True)),
+        F("reason", "string", "8+", nullable="8+", ignorable=True, default=NULL),
     ],
 )
 
@@ -100,7 +92,7 @@ JoinGroupResponse = response(
         F("throttle_time_ms", "int32", "2+", ignorable=True),
         F("error_code", "int16", "0+"),
         F("generation_id", "int32", "0+", default=-1),
-        _null(F("protocol_type", "string", "7+", nullable="7+", ignorable=True)),
+        F("protocol_type", "string", "7+", nullable="7+", ignorable=True, default=NULL),
         F("protocol_name", "string", "0+", nullable="7+"),
         F("leader", "string", "0+"),
         F("skip_assignment", "bool", "9+", default=False),
@@ -111,7 +103,7 @@ JoinGroupResponse = response(
             "0+",
             fields=[
                 F("member_id", "string", "0+"),
-                _null(F("group_instance_id", "string", "5+", nullable="5+", ignorable=True)),
+                F("group_instance_id", "string", "5+", nullable="5+", ignorable=True, default=NULL),
                 F("metadata", "bytes", "0+"),
             ],
         ),
@@ -132,7 +124,7 @@ HeartbeatRequest = request(
         F("group_id", "string", "0+"),
         F("generation_id", "int32", "0+"),
         F("member_id", "string", "0+"),
-        _null(F("group_instance_id", "string", "3+", nullable="3+")),
+        F("group_instance_id", "string", "3+", nullable="3+", default=NULL),
     ],
 )
 
@@ -166,8 +158,8 @@ LeaveGroupRequest = request(
             "3+",
             fields=[
                 F("member_id", "string", "3+"),
-                _null(F("group_instance_id", "string", "3+", nullable="3+")),
-                _null(F("reason", "string", "5+", nullable="5+", ignorable=True)),
+                F("group_instance_id", "string", "3+", nullable="3+", default=NULL),
+                F("reason", "string", "5+", nullable="5+", ignorable=True, default=NULL),
             ],
         ),
     ],
@@ -208,9 +200,9 @@ SyncGroupRequest = request(
         F("group_id", "string", "0+"),
         F("generation_id", "int32", "0+"),
         F("member_id", "string", "0+"),
-        _null(F("group_instance_id", "string", "3+", nullable="3+")),
-        _null(F("protocol_type", "string", "5+", nullable="5+", ignorable=True)),
-        _null(F("protocol_name", "string", "5+", nullable="5+", ignorable=True)),
+        F("group_instance_id", "string", "3+", nullable="3+", default=NULL),
+        F("protocol_type", "string", "5+", nullable="5+", ignorable=True, default=NULL),
+        F("protocol_name", "string", "5+", nullable="5+", ignorable=True, default=NULL),
         F(
             "assignments",
             "[]SyncGroupRequestAssignment",
@@ -231,8 +223,8 @@ SyncGroupResponse = response(
     fields=[
         F("throttle_time_ms", "int32", "1+", ignorable=True),
         F("error_code", "int16", "0+"),
-        _null(F("protocol_type", "string", "5+", nullable="5+", ignorable=True)),
-        _null(F("protocol_name", "string", "5+", nullable="5+", ignorable=True)),
+        F("protocol_type", "string", "5+", nullable="5+", ignorable=True, default=NULL),
+        F("protocol_name", "string", "5+", nullable="5+", ignorable=True, default=NULL),
         F("assignment", "bytes", "0+"),
     ],
 )
@@ -276,8 +268,13 @@ DescribeGroupsResponse = response(
                     "0+",
                     fields=[
                         F("member_id", "string", "0+"),
-                        _null(
-                            F("group_instance_id", "string", "4+", nullable="4+", ignorable=True)
+                        F(
+                            "group_instance_id",
+                            "string",
+                            "4+",
+                            nullable="4+",
+                            ignorable=True,
+                            default=NULL,
                         ),
                         F("client_id", "string", "0+"),
                         F("client_host", "string", "0+"),
@@ -377,7 +374,7 @@ ConsumerProtocolSubscription = data(
     flexible="none",
     fields=[
         F("topics", "[]string", "0+"),
-        _null(F("user_data", "bytes", "0+", nullable="0+")),
+        F("user_data", "bytes", "0+", nullable="0+", default=NULL),
         F(
             "owned_partitions",
             "[]TopicPartition",
@@ -389,7 +386,7 @@ ConsumerProtocolSubscription = data(
             ],
         ),
         F("generation_id", "int32", "2+", default=-1, ignorable=True),
-        _null(F("rack_id", "string", "3+", nullable="3+", ignorable=True)),
+        F("rack_id", "string", "3+", nullable="3+", ignorable=True, default=NULL),
     ],
 )
 
@@ -407,7 +404,7 @@ ConsumerProtocolAssignment = data(
                 F("partitions", "[]int32", "0+"),
             ],
         ),
-        _null(F("user_data", "bytes", "0+", nullable="0+")),
+        F("user_data", "bytes", "0+", nullable="0+", default=NULL),
     ],
 )
 

@@ -4,15 +4,7 @@ EndTxn, WriteTxnMarkers, TxnOffsetCommit, and the DescribeProducers/ListTransact
 
 from __future__ import annotations
 
-from kafkalite.protocol.schema import F, api, request, response
-
-
-def _null(fdecl: F) -> F:
-    """Give a nullable field Kafka's `"default": "null"` (plain `default=None` means the type default)."""
-    fdecl.has_default = True
-    fdecl.default = None
-    return fdecl
-
+from kafkalite.protocol.schema import NULL, F, api, request, response
 
 # ---------------------------------------------------------------------------
 # InitProducerId (22)
@@ -233,7 +225,7 @@ TxnOffsetCommitRequest = request(
         F("producer_epoch", "int16", "0+"),
         F("generation_id", "int32", "3+", default=-1),
         F("member_id", "string", "3+", default=""),
-        _null(F("group_instance_id", "string", "3+", nullable="3+")),
+        F("group_instance_id", "string", "3+", nullable="3+", default=NULL),
         F(
             "topics",
             "[]TxnOffsetCommitRequestTopic",
@@ -326,7 +318,7 @@ DescribeProducersResponse = response(
                     fields=[
                         F("partition_index", "int32", "0+"),
                         F("error_code", "int16", "0+"),
-                        _null(F("error_message", "string", "0+", nullable="0+")),
+                        F("error_message", "string", "0+", nullable="0+", default=NULL),
                         F(
                             "active_producers",
                             "[]ProducerState",
