@@ -80,6 +80,8 @@ def read_uvarint(buf: Buffer, pos: int) -> tuple[int, int]:
             raise DecodeError("truncated varint")
         b = buf[pos]
         pos += 1
+        if shift == 28 and b > 0x0F:
+            raise DecodeError("varint overflows 32 bits")
         result |= (b & 0x7F) << shift
         if not b & 0x80:
             return result, pos
@@ -98,6 +100,8 @@ def read_uvarlong(buf: Buffer, pos: int) -> tuple[int, int]:
             raise DecodeError("truncated varlong")
         b = buf[pos]
         pos += 1
+        if shift == 63 and b > 0x01:
+            raise DecodeError("varlong overflows 64 bits")
         result |= (b & 0x7F) << shift
         if not b & 0x80:
             return result, pos
@@ -134,10 +138,18 @@ def read_varlong(buf: Buffer, pos: int) -> tuple[int, int]:
 
 
 def write_varint(out: bytearray, value: int) -> None:
+    if not -0x80000000 <= value <= 0x7FFFFFFF:
+        from kafkalite.protocol.exceptions import EncodeError
+
+        raise EncodeError(f"{value} does not fit a 32-bit varint")
     write_uvarint(out, ((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
 
 
 def write_varlong(out: bytearray, value: int) -> None:
+    if not -0x8000000000000000 <= value <= 0x7FFFFFFFFFFFFFFF:
+        from kafkalite.protocol.exceptions import EncodeError
+
+        raise EncodeError(f"{value} does not fit a 64-bit varlong")
     write_uvarint(out, ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
 
 

@@ -389,6 +389,7 @@ class _StructCodec:
             count, pos = p.read_uvarint(buf, pos)
             if count > len(buf) - pos:
                 raise DecodeError(f"tagged field count {count} exceeds the bytes left")
+            view = memoryview(buf) if count else None  # bounded sub-views, never copies
             for _ in range(count):
                 tag, pos = p.read_uvarint(buf, pos)
                 size, pos = p.read_uvarint(buf, pos)
@@ -396,7 +397,8 @@ class _StructCodec:
                     raise DecodeError(f"tagged field {tag} size {size} exceeds the bytes left")
                 entry = self.tagged.get(tag)
                 if entry is not None:
-                    val, end = entry[1](buf[: pos + size], pos)
+                    assert view is not None
+                    val, end = entry[1](view[: pos + size], pos)
                     if end != pos + size:
                         raise DecodeError(
                             f"tagged field {tag} declared {size} bytes, used {end - pos}"
@@ -434,7 +436,14 @@ class _StructCodec:
                 if val == self.schema.default_of(fdecl):
                     continue
                 tmp = bytearray()
-                wr(tmp, val)
+                try:
+                    wr(tmp, val)
+                except EncodeError as exc:
+                    raise EncodeError(f"{self.schema.name}.{name}: {exc}") from None
+                except (TypeError, AttributeError, _struct.error, ValueError) as exc:
+                    raise EncodeError(
+                        f"{self.schema.name}.{name} at v{self.version}: {type(exc).__name__}: {exc}"
+                    ) from None
                 present.append((tag, bytes(tmp)))
             p.write_uvarint(out, len(present))
             for tag, data in present:
