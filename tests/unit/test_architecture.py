@@ -22,7 +22,17 @@ ALLOWED: dict[str, set[str]] = {
     "broker": {"protocol", "records", "storage", "coordinator", "cluster"},
     "client": {"protocol", "records"},
     "spark": {"client", "protocol", "records"},
-    "cli": {"protocol", "records", "storage", "coordinator", "cluster", "broker", "client", "spark", "testing"},
+    "cli": {
+        "protocol",
+        "records",
+        "storage",
+        "coordinator",
+        "cluster",
+        "broker",
+        "client",
+        "spark",
+        "testing",
+    },
 }
 
 
@@ -40,9 +50,13 @@ def _kafkalite_imports(tree: ast.AST) -> list[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found += [a.name for a in node.names if a.name.startswith("kafkalite.")]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            if node.module.startswith("kafkalite."):
-                found.append(node.module)
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.level == 0
+            and node.module.startswith("kafkalite.")
+        ):
+            found.append(node.module)
     return found
 
 
@@ -63,4 +77,6 @@ def test_imports_point_down_the_table(path: Path) -> None:
 def test_every_module_has_a_docstring(path: Path) -> None:
     tree = ast.parse(path.read_text(), str(path))
     doc = ast.get_docstring(tree)
-    assert doc and doc.strip(), f"{path.relative_to(SRC)} has no module docstring saying what it owns"
+    assert doc and doc.strip(), (
+        f"{path.relative_to(SRC)} has no module docstring saying what it owns"
+    )
