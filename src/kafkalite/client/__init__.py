@@ -1,3 +1,46 @@
-"""Placeholder package; see ARCHITECTURE.md for what it owns.
+"""The kafkalite Python client: KafkaProducer, KafkaConsumer and KafkaAdminClient over an asyncio core.
 
-Filled in by its own issue."""
+Works against kafkalite and any Kafka broker; config takes Kafka's names (`linger.ms` or `linger_ms`).
+"""
+
+from kafkalite.client.admin import KafkaAdminClient, NewTopic
+from kafkalite.client.consumer import KafkaConsumer
+from kafkalite.client.errors import (
+    CommitFailedError,
+    KafkaClientError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    NoBrokersAvailable,
+    UnsupportedFeatureError,
+)
+from kafkalite.client.futures import FutureRecordMetadata, RecordMetadata
+from kafkalite.client.producer import KafkaProducer
+from kafkalite.client.structs import (
+    ConsumerRebalanceListener,
+    ConsumerRecord,
+    OffsetAndMetadata,
+    OffsetAndTimestamp,
+    TopicPartition,
+)
+
+__all__ = [
+    "CommitFailedError",
+    "ConsumerRebalanceListener",
+    "ConsumerRecord",
+    "FutureRecordMetadata",
+    "KafkaAdminClient",
+    "KafkaClientError",
+    "KafkaConnectionError",
+    "KafkaConsumer",
+    "KafkaError",
+    "KafkaProducer",
+    "KafkaTimeoutError",
+    "NewTopic",
+    "NoBrokersAvailable",
+    "OffsetAndMetadata",
+    "OffsetAndTimestamp",
+    "RecordMetadata",
+    "TopicPartition",
+    "UnsupportedFeatureError",
+]

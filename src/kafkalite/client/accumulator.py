@@ -1,0 +1,439 @@
+"""RecordAccumulator: per-partition deques of ProducerBatch, batch.size / linger.ms readiness,
+buffer.memory accounting with blocking up to max.block.ms, and draining per leader node for the Sender.
+"""
+
+from __future__ import annotations
+
+import collections
+import struct
+import threading
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from crc32c import crc32c
+
+from kafkalite.client.errors import KafkaTimeoutError
+from kafkalite.client.futures import BatchOutcome, FutureRecordMetadata
+from kafkalite.client.metadata import ClusterMetadata
+from kafkalite.records.batch import encode_record_body, zigzag_bytes
+from kafkalite.records.compression import compress
+
+TopicPartition = tuple[str, int]
+RECORD_OVERHEAD = 21  # worst-case varints + attributes of one record without headers
+HEADER_SIZE = 61
+_PREFIX = struct.Struct(">qiibI")  # base offset, batch length, leader epoch, magic, crc
+_BODY = struct.Struct(">hiqqqhii")  # attributes .. record count (the CRC-covered header)
+_LIM = 1 << 13
+_ZZ = [zigzag_bytes(v) for v in range(_LIM)]  # zig-zag varints of 0.._LIM-1 (1-2 bytes)
+_NULL = zigzag_bytes(-1)
+
+
+class BatchWriter:
+    """Records of one producer batch (RecordBatch v2), encoded as they arrive; the header at build().
+
+    The producer's own hot path: no-header records with small fields take one inline branch.
+    """
+
+    __slots__ = (
+        "compression",
+        "compression_level",
+        "producer_id",
+        "producer_epoch",
+        "base_sequence",
+        "_buf",
+        "_count",
+        "_base_ts",
+        "_max_ts",
+    )
+
+    def __init__(self, compression: int = 0, compression_level: int | None = None) -> None:
+        self.compression = compression
+        self.compression_level = compression_level
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.base_sequence = -1
+        self._buf = bytearray()
+        self._count = 0
+        self._base_ts = -1
+        self._max_ts = -1
+
+    def __len__(self) -> int:
+        return self._count
+
+    @property
+    def estimated_size(self) -> int:
+        return HEADER_SIZE + len(self._buf)
+
+    def append_small(
+        self, key: bytes | None, kl: int, value: bytes | None, vl: int, ts: int, limit: int
+    ) -> int:
+        """Append a header-less record with fields under 8 KiB if it fits `limit`; -1 otherwise."""
+        delta = self._count
+        if not delta:
+            return -1
+        td = ts - self._base_ts
+        if not (0 <= td < _LIM and delta < _LIM):
+            return -1
+        zz = _ZZ
+        td_b = zz[td]
+        d_b = zz[delta]
+        kz = _NULL if key is None else zz[kl]
+        vz = _NULL if value is None else zz[vl]
+        n = 2 + len(td_b) + len(d_b) + len(kz) + kl + len(vz) + vl
+        buf = self._buf
+        if HEADER_SIZE + len(buf) + n + 2 > limit:
+            return -1
+        buf += b"".join(
+            (
+                zz[n] if n < _LIM else zigzag_bytes(n),
+                b"\x00",
+                td_b,
+                d_b,
+                kz,
+                key or b"",
+                vz,
+                value or b"",
+                b"\x00",
+            )
+        )
+        if ts > self._max_ts:
+            self._max_ts = ts
+        self._count = delta + 1
+        return delta
+
+    def append(self, key: bytes | None, value: bytes | None, headers: Any, ts: int) -> int:
+        delta = self._count
+        if not delta:
+            self._base_ts = ts
+        td = ts - self._base_ts
+        buf = self._buf
+        if not headers and 0 <= td < _LIM and delta < _LIM:
+            zz = _ZZ
+            if key is None:
+                kz = _NULL
+                kl = 0
+            else:
+                kl = len(key)
+                kz = zz[kl] if kl < _LIM else zigzag_bytes(kl)
+            if value is None:
+                vz = _NULL
+                vl = 0
+            else:
+                vl = len(value)
+                vz = zz[vl] if vl < _LIM else zigzag_bytes(vl)
+            td_b = zz[td]
+            d_b = zz[delta]
+            n = 2 + len(td_b) + len(d_b) + len(kz) + kl + len(vz) + vl
+            buf += zz[n] if n < _LIM else zigzag_bytes(n)
+            buf += b"\x00"
+            buf += td_b
+            buf += d_b
+            buf += kz
+            if kl:
+                buf += key  # type: ignore[arg-type]
+            buf += vz
+            if vl:
+                buf += value  # type: ignore[arg-type]
+            buf += b"\x00"
+        else:
+            rec = encode_record_body(td, delta, key, value, headers or ())
+            buf += zigzag_bytes(len(rec))
+            buf += rec
+        if ts > self._max_ts:
+            self._max_ts = ts
+        self._count = delta + 1
+        return delta
+
+    def build(self) -> bytes:
+        records: bytes | bytearray = self._buf
+        attrs = 0
+        if self.compression and self._count:
+            records = compress(self.compression, records, level=self.compression_level)
+            attrs = self.compression
+        out = bytearray(HEADER_SIZE)
+        out += records
+        _BODY.pack_into(
+            out,
+            21,
+            attrs,
+            max(self._count - 1, 0),
+            self._base_ts,
+            self._max_ts,
+            self.producer_id,
+            self.producer_epoch,
+            self.base_sequence,
+            self._count,
+        )
+        crc = crc32c(memoryview(out)[21:])
+        _PREFIX.pack_into(out, 0, 0, len(out) - 12, -1, 2, crc)
+        return bytes(out)
+
+
+class ProducerBatch:
+    """Records for one partition, built into one v2 batch when drained."""
+
+    __slots__ = (
+        "tp",
+        "builder",
+        "outcome",
+        "created",
+        "limit",
+        "reserved",
+        "attempts",
+        "retry_at",
+        "built",
+        "drained_at",
+        "in_retry",
+    )
+
+    def __init__(self, tp: TopicPartition, builder: BatchWriter, limit: int, now: float):
+        self.tp = tp
+        self.builder = builder
+        self.outcome = BatchOutcome()
+        self.created = now
+        self.limit = limit
+        self.reserved = limit
+        self.attempts = 0
+        self.retry_at = 0.0
+        self.built: bytes | None = None
+        self.drained_at = 0.0
+        self.in_retry = False
+
+    @property
+    def record_count(self) -> int:
+        return len(self.builder)
+
+    def try_append(
+        self, key: bytes | None, value: bytes | None, headers: Any, ts: int, size: int
+    ) -> FutureRecordMetadata | None:
+        b = self.builder
+        if len(b) and b.estimated_size + size > self.limit:
+            return None
+        delta = b.append(key, value, headers, ts)
+        return FutureRecordMetadata(
+            self.outcome,
+            self.tp[0],
+            self.tp[1],
+            delta,
+            ts,
+            -1 if key is None else len(key),
+            -1 if value is None else len(value),
+        )
+
+    def build(self) -> bytes:
+        if self.built is None:
+            self.built = self.builder.build()
+        return self.built
+
+
+class RecordAccumulator:
+    def __init__(self, config: dict[str, Any], compression: int) -> None:
+        self.batch_size = max(1, int(config["batch.size"]))
+        self.linger = max(0, int(config["linger.ms"])) / 1000
+        self.buffer_memory = int(config["buffer.memory"])
+        self.max_block = int(config["max.block.ms"]) / 1000
+        self.delivery_timeout = int(config["delivery.timeout.ms"]) / 1000
+        self.retry_backoff = int(config["retry.backoff.ms"]) / 1000
+        self.compression = compression
+        self.compression_level = config.get("compression.level")
+        self.lock = threading.Lock()
+        self._space = threading.Condition(self.lock)
+        self.batches: dict[TopicPartition, collections.deque[ProducerBatch]] = {}
+        # the same deques by topic then partition, for the producer's hot path (no tuple to hash)
+        self.topic_deques: dict[str, dict[int, collections.deque[ProducerBatch]]] = {}
+        self.used = 0
+        self.flushing = 0
+        self.closed = False
+        self.in_flight: dict[TopicPartition, int] = {}
+        self.muted: set[TopicPartition] = set()
+        self.incomplete: set[ProducerBatch] = set()
+
+    # -- user thread
+    def append(
+        self,
+        tp: TopicPartition,
+        ts: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Any,
+        max_block: float | None = None,
+        abort_on_new_batch: bool = False,
+    ) -> tuple[FutureRecordMetadata | None, bool, bool]:
+        """Append a record; returns (future, a batch is full, a new batch was created).
+
+        With `abort_on_new_batch` the future is None when the record needs a new batch (the sticky
+        partitioner then picks another partition first, KIP-480)."""
+        size = RECORD_OVERHEAD + (len(key) if key else 0) + (len(value) if value else 0)
+        if headers:
+            size += sum(len(k) + (len(v) if v else 0) + 4 for k, v in headers)
+        with self.lock:
+            if self.closed:
+                raise RuntimeError("producer is closed")
+            dq = self.batches.get(tp)
+            if dq is None:
+                dq = self.batches[tp] = collections.deque()
+                self.topic_deques.setdefault(tp[0], {})[tp[1]] = dq
+            if dq:
+                last = dq[-1]
+                b = last.builder
+                if HEADER_SIZE + len(b._buf) + size <= last.limit:
+                    fut = FutureRecordMetadata(
+                        last.outcome,
+                        tp[0],
+                        tp[1],
+                        b.append(key, value, headers, ts),
+                        ts,
+                        -1 if key is None else len(key),
+                        -1 if value is None else len(value),
+                    )
+                    return fut, len(dq) > 1, False
+            if abort_on_new_batch:
+                return None, False, True
+            limit = max(self.batch_size, size + 61)
+            self._reserve(limit, self.max_block if max_block is None else max_block)
+            builder = BatchWriter(self.compression, self.compression_level)
+            batch = ProducerBatch(tp, builder, limit, time.monotonic())
+            first = batch.try_append(key, value, headers, ts, size)
+            assert first is not None
+            dq.append(batch)
+            self.incomplete.add(batch)
+            return first, len(dq) > 1, True
+
+    def _reserve(self, n: int, max_block: float) -> None:
+        if self.used + n <= self.buffer_memory:
+            self.used += n
+            return
+        if n > self.buffer_memory:
+            raise ValueError(f"a record of {n} bytes exceeds buffer.memory ({self.buffer_memory})")
+        deadline = time.monotonic() + max_block
+        while self.used + n > self.buffer_memory:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise KafkaTimeoutError(
+                    f"buffer.memory ({self.buffer_memory} bytes) full for max.block.ms ({max_block} s)"
+                )
+            self._space.wait(left)
+            if self.closed:
+                raise RuntimeError("producer is closed")
+        self.used += n
+
+    def release(self, batch: ProducerBatch) -> None:
+        with self.lock:
+            self.used -= batch.reserved
+            batch.reserved = 0
+            self.incomplete.discard(batch)
+            self._space.notify_all()
+
+    # -- sender thread
+    def ready(self, metadata: ClusterMetadata, now: float) -> tuple[set[int], float, set[str]]:
+        """Nodes with a sendable batch, seconds until the next batch may become ready, unknown-leader topics."""
+        nodes: set[int] = set()
+        unknown: set[str] = set()
+        next_check = 3600.0
+        exhausted = self.used > self.buffer_memory * 0.9
+        with self.lock:
+            for tp, dq in self.batches.items():
+                if not dq:
+                    continue
+                leader = metadata.leader_for(tp[0], tp[1])
+                if leader < 0:
+                    unknown.add(tp[0])
+                    continue
+                if leader in nodes:
+                    continue
+                first = dq[0]
+                if first.retry_at > now:
+                    next_check = min(next_check, first.retry_at - now)
+                    continue
+                waited = now - first.created
+                full = len(dq) > 1 or first.builder.estimated_size >= self.batch_size
+                if full or waited >= self.linger or exhausted or self.flushing or self.closed:
+                    nodes.add(leader)
+                else:
+                    next_check = min(next_check, self.linger - waited)
+        return nodes, next_check, unknown
+
+    def drain(
+        self,
+        metadata: ClusterMetadata,
+        nodes: Iterable[int],
+        max_size: int,
+        per_partition: int,
+        now: float,
+    ) -> dict[int, list[ProducerBatch]]:
+        out: dict[int, list[ProducerBatch]] = {}
+        with self.lock:
+            by_node: dict[int, list[TopicPartition]] = {}
+            wanted = set(nodes)
+            for tp, dq in self.batches.items():
+                if dq:
+                    leader = metadata.leader_for(tp[0], tp[1])
+                    if leader in wanted:
+                        by_node.setdefault(leader, []).append(tp)
+            for node, tps in by_node.items():
+                size = 0
+                chosen: list[ProducerBatch] = []
+                for tp in tps:
+                    limit = 1 if tp in self.muted else per_partition
+                    if self.in_flight.get(tp, 0) >= limit:
+                        continue
+                    dq = self.batches[tp]
+                    first = dq[0]
+                    if first.retry_at > now:
+                        continue
+                    est = first.builder.estimated_size
+                    if chosen and size + est > max_size:
+                        break
+                    dq.popleft()
+                    size += est
+                    first.drained_at = now
+                    chosen.append(first)
+                    self.in_flight[tp] = self.in_flight.get(tp, 0) + 1
+                if chosen:
+                    out[node] = chosen
+        return out
+
+    def batch_done(self, batch: ProducerBatch) -> None:
+        with self.lock:
+            n = self.in_flight.get(batch.tp, 1) - 1
+            if n <= 0:
+                self.in_flight.pop(batch.tp, None)
+            else:
+                self.in_flight[batch.tp] = n
+
+    def reenqueue(self, batch: ProducerBatch, now: float) -> None:
+        """Put a batch to retry back at the front of its partition's deque (ordered by sequence)."""
+        with self.lock:
+            batch.attempts += 1
+            batch.retry_at = now + min(self.retry_backoff * (2 ** min(batch.attempts - 1, 5)), 1.0)
+            batch.in_retry = True
+            dq = self.batches[batch.tp]
+            seq = batch.builder.base_sequence
+            i = 0
+            while i < len(dq) and dq[i].in_retry and 0 <= dq[i].builder.base_sequence < seq:
+                i += 1
+            dq.insert(i, batch)
+
+    def expired(self, now: float) -> list[ProducerBatch]:
+        """Queued batches older than delivery.timeout.ms (removed from their deques)."""
+        out = []
+        with self.lock:
+            for dq in self.batches.values():
+                while dq and now - dq[0].created > self.delivery_timeout:
+                    out.append(dq.popleft())
+        return out
+
+    def has_undrained(self) -> bool:
+        with self.lock:
+            return any(self.batches.values())
+
+    def has_incomplete(self) -> bool:
+        return bool(self.incomplete)
+
+    def abort_all(self) -> list[ProducerBatch]:
+        with self.lock:
+            out = [b for dq in self.batches.values() for b in dq]
+            for dq in self.batches.values():
+                dq.clear()
+            return out

@@ -1,0 +1,76 @@
+"""Client-side exceptions: timeouts, connection failures, and broker error codes raised as KafkaError.
+
+Every exception the producer, consumer and admin client raise derives from KafkaClientError or KafkaError.
+"""
+
+from __future__ import annotations
+
+from kafkalite.protocol.errors import ErrorCode, KafkaError
+
+
+class KafkaClientError(Exception):
+    """Base of the client's own errors (not a broker error code)."""
+
+    retriable = False
+
+
+class KafkaTimeoutError(KafkaClientError):
+    """An operation did not finish within its timeout (request.timeout.ms, max.block.ms, ...)."""
+
+    retriable = True
+
+
+class KafkaConnectionError(KafkaClientError):
+    """The connection to a broker failed or was closed with requests in flight."""
+
+    retriable = True
+
+
+class NoBrokersAvailable(KafkaClientError):
+    """None of the bootstrap servers could be reached."""
+
+    retriable = True
+
+
+class IllegalStateError(KafkaClientError):
+    """The client was used in a way its current state does not allow (closed, not subscribed, ...)."""
+
+
+class CommitFailedError(KafkaClientError):
+    """An offset commit failed because the group rebalanced; the partitions may now belong to another member."""
+
+
+class NoOffsetForPartitionError(KafkaClientError):
+    """auto.offset.reset=none and the partition has no committed offset."""
+
+
+class UnsupportedFeatureError(KafkaClientError):
+    """The broker does not offer an API (or version) a requested feature needs."""
+
+
+def raise_for_code(code: int, message: str | None = None) -> None:
+    """Raise KafkaError for a non-zero error code."""
+    if code:
+        raise KafkaError(code, message)
+
+
+def is_retriable(exc: BaseException) -> bool:
+    if isinstance(exc, KafkaError):
+        return exc.retriable
+    return bool(getattr(exc, "retriable", False))
+
+
+__all__ = [
+    "CommitFailedError",
+    "ErrorCode",
+    "IllegalStateError",
+    "KafkaClientError",
+    "KafkaConnectionError",
+    "KafkaError",
+    "KafkaTimeoutError",
+    "NoBrokersAvailable",
+    "NoOffsetForPartitionError",
+    "UnsupportedFeatureError",
+    "is_retriable",
+    "raise_for_code",
+]

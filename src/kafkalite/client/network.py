@@ -1,0 +1,510 @@
+"""NetworkClient: one asyncio connection per broker with ordered in-flight queues, version negotiation,
+request timeouts, reconnect backoff and metadata refresh; IOThread runs that loop behind the sync APIs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures
+import itertools
+import logging
+import random
+import struct
+import threading
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
+
+import kafkalite.protocol.messages  # noqa: F401  (registers every API)
+from kafkalite.client.config import parse_servers
+from kafkalite.client.errors import (
+    KafkaConnectionError,
+    KafkaTimeoutError,
+    NoBrokersAvailable,
+    UnsupportedFeatureError,
+)
+from kafkalite.client.metadata import ClusterMetadata
+from kafkalite.protocol.errors import ErrorCode, KafkaError
+from kafkalite.protocol.headers import (
+    RequestHeader,
+    decode_response_header,
+    encode_request_header,
+    request_header_version,
+    response_header_version,
+)
+from kafkalite.protocol.schema import APIS
+
+log = logging.getLogger("kafkalite.client.network")
+T = TypeVar("T")
+_LEN = struct.Struct(">i")
+API_VERSIONS = 18
+METADATA = 3
+BOOTSTRAP_BASE = -1000  # pseudo node ids for bootstrap servers: -1000, -1001, ...
+
+
+class IOThread:
+    """A daemon thread running an asyncio loop (uvloop when installed); the client's network thread."""
+
+    def __init__(self, name: str) -> None:
+        try:
+            import uvloop
+
+            self.loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
+        except ImportError:  # pragma: no cover
+            self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    @property
+    def in_loop(self) -> bool:
+        return threading.current_thread() is self._thread
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run a coroutine on the loop and wait for it from the calling (non-loop) thread."""
+        if self.in_loop:
+            coro.close()
+            raise RuntimeError(
+                "blocking client call from the client's own I/O thread (a callback?)"
+            )
+        fut = self.submit(coro)
+        try:
+            return fut.result(timeout)
+        except concurrent.futures.TimeoutError:
+            fut.cancel()
+            raise KafkaTimeoutError(f"operation did not finish within {timeout} s") from None
+
+    def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
+        if self.loop.is_closed():
+            return
+        try:
+            self.loop.call_soon_threadsafe(fn, *args)
+        except RuntimeError:
+            pass
+
+    def stop(self, timeout: float = 5.0) -> None:
+        if self.loop.is_closed():
+            return
+
+        async def _cancel_all() -> None:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        try:
+            self.submit(_cancel_all()).result(timeout)
+        except Exception:
+            pass
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout)
+        if not self._thread.is_alive():
+            self.loop.close()
+
+
+class BrokerConnection:
+    """One TCP connection: writes requests in order, matches responses by correlation id in FIFO order."""
+
+    def __init__(self, node_id: int, host: str, port: int, client: NetworkClient) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.client = client
+        self.versions: dict[int, int] = {}
+        self.max_in_flight = max(1, int(client.config["max.in.flight.requests.per.connection"]))
+        self._slots = asyncio.Semaphore(self.max_in_flight)
+        self._inflight: collections.deque[tuple[int, Any, int, asyncio.Future[Any]]] = (
+            collections.deque()
+        )
+        self._corr = itertools.count(1)
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._read_task: asyncio.Task[None] | None = None
+        self.closed = False
+        self.last_used = time.monotonic()
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._inflight)
+
+    async def connect(self) -> None:
+        protocol = str(self.client.config.get("security.protocol", "PLAINTEXT")).upper()
+        if protocol != "PLAINTEXT":
+            # the hook for the security issue: TLS wrapping and SaslHandshake/SaslAuthenticate go here
+            raise UnsupportedFeatureError(f"security.protocol={protocol} is not implemented yet")
+        timeout = self.client.config["socket.connection.setup.timeout.ms"] / 1000
+        try:
+            self._reader, self._writer = await asyncio.wait_for(
+                asyncio.open_connection(self.host, self.port, limit=1 << 22), timeout
+            )
+        except (TimeoutError, OSError) as exc:
+            raise KafkaConnectionError(
+                f"cannot connect to {self.host}:{self.port}: {exc}"
+            ) from None
+        self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
+        await self._negotiate()
+
+    async def _negotiate(self) -> None:
+        api = APIS[API_VERSIONS]
+        resp = None
+        for version in (3, 0):
+            req = api.request(client_software_name="kafkalite", client_software_version="0.1")
+            resp = await self.send(req, version=version)
+            if resp.error_code == ErrorCode.UNSUPPORTED_VERSION:
+                continue
+            break
+        assert resp is not None
+        if resp.error_code:
+            raise KafkaError(resp.error_code, "ApiVersions failed")
+        for k in resp.api_keys:
+            ours = APIS.get(k.api_key)
+            if ours is None:
+                continue
+            top = min(k.max_version, ours.max_version)
+            if top >= max(k.min_version, ours.min_version):
+                self.versions[k.api_key] = top
+
+    def version(self, api_key: int, cap: int | None = None) -> int:
+        v = self.versions.get(api_key)
+        if v is None:
+            raise UnsupportedFeatureError(
+                f"broker {self.node_id} does not support {APIS[api_key].name} (API key {api_key})"
+            )
+        return v if cap is None else min(v, cap)
+
+    async def send(
+        self,
+        request: Any,
+        *,
+        version: int | None = None,
+        expect_response: bool = True,
+        timeout: float | None = None,
+    ) -> Any:
+        if self.closed or self._writer is None:
+            raise KafkaConnectionError(f"connection to node {self.node_id} is closed")
+        key = request.API_KEY
+        v = self.version(key) if version is None else version
+        await self._slots.acquire()
+        try:
+            if self.closed:
+                raise KafkaConnectionError(f"connection to node {self.node_id} is closed")
+            corr = next(self._corr) & 0x7FFFFFFF
+            flexible = request.is_flexible(v)
+            out = bytearray(4)
+            encode_request_header(
+                out,
+                RequestHeader(key, v, corr, self.client.client_id),
+                request_header_version(key, v, flexible),
+            )
+            request.encode_into(out, v)
+            _LEN.pack_into(out, 0, len(out) - 4)
+            self.last_used = time.monotonic()
+            if not expect_response:
+                self._writer.write(out)
+                await self._drain()
+                return None
+            fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            self._inflight.append((corr, APIS[key].response, v, fut))
+            self._writer.write(out)
+            await self._drain()
+            if timeout is None:
+                timeout = self.client.request_timeout
+            try:
+                return await asyncio.wait_for(asyncio.shield(fut), timeout)
+            except TimeoutError:
+                self.close(KafkaTimeoutError(f"request to node {self.node_id} timed out"))
+                raise KafkaTimeoutError(
+                    f"{APIS[key].name} to node {self.node_id} got no response in {timeout} s"
+                ) from None
+        finally:
+            self._slots.release()
+
+    async def _drain(self) -> None:
+        assert self._writer is not None
+        transport = self._writer.transport
+        if transport.get_write_buffer_size() > 1 << 20:
+            try:
+                await self._writer.drain()
+            except (OSError, RuntimeError) as exc:
+                self.close(KafkaConnectionError(str(exc)))
+                raise KafkaConnectionError(f"write to node {self.node_id} failed: {exc}") from None
+
+    async def _read_loop(self) -> None:
+        reader = self._reader
+        assert reader is not None
+        err: BaseException = KafkaConnectionError(f"node {self.node_id} closed the connection")
+        try:
+            while True:
+                size = _LEN.unpack(await reader.readexactly(4))[0]
+                body = await reader.readexactly(size)
+                if not self._inflight:
+                    raise KafkaConnectionError(f"unexpected response from node {self.node_id}")
+                corr, resp_cls, v, fut = self._inflight.popleft()
+                hv = response_header_version(resp_cls.API_KEY, resp_cls.is_flexible(v))
+                got, pos = decode_response_header(body, hv)
+                if got != corr:
+                    raise KafkaConnectionError(
+                        f"node {self.node_id}: correlation id {got} does not match {corr}"
+                    )
+                if fut.done():
+                    continue
+                try:
+                    fut.set_result(resp_cls.decode(body, v, pos, exact=False))
+                except Exception as exc:
+                    fut.set_exception(exc)
+        except asyncio.CancelledError:
+            err = KafkaConnectionError("client closed")
+        except (asyncio.IncompleteReadError, OSError) as exc:
+            err = KafkaConnectionError(f"connection to node {self.node_id} lost: {exc}")
+        except KafkaConnectionError as exc:
+            err = exc
+        self.close(err)
+
+    def close(self, err: BaseException | None = None) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if self._writer is not None:
+            self._writer.close()
+        if self._read_task is not None and self._read_task is not asyncio.current_task():
+            self._read_task.cancel()
+        err = err or KafkaConnectionError(f"connection to node {self.node_id} closed")
+        while self._inflight:
+            _, _, _, fut = self._inflight.popleft()
+            if not fut.done():
+                fut.set_exception(err)
+        self.client._forget(self)
+
+
+class NetworkClient:
+    """Connections to every broker, keyed by node id, plus the metadata cache and its refresh."""
+
+    def __init__(self, config: dict[str, Any], io: IOThread) -> None:
+        self.config = config
+        self.io = io
+        self.client_id = config["client.id"]
+        self.request_timeout = config["request.timeout.ms"] / 1000
+        self.bootstrap = parse_servers(config["bootstrap.servers"])
+        self.metadata = ClusterMetadata(config["metadata.max.age.ms"])
+        self._conns: dict[int, BrokerConnection] = {}
+        self._connecting: dict[int, asyncio.Future[BrokerConnection]] = {}
+        self._backoff: dict[
+            int, tuple[float, float]
+        ] = {}  # node -> (next attempt, current backoff)
+        self._refresh_task: asyncio.Future[None] | None = None
+        self.extra_nodes: dict[int, tuple[str, int]] = {}  # e.g. group coordinator connections
+        self.closed = False
+
+    # -- connections
+    def _address(self, node_id: int) -> tuple[str, int]:
+        if node_id <= BOOTSTRAP_BASE:
+            return self.bootstrap[BOOTSTRAP_BASE - node_id]
+        if node_id in self.extra_nodes:
+            return self.extra_nodes[node_id]
+        b = self.metadata.broker(node_id)
+        if b is None:
+            raise KafkaConnectionError(f"unknown broker node {node_id}")
+        return b.host, b.port
+
+    def connected(self, node_id: int) -> bool:
+        c = self._conns.get(node_id)
+        return c is not None and not c.closed
+
+    async def connection(self, node_id: int) -> BrokerConnection:
+        c = self._conns.get(node_id)
+        if c is not None and not c.closed:
+            return c
+        pending = self._connecting.get(node_id)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        fut: asyncio.Future[BrokerConnection] = asyncio.get_running_loop().create_future()
+        self._connecting[node_id] = fut
+        try:
+            nxt, backoff = self._backoff.get(node_id, (0.0, 0.0))
+            wait = nxt - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            host, port = self._address(node_id)
+            conn = BrokerConnection(node_id, host, port, self)
+            try:
+                await conn.connect()
+            except BaseException as exc:
+                conn.close(exc if isinstance(exc, Exception) else None)
+                base = self.config["reconnect.backoff.ms"] / 1000
+                cap = self.config["reconnect.backoff.max.ms"] / 1000
+                backoff = min(cap, max(base, backoff * 2))
+                jitter = backoff * random.uniform(0.8, 1.2)
+                self._backoff[node_id] = (time.monotonic() + jitter, backoff)
+                raise
+            self._backoff.pop(node_id, None)
+            self._conns[node_id] = conn
+            fut.set_result(conn)
+            return conn
+        except BaseException as exc:
+            if not fut.done():
+                fut.set_exception(exc)
+                fut.exception()  # mark retrieved
+            raise
+        finally:
+            self._connecting.pop(node_id, None)
+
+    def _forget(self, conn: BrokerConnection) -> None:
+        if self._conns.get(conn.node_id) is conn:
+            del self._conns[conn.node_id]
+            if conn.node_id >= 0:
+                self.metadata.request_update()
+
+    async def send(self, node_id: int, request: Any, **kw: Any) -> Any:
+        conn = await self.connection(node_id)
+        return await conn.send(request, **kw)
+
+    def least_loaded_node(self) -> int:
+        """A connected node with the fewest in-flight requests, else a known broker, else a bootstrap."""
+        best = None
+        for node_id, c in self._conns.items():
+            if (
+                not c.closed
+                and 0 <= node_id < 1 << 30
+                and (best is None or c.in_flight < best.in_flight)
+            ):
+                best = c
+        if best is not None:
+            return best.node_id
+        nodes = [
+            n
+            for n in self.metadata.brokers
+            if self._backoff.get(n, (0.0, 0.0))[0] <= time.monotonic()
+        ]
+        if nodes:
+            return random.choice(nodes)
+        for c in self._conns.values():
+            if not c.closed and c.node_id < 1 << 30:
+                return c.node_id
+        boots = list(range(len(self.bootstrap)))
+        boots.sort(key=lambda i: self._backoff.get(BOOTSTRAP_BASE - i, (0.0, 0.0))[0])
+        return BOOTSTRAP_BASE - boots[0]
+
+    async def send_any(self, request: Any, **kw: Any) -> Any:
+        """Send to the least loaded node, trying others when a connection fails."""
+        last: BaseException | None = None
+        tried: set[int] = set()
+        for _ in range(len(self.bootstrap) + len(self.metadata.brokers) + 1):
+            node = self.least_loaded_node()
+            if node in tried:
+                node = next(
+                    (
+                        n
+                        for n in [
+                            *self.metadata.brokers,
+                            *range(-1000, -1000 - len(self.bootstrap), -1),
+                        ]
+                        if n not in tried
+                    ),
+                    node,
+                )
+            tried.add(node)
+            try:
+                return await self.send(node, request, **kw)
+            except KafkaConnectionError as exc:
+                last = exc
+        raise NoBrokersAvailable(f"no broker reachable: {last}")
+
+    async def api_version(self, api_key: int, node_id: int | None = None) -> int:
+        conn = await self.connection(self.least_loaded_node() if node_id is None else node_id)
+        return conn.version(api_key)
+
+    # -- metadata
+    async def refresh_metadata(self, topics: list[str] | None = None) -> Any:
+        """Fetch metadata now (for the wanted topics unless `topics` is given) and update the cache."""
+        md = self.metadata
+        names = md.request_topics() if topics is None else topics
+        req_cls: Any = APIS[METADATA].request
+        req = req_cls(
+            topics=None if names is None else [req_cls.MetadataRequestTopic(name=n) for n in names],
+            allow_auto_topic_creation=bool(self.config.get("allow.auto.create.topics", True)),
+        )
+        try:
+            resp = await self.send_any(req)
+        except Exception:
+            md.failed_update()
+            raise
+        if topics is None or names is None:
+            md.update(resp)
+        else:
+            merged = _merge(md, resp)
+            md.update(merged)
+        return resp
+
+    async def ensure_metadata(self, timeout: float | None = None) -> None:
+        """Refresh if the cache is stale or an update was requested (one refresh at a time)."""
+        if not self.metadata.needs_update():
+            return
+        if self._refresh_task is None or self._refresh_task.done():
+            self._refresh_task = asyncio.ensure_future(self._refresh_with_backoff())
+        await asyncio.wait_for(asyncio.shield(self._refresh_task), timeout)
+
+    async def _refresh_with_backoff(self) -> None:
+        age = time.monotonic() - self.metadata.last_refresh
+        backoff = self.config["retry.backoff.ms"] / 1000
+        if age < backoff:
+            await asyncio.sleep(backoff - age)
+        try:
+            await self.refresh_metadata()
+        except (KafkaConnectionError, NoBrokersAvailable, KafkaTimeoutError) as exc:
+            log.debug("metadata refresh failed: %s", exc)
+
+    async def wait_on(self, coro_fn: Callable[[], Awaitable[T]]) -> T:
+        return await coro_fn()
+
+    async def close(self) -> None:
+        self.closed = True
+        for c in list(self._conns.values()):
+            c.close()
+
+
+def _merge(md: ClusterMetadata, resp: Any) -> Any:
+    """Keep the cached topics the response did not mention (a partial refresh)."""
+    from types import SimpleNamespace
+
+    seen = {t.name for t in resp.topics}
+    keep = []
+    for name, ti in md.topics.items():
+        if name in seen:
+            continue
+        parts = [
+            SimpleNamespace(
+                error_code=p.error_code,
+                partition_index=p.partition,
+                leader_id=p.leader,
+                leader_epoch=p.leader_epoch,
+                replica_nodes=list(p.replicas),
+                isr_nodes=list(p.isr),
+            )
+            for p in ti.partitions.values()
+        ]
+        keep.append(
+            SimpleNamespace(
+                name=name,
+                error_code=ti.error_code,
+                is_internal=ti.is_internal,
+                topic_id=ti.topic_id,
+                partitions=parts,
+            )
+        )
+    return SimpleNamespace(
+        brokers=resp.brokers,
+        topics=[*resp.topics, *keep],
+        cluster_id=resp.cluster_id,
+        controller_id=resp.controller_id,
+    )
+
+
+def error_of(code: int, what: str = "") -> KafkaError | None:
+    return KafkaError(code, what or None) if code else None
