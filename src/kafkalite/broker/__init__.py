@@ -1,3 +1,4 @@
-"""Placeholder package; see ARCHITECTURE.md for what it owns.
+"""The broker process: asyncio network layer, request dispatch, one handler module per API, delayed operations.
 
-Filled in by its own issue."""
+Entry points: `BrokerServer` (broker/server.py) and `BrokerConfig` (broker/config.py); embedded use via kafkalite.Broker.
+"""

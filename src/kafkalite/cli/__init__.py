@@ -1,3 +1,4 @@
-"""Placeholder package; see ARCHITECTURE.md for what it owns.
+"""The `kafkalite` command line: serve, topics, produce, consume (entry point kafkalite.cli.main:main).
 
-Filled in by its own issue."""
+Client-side subcommands speak the Kafka protocol through cli.wire, so they work against any broker.
+"""

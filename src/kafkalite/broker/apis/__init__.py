@@ -1,3 +1,4 @@
-"""Placeholder package; see ARCHITECTURE.md for what it owns.
+"""One module per Kafka API: `API` (schema Api) and `async def handle(ctx, request)`; found by the dispatch table.
 
-Filled in by its own issue."""
+Optional per module: MIN_VERSION/MAX_VERSION, on_startup/on_shutdown(broker) hooks, decode_request/encode_response.
+"""

@@ -1,0 +1,66 @@
+"""AlterConfigs (key 33): replace a topic's whole set of config overrides (the legacy, non-incremental API).
+
+Broker configs are static here (server.properties); altering them answers INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from kafkalite.broker.context import RequestContext
+from kafkalite.broker.topic_configs import (
+    RESOURCE_BROKER,
+    RESOURCE_TOPIC,
+    apply_topic_overrides,
+    check_topic_overrides,
+)
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.messages.admin import ALTER_CONFIGS, AlterConfigsResponse
+
+API = ALTER_CONFIGS
+log = logging.getLogger("kafkalite.broker.alter_configs")
+_Resp = AlterConfigsResponse.AlterConfigsResourceResponse
+
+
+def alter_topic(
+    ctx: RequestContext, name: str, new: dict[str, str], validate_only: bool
+) -> tuple[int, str | None]:
+    broker = ctx.broker
+    info = broker.metadata.get(name)
+    if info is None:
+        return int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), f"Topic '{name}' does not exist"
+    why = check_topic_overrides(broker, new)
+    if why is not None:
+        return int(ErrorCode.INVALID_CONFIG), why
+    if not validate_only:
+        apply_topic_overrides(broker, name, new)
+        log.info("topic %s configs now %s (by %s)", name, new, ctx.client_id)
+    return 0, None
+
+
+def refuse_other(resource_type: int) -> tuple[int, str]:
+    if resource_type == RESOURCE_BROKER:
+        return int(
+            ErrorCode.INVALID_REQUEST
+        ), "broker configs are static: edit server.properties and restart"
+    return int(ErrorCode.INVALID_REQUEST), f"Unsupported resource type {resource_type}"
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    out = []
+    for res in request.resources:
+        if res.resource_type == RESOURCE_TOPIC:
+            new = {c.name: c.value for c in res.configs if c.value is not None}
+            code, msg = alter_topic(ctx, res.resource_name, new, request.validate_only)
+        else:
+            code, msg = refuse_other(res.resource_type)
+        out.append(
+            _Resp(
+                error_code=code,
+                error_message=msg,
+                resource_type=res.resource_type,
+                resource_name=res.resource_name,
+            )
+        )
+    return AlterConfigsResponse(throttle_time_ms=0, responses=out)

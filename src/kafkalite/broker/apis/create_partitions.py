@@ -1,0 +1,38 @@
+"""CreatePartitions (key 37): raise a topic's partition count (never lower it); validate_only supported.
+
+New partitions get empty logs on this broker.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafkalite.broker.context import RequestContext
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.messages.admin import CREATE_PARTITIONS, CreatePartitionsResponse
+
+API = CREATE_PARTITIONS
+_Result = CreatePartitionsResponse.CreatePartitionsTopicResult
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    broker = ctx.broker
+    results = []
+    for t in request.topics:
+        r = _Result(name=t.name, error_code=0, error_message=None)
+        results.append(r)
+        info = broker.metadata.get(t.name)
+        if info is None:
+            r.error_code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            r.error_message = f"The topic '{t.name}' does not exist."
+        elif t.count <= info.partitions:
+            r.error_code = int(ErrorCode.INVALID_PARTITIONS)
+            r.error_message = f"Topic currently has {info.partitions} partitions, which is higher than or equal to the requested {t.count}."
+        elif t.assignments is not None and any(
+            a.broker_ids != [broker.broker_id] for a in t.assignments
+        ):
+            r.error_code = int(ErrorCode.INVALID_REPLICATION_ASSIGNMENT)
+            r.error_message = f"Only broker {broker.broker_id} exists"
+        elif not request.validate_only:
+            broker.add_partitions(t.name, t.count)
+    return CreatePartitionsResponse(throttle_time_ms=0, results=results)

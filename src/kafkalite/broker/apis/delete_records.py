@@ -1,0 +1,45 @@
+"""DeleteRecords (key 21): advance a partition's log start offset (offset -1 means the high watermark).
+
+Answers the new low watermark; an offset past the high watermark is OFFSET_OUT_OF_RANGE.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from kafkalite.broker.context import RequestContext
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.messages.admin import DELETE_RECORDS, DeleteRecordsResponse
+
+API = DELETE_RECORDS
+log = logging.getLogger("kafkalite.broker.delete_records")
+_Topic = DeleteRecordsResponse.DeleteRecordsTopicResult
+_Part = _Topic.DeleteRecordsPartitionResult
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    broker = ctx.broker
+    topics = []
+    for t in request.topics:
+        parts: list[Any] = []
+        topics.append(_Topic(name=t.name, partitions=parts))
+        for p in t.partitions:
+            r = _Part(partition_index=p.partition_index, low_watermark=-1, error_code=0)
+            parts.append(r)
+            lg = broker.get_log(t.name, p.partition_index)
+            if lg is None:
+                r.error_code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                continue
+            offset = lg.high_watermark if p.offset == -1 else p.offset
+            if offset < 0 or offset > lg.high_watermark:
+                r.error_code = int(ErrorCode.OFFSET_OUT_OF_RANGE)
+                continue
+            try:
+                r.low_watermark = lg.delete_records(offset)
+            except Exception as exc:
+                code = getattr(exc, "error_code", None)
+                if code is None:
+                    log.exception("delete records of %s-%d failed", t.name, p.partition_index)
+                r.error_code = int(code if code is not None else ErrorCode.KAFKA_STORAGE_ERROR)
+    return DeleteRecordsResponse(throttle_time_ms=0, topics=topics)

@@ -1,0 +1,56 @@
+"""DeleteTopics (key 20): remove topics (by name, or by topic id from v6) with their logs.
+
+Internal topics are refused; `delete.topic.enable=false` answers TOPIC_DELETION_DISABLED.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from kafkalite.broker.context import RequestContext
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.messages.admin import DELETE_TOPICS, DeleteTopicsResponse
+
+API = DELETE_TOPICS
+log = logging.getLogger("kafkalite.broker.delete_topics")
+_Result = DeleteTopicsResponse.DeletableTopicResult
+ZERO = uuid.UUID(int=0)
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    broker = ctx.broker
+    wanted: list[tuple[str | None, uuid.UUID | None]] = []
+    if ctx.api_version >= 6:
+        wanted = [(t.name, t.topic_id if t.topic_id != ZERO else None) for t in request.topics]
+    else:
+        wanted = [(n, None) for n in request.topic_names]
+    results = []
+    enabled = bool(broker.config.get("delete.topic.enable"))
+    for name, tid in wanted:
+        r = _Result(name=name, topic_id=tid or ZERO, error_code=0, error_message=None)
+        results.append(r)
+        info = broker.metadata.by_id(tid) if tid is not None else broker.metadata.get(name or "")
+        if info is None:
+            r.error_code = int(
+                ErrorCode.UNKNOWN_TOPIC_ID
+                if tid is not None
+                else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            )
+            continue
+        r.name, r.topic_id = info.name, info.topic_id
+        if not enabled:
+            r.error_code = int(ErrorCode.TOPIC_DELETION_DISABLED)
+            continue
+        if info.internal:
+            r.error_code = int(ErrorCode.INVALID_TOPIC_EXCEPTION)
+            r.error_message = "internal topics cannot be deleted"
+            continue
+        try:
+            broker.delete_topic(info.name)
+        except Exception as exc:
+            log.exception("deleting topic %s failed", info.name)
+            r.error_code = int(getattr(exc, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR))
+            r.error_message = str(exc)
+    return DeleteTopicsResponse(throttle_time_ms=0, responses=results)

@@ -1,0 +1,39 @@
+"""DescribeCluster (key 60): the cluster id, the controller and the brokers (this one) with endpoints.
+
+Only the broker endpoint type (1) is served; a controller endpoint request gets UNSUPPORTED_ENDPOINT_TYPE.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafkalite.broker.context import RequestContext
+from kafkalite.protocol.messages.admin import DESCRIBE_CLUSTER, DescribeClusterResponse
+
+API = DESCRIBE_CLUSTER
+_Broker = DescribeClusterResponse.DescribeClusterBroker
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    b = ctx.broker
+    if ctx.api_version >= 1 and request.endpoint_type != 1:
+        return DescribeClusterResponse(
+            throttle_time_ms=0,
+            error_code=119,
+            error_message="only broker endpoints are served",
+            endpoint_type=request.endpoint_type,
+            cluster_id=b.cluster_id,
+            controller_id=-1,
+            brokers=[],
+        )
+    lst = b.advertised[0]
+    return DescribeClusterResponse(
+        throttle_time_ms=0,
+        error_code=0,
+        error_message=None,
+        endpoint_type=1,
+        cluster_id=b.cluster_id,
+        controller_id=b.broker_id,
+        brokers=[_Broker(broker_id=b.broker_id, host=lst.host, port=lst.port, rack=None)],
+        cluster_authorized_operations=-2147483648,
+    )

@@ -1,0 +1,82 @@
+"""DescribeConfigs (key 32): topic and broker configs with their sources, synonyms, types and docs.
+
+Topic values come from overrides, then broker `log.*` settings, then built-in defaults.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafkalite.broker.context import RequestContext
+from kafkalite.broker.topic_configs import (
+    RESOURCE_BROKER,
+    RESOURCE_BROKER_LOGGER,
+    RESOURCE_TOPIC,
+    broker_entries,
+    topic_entries,
+)
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.messages.admin import DESCRIBE_CONFIGS, DescribeConfigsResponse
+
+API = DESCRIBE_CONFIGS
+_Result = DescribeConfigsResponse.DescribeConfigsResult
+_Entry = _Result.DescribeConfigsResourceResult
+_Syn = _Entry.DescribeConfigsSynonym
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    broker = ctx.broker
+    v = ctx.api_version
+    synonyms = v >= 1 and request.include_synonyms
+    docs = v >= 3 and request.include_documentation
+    results = []
+    for res in request.resources:
+        r = _Result(
+            error_code=0,
+            error_message=None,
+            resource_type=res.resource_type,
+            resource_name=res.resource_name,
+            configs=[],
+        )
+        results.append(r)
+        if res.resource_type == RESOURCE_TOPIC:
+            info = broker.metadata.get(res.resource_name)
+            if info is None:
+                r.error_code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                r.error_message = f"Topic '{res.resource_name}' does not exist"
+                continue
+            entries = topic_entries(broker, info.configs)
+        elif res.resource_type == RESOURCE_BROKER:
+            if res.resource_name not in ("", str(broker.broker_id)):
+                r.error_code = int(ErrorCode.INVALID_REQUEST)
+                r.error_message = (
+                    f"Unexpected broker id {res.resource_name}, this is broker {broker.broker_id}"
+                )
+                continue
+            entries = broker_entries(broker)
+        elif res.resource_type == RESOURCE_BROKER_LOGGER:
+            entries = []
+        else:
+            r.error_code = int(ErrorCode.INVALID_REQUEST)
+            r.error_message = f"Unsupported resource type {res.resource_type}"
+            continue
+        keys = set(res.configuration_keys) if res.configuration_keys is not None else None
+        for e in entries:
+            if keys is not None and e.name not in keys:
+                continue
+            r.configs.append(
+                _Entry(
+                    name=e.name,
+                    value=e.value,
+                    read_only=e.read_only,
+                    config_source=e.source,
+                    is_default=e.source == 5 and v == 0,
+                    is_sensitive=False,
+                    synonyms=[_Syn(name=n, value=val, source=s) for n, val, s in e.synonyms]
+                    if synonyms
+                    else [],
+                    config_type=e.config_type,
+                    documentation=e.doc if docs else None,
+                )
+            )
+    return DescribeConfigsResponse(throttle_time_ms=0, results=results)

@@ -1,0 +1,239 @@
+"""Fetch (key 1): read record batches up to the high watermark, long-polling until min_bytes or max_wait.
+
+Data leaves as file regions (sendfile) for v4+; v0-3 get message sets down-converted to magic 0/1.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from kafkalite.broker.context import RequestContext, SlicedResponse
+from kafkalite.broker.fastpath import (
+    FetchPartitionResult,
+    FetchResult,
+    FetchTopicResult,
+    decode_fetch,
+    encode_fetch_response,
+)
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.messages.fetch import FETCH, FetchResponse
+
+API = FETCH
+log = logging.getLogger("kafkalite.broker.fetch")
+
+_SchemaTopic = FetchResponse.FetchableTopicResponse
+_SchemaPart = _SchemaTopic.PartitionData
+ZERO_UUID = uuid.UUID(int=0)
+MAX_WAIT_MS = 30_000
+
+
+class _Target:
+    __slots__ = ("topic", "topic_id", "partition", "offset", "max_bytes", "log", "error")
+
+    def __init__(
+        self, topic: str | None, topic_id: Any, partition: int, offset: int, max_bytes: int
+    ) -> None:
+        self.topic = topic
+        self.topic_id = topic_id
+        self.partition = partition
+        self.offset = offset
+        self.max_bytes = max_bytes
+        self.log: Any = None
+        self.error = ErrorCode.NO_ERROR
+
+
+def _resolve(ctx: RequestContext, topics: list[Any]) -> list[list[_Target]]:
+    broker = ctx.broker
+    by_id = ctx.api_version >= 13
+    out: list[list[_Target]] = []
+    for t in topics:
+        if by_id:
+            info = broker.metadata.by_id(t.topic_id)
+            name = info.name if info is not None else None
+        else:
+            name = t.topic
+            info = broker.metadata.get(name)
+        group: list[_Target] = []
+        for p in t.partitions:
+            tgt = _Target(
+                name,
+                t.topic_id if by_id else None,
+                p.partition,
+                p.fetch_offset,
+                p.partition_max_bytes,
+            )
+            if info is None:
+                tgt.error = (
+                    ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                )
+            else:
+                tgt.log = broker.get_log(info.name, p.partition)
+                if tgt.log is None:
+                    tgt.error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            group.append(tgt)
+        out.append(group)
+    return out
+
+
+def _has_data(targets: list[_Target], min_bytes: int) -> bool:
+    """Whether the partitions hold at least `min_bytes` new bytes (or any error to report)."""
+    total = 0
+    for tgt in targets:
+        lg = tgt.log
+        if lg is None or tgt.error:
+            return True
+        hw = lg.high_watermark
+        if tgt.offset > hw or tgt.offset < lg.log_start_offset:
+            return True  # out of range: answer now
+        if tgt.offset < hw:
+            if min_bytes <= 1:
+                return True
+            try:
+                info = lg.read(tgt.offset, tgt.max_bytes, max_offset=hw, min_one_message=True)
+            except Exception:
+                return True
+            if info.slice is not None:
+                total += info.slice.length
+                if total >= min_bytes:
+                    return True
+    return False
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    version = ctx.api_version
+    broker = ctx.broker
+    session = None
+    full = True
+    if version >= 7:
+        session, full, err = broker.fetch_sessions.begin(request, version >= 13)
+        if err:
+            return FetchResult([], error_code=err)
+    topics = request.topics if session is None or full else session.as_topics()
+    groups = _resolve(ctx, topics)
+    flat = [t for g in groups for t in g]
+    max_wait = min(max(request.max_wait_ms, 0), MAX_WAIT_MS)
+    if max_wait > 0 and flat and not _has_data(flat, request.min_bytes):
+        keys = [(t.topic, t.partition) for t in flat]
+        await broker.delayed.wait_until(
+            keys, lambda: _has_data(flat, request.min_bytes), max_wait / 1000
+        )
+        if ctx.connection.closed:
+            return None
+    sliced = SlicedResponse(None)
+    budget = request.max_bytes if version >= 3 else 0x7FFFFFFF
+    if budget <= 0:
+        budget = 0x7FFFFFFF
+    first = True
+    topics_out = []
+    down_magic = 0 if version <= 1 else 1
+    for group in groups:
+        parts_out: list[Any] = []
+        t0 = group[0] if group else None
+        topics_out.append(
+            FetchTopicResult(
+                t0.topic if t0 is not None and t0.topic is not None else "",
+                t0.topic_id if t0 is not None and t0.topic_id is not None else ZERO_UUID,
+                parts_out,
+            )
+        )
+        for tgt in group:
+            pr = FetchPartitionResult(tgt.partition, tgt.error)
+            parts_out.append(pr)
+            lg = tgt.log
+            if tgt.error or lg is None:
+                pr.records = None if version >= 4 else b""
+                continue
+            hw = lg.high_watermark
+            pr.high_watermark = hw
+            pr.last_stable_offset = hw
+            pr.log_start_offset = lg.log_start_offset
+            limit = min(tgt.max_bytes, budget)
+            if limit <= 0 and not first:
+                continue
+            try:
+                info = lg.read(tgt.offset, max(limit, 0), max_offset=hw, min_one_message=first)
+            except Exception as exc:
+                code = getattr(exc, "error_code", None)
+                if code is None:
+                    log.exception(
+                        "read of %s-%d at %d failed", tgt.topic, tgt.partition, tgt.offset
+                    )
+                    code = ErrorCode.KAFKA_STORAGE_ERROR
+                pr.error_code = code
+                continue
+            region = info.slice
+            if region is None or region.length == 0:
+                continue
+            first = False
+            budget -= region.length
+            if version >= 4:
+                pr.records = sliced.placeholder(region)
+            else:
+                try:
+                    pr.records = _downconvert(region.read_bytes(), down_magic)
+                except Exception as exc:
+                    code = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+                    if "compression" not in type(exc).__name__.lower():
+                        code = ErrorCode.CORRUPT_MESSAGE
+                        log.warning(
+                            "down-conversion of %s-%d failed: %s", tgt.topic, tgt.partition, exc
+                        )
+                    pr.error_code = code
+                    pr.records = b""
+    if session is not None:
+        topics_out = session.filter_response(topics_out, full=full)
+    response = FetchResult(topics_out)
+    if session is not None:
+        response.session_id = session.id
+    if not sliced.regions:
+        return response
+    sliced.response = response
+    return sliced
+
+
+def _downconvert(blob: bytes, magic: int) -> bytes:
+    from kafkalite.records.legacy import downconvert
+
+    return downconvert(blob, magic)
+
+
+def decode_request(buf: bytes, pos: int, version: int) -> Any:
+    """Hot-path decoder for v4-16; older versions go through the schema."""
+    return decode_fetch(buf, pos, version) if version >= 4 else None
+
+
+def encode_response(out: bytearray, result: FetchResult, version: int) -> None:
+    if version >= 4:
+        encode_fetch_response(out, result, version)
+    else:
+        to_schema(result).encode_into(out, version)
+
+
+def to_schema(result: FetchResult) -> Any:
+    return FetchResponse(
+        throttle_time_ms=result.throttle_time_ms,
+        error_code=result.error_code,
+        session_id=result.session_id,
+        responses=[
+            _SchemaTopic(
+                topic=t.topic,
+                topic_id=t.topic_id,
+                partitions=[
+                    _SchemaPart(
+                        partition_index=p.partition_index,
+                        error_code=int(p.error_code),
+                        high_watermark=p.high_watermark,
+                        last_stable_offset=p.last_stable_offset,
+                        log_start_offset=p.log_start_offset,
+                        aborted_transactions=None,
+                        preferred_read_replica=-1,
+                        records=p.records,
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in result.responses
+        ],
+    )

@@ -1,0 +1,41 @@
+"""ListGroups (key 16) v0-5: the groups this broker coordinates, filtered by state (v4+) and type (v5+).
+
+Every group here is a classic group.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafkalite.broker.apis import _groups
+from kafkalite.broker.context import RequestContext
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.messages.groups import LIST_GROUPS, ListGroupsResponse
+
+API = LIST_GROUPS
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    version = ctx.api_version
+    coord = _groups.coordinator_of(ctx)
+    if coord is None:
+        return ListGroupsResponse(
+            throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE
+        )
+    r = coord.list_groups(
+        request.states_filter if version >= 4 else (),
+        request.types_filter if version >= 5 else (),
+    )
+    return ListGroupsResponse(
+        throttle_time_ms=0,
+        error_code=r.error,
+        groups=[
+            ListGroupsResponse.ListedGroup(
+                group_id=g.group_id,
+                protocol_type=g.protocol_type,
+                group_state=g.state if version >= 4 else "",
+                group_type="classic" if version >= 5 else "",
+            )
+            for g in r.groups
+        ],
+    )

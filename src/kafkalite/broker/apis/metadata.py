@@ -1,0 +1,124 @@
+"""Metadata (key 3): this broker, the cluster id, topics with partitions, leaders, replicas, ISR and topic ids.
+
+Unknown topics are auto-created when `auto.create.topics.enable` and the request allow it; names are validated.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from kafkalite.broker.context import RequestContext
+from kafkalite.cluster.metadata import MetadataError, TopicInfo, topic_name_error
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.messages.metadata import METADATA, MetadataResponse
+
+API = METADATA
+log = logging.getLogger("kafkalite.broker.metadata")
+ZERO_UUID = uuid.UUID(int=0)
+
+_Broker = MetadataResponse.MetadataResponseBroker
+_Topic = MetadataResponse.MetadataResponseTopic
+_Partition = _Topic.MetadataResponsePartition
+
+
+def auto_create(ctx: RequestContext, name: str) -> tuple[TopicInfo | None, ErrorCode]:
+    """Auto-create `name` if allowed; (info, NO_ERROR) or (None, error code for the response)."""
+    broker = ctx.broker
+    if topic_name_error(name):
+        return None, ErrorCode.INVALID_TOPIC_EXCEPTION
+    if not broker.config.auto_create_topics:
+        return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    try:
+        return broker.create_topic(name), ErrorCode.NO_ERROR
+    except MetadataError as exc:
+        info = broker.metadata.get(name)
+        if info is not None:  # created concurrently
+            return info, ErrorCode.NO_ERROR
+        log.warning("auto-creation of topic %r refused: %s", name, exc)
+        return None, ErrorCode.INVALID_TOPIC_EXCEPTION
+
+
+def topic_entry(ctx: RequestContext, info: TopicInfo) -> Any:
+    node = ctx.broker.broker_id
+    return _Topic(
+        error_code=0,
+        name=info.name,
+        topic_id=info.topic_id,
+        is_internal=info.internal,
+        partitions=[
+            _Partition(
+                error_code=0,
+                partition_index=i,
+                leader_id=node,
+                leader_epoch=0,
+                replica_nodes=[node],
+                isr_nodes=[node],
+                offline_replicas=[],
+            )
+            for i in range(info.partitions)
+        ],
+        topic_authorized_operations=-2147483648,
+    )
+
+
+def brokers(ctx: RequestContext) -> list[Any]:
+    lst = ctx.broker.advertised[0]
+    return [_Broker(node_id=ctx.broker.broker_id, host=lst.host, port=lst.port, rack=None)]
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    broker = ctx.broker
+    version = ctx.api_version
+    topics_out: list[Any] = []
+    allow_auto = request.allow_auto_topic_creation if version >= 4 else True
+    if request.topics is None or (version == 0 and not request.topics):
+        topics_out = [
+            topic_entry(ctx, t) for t in sorted(broker.metadata.topics(), key=lambda t: t.name)
+        ]
+    else:
+        for req_topic in request.topics:
+            name = req_topic.name
+            tid = getattr(req_topic, "topic_id", None)
+            info = None
+            if name is None and tid is not None and tid != ZERO_UUID:
+                info = broker.metadata.by_id(tid)
+                if info is None:
+                    topics_out.append(
+                        _Topic(
+                            error_code=ErrorCode.UNKNOWN_TOPIC_ID,
+                            name=None,
+                            topic_id=tid,
+                            partitions=[],
+                        )
+                    )
+                    continue
+            elif name is not None:
+                info = broker.metadata.get(name)
+            if info is None:
+                if name is None:
+                    topics_out.append(
+                        _Topic(error_code=ErrorCode.INVALID_REQUEST, name=None, partitions=[])
+                    )
+                    continue
+                if topic_name_error(name):
+                    code = ErrorCode.INVALID_TOPIC_EXCEPTION
+                elif allow_auto:
+                    info, code = auto_create(ctx, name)
+                else:
+                    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                if info is None:
+                    topics_out.append(
+                        _Topic(error_code=code, name=name, topic_id=ZERO_UUID, partitions=[])
+                    )
+                    continue
+            topics_out.append(topic_entry(ctx, info))
+    return MetadataResponse(
+        throttle_time_ms=0,
+        brokers=brokers(ctx),
+        cluster_id=broker.cluster_id,
+        controller_id=broker.broker_id,
+        topics=topics_out,
+        cluster_authorized_operations=-2147483648,
+    )

@@ -1,0 +1,59 @@
+"""OffsetDelete (key 47) v0: drops a group's committed offsets for partitions it no longer consumes.
+
+Empty groups lose any offset; active consumer groups keep those of subscribed topics (GROUP_SUBSCRIBED_TO_TOPIC).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafkalite.broker.apis import _groups
+from kafkalite.broker.context import RequestContext
+from kafkalite.coordinator.types import TopicPartition
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.messages.offsets import OFFSET_DELETE, OffsetDeleteResponse
+
+API = OFFSET_DELETE
+_Topic = OffsetDeleteResponse.OffsetDeleteResponseTopic
+_Part = _Topic.OffsetDeleteResponsePartition
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    coord = _groups.coordinator_of(ctx)
+    if coord is None:
+        return OffsetDeleteResponse(
+            error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, throttle_time_ms=0
+        )
+    errors: dict[TopicPartition, ErrorCode] = {}
+    wanted: list[TopicPartition] = []
+    for t in request.topics:
+        info = ctx.broker.metadata.get(t.name)
+        for p in t.partitions:
+            tp = TopicPartition(t.name, p.partition_index)
+            if info is None or not 0 <= p.partition_index < info.partitions:
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                wanted.append(tp)
+    r = await coord.delete_offsets(request.group_id, wanted)
+    if r.error != ErrorCode.NO_ERROR:
+        return OffsetDeleteResponse(error_code=r.error, throttle_time_ms=0)
+    errors.update(r.partitions)
+    return OffsetDeleteResponse(
+        error_code=ErrorCode.NO_ERROR,
+        throttle_time_ms=0,
+        topics=[
+            _Topic(
+                name=t.name,
+                partitions=[
+                    _Part(
+                        partition_index=p.partition_index,
+                        error_code=errors.get(
+                            TopicPartition(t.name, p.partition_index), ErrorCode.NO_ERROR
+                        ),
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in request.topics
+        ],
+    )

@@ -1,0 +1,100 @@
+"""OffsetFetch (key 9) v0-9: a group's committed offsets, for listed partitions or all (v2+), several groups (v8+).
+
+Partitions without a commit answer offset -1; group-level errors go where each version carries them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafkalite.broker.apis import _groups
+from kafkalite.broker.context import RequestContext
+from kafkalite.coordinator.types import OffsetFetchPartition, OffsetFetchResult, TopicPartition
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.messages.offsets import OFFSET_FETCH, OffsetFetchResponse
+
+API = OFFSET_FETCH
+R = OffsetFetchResponse
+
+
+def _fetch(
+    ctx: RequestContext, group_id: str, tps: list[TopicPartition] | None, require_stable: bool
+) -> OffsetFetchResult:
+    coord = _groups.coordinator_of(ctx)
+    if coord is None:
+        return OffsetFetchResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    return coord.fetch_offsets(group_id, tps, require_stable=require_stable)
+
+
+def _requested(topics: Any) -> list[TopicPartition] | None:
+    if topics is None:
+        return None
+    return [TopicPartition(t.name, p) for t in topics for p in t.partition_indexes]
+
+
+def _by_topic(parts: list[OffsetFetchPartition]) -> dict[str, list[OffsetFetchPartition]]:
+    out: dict[str, list[OffsetFetchPartition]] = {}
+    for p in parts:
+        out.setdefault(p.topic, []).append(p)
+    return out
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    version = ctx.api_version
+    if version >= 8:
+        groups = []
+        for g in request.groups:
+            r = _fetch(ctx, g.group_id, _requested(g.topics), request.require_stable)
+            groups.append(
+                R.OffsetFetchResponseGroup(
+                    group_id=g.group_id,
+                    error_code=r.error,
+                    topics=[
+                        R.OffsetFetchResponseGroup.OffsetFetchResponseTopics(
+                            name=name,
+                            partitions=[
+                                R.OffsetFetchResponseGroup.OffsetFetchResponseTopics.OffsetFetchResponsePartitions(
+                                    partition_index=p.partition,
+                                    committed_offset=p.offset,
+                                    committed_leader_epoch=p.leader_epoch,
+                                    metadata=p.metadata,
+                                    error_code=p.error,
+                                )
+                                for p in parts
+                            ],
+                        )
+                        for name, parts in _by_topic(r.partitions).items()
+                    ],
+                )
+            )
+        return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
+
+    requested = _requested(request.topics)
+    r = _fetch(ctx, request.group_id, requested, request.require_stable if version >= 7 else False)
+    parts = r.partitions
+    if r.error != ErrorCode.NO_ERROR and version < 2:
+        # no top-level error before v2: every requested partition carries it
+        parts = [
+            OffsetFetchPartition(tp.topic, tp.partition, error=r.error) for tp in requested or []
+        ]
+    topic_cls = R.OffsetFetchResponseTopic
+    return OffsetFetchResponse(
+        throttle_time_ms=0,
+        error_code=r.error if version >= 2 else 0,
+        topics=[
+            topic_cls(
+                name=name,
+                partitions=[
+                    topic_cls.OffsetFetchResponsePartition(
+                        partition_index=p.partition,
+                        committed_offset=p.offset,
+                        committed_leader_epoch=p.leader_epoch if version >= 5 else -1,
+                        metadata=p.metadata,
+                        error_code=p.error,
+                    )
+                    for p in ps
+                ],
+            )
+            for name, ps in _by_topic(parts).items()
+        ],
+    )

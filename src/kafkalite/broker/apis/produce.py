@@ -1,0 +1,261 @@
+"""Produce (key 0): validate record batches per batch (framing, CRC-32C, size, timestamps), append, answer.
+
+acks 0/1/-1 (one node: -1 completes on local append plus the flush policy); legacy message sets are up-converted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from kafkalite.broker.apis.metadata import auto_create
+from kafkalite.broker.context import RequestContext
+from kafkalite.broker.fastpath import can_encode_fast, decode_produce, encode_produce_response
+from kafkalite.cluster.metadata import topic_name_error
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.exceptions import DecodeError
+from kafkalite.protocol.messages.produce import PRODUCE, ProduceResponse
+from kafkalite.records.header import (
+    crc_valid,
+    parse_batch_header,
+    read_magic,
+)
+
+API = PRODUCE
+log = logging.getLogger("kafkalite.broker.produce")
+
+_SchemaTopic = ProduceResponse.TopicProduceResponse
+_SchemaPart = _SchemaTopic.PartitionProduceResponse
+_SchemaRecordError = _SchemaPart.BatchIndexAndErrorMessage
+
+
+class _PartResp:
+    """A partition result; plain slots, turned into schema objects only when the fast codec cannot send it."""
+
+    __slots__ = (
+        "base_offset",
+        "error_code",
+        "error_message",
+        "index",
+        "log_append_time_ms",
+        "log_start_offset",
+        "record_errors",
+    )
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.error_code = 0
+        self.base_offset = -1
+        self.log_append_time_ms = -1
+        self.log_start_offset = -1
+        self.record_errors: list[tuple[int, str | None]] = []
+        self.error_message: str | None = None
+
+
+class _TopicResp:
+    __slots__ = ("name", "partition_responses")
+
+    def __init__(self, name: str, partition_responses: list[_PartResp]) -> None:
+        self.name = name
+        self.partition_responses = partition_responses
+
+
+class _Response:
+    __slots__ = ("responses", "throttle_time_ms")
+
+    def __init__(self, responses: list[_TopicResp]) -> None:
+        self.responses = responses
+        self.throttle_time_ms = 0
+
+    def to_schema(self) -> Any:
+        return ProduceResponse(
+            responses=[
+                _SchemaTopic(
+                    name=t.name,
+                    partition_responses=[
+                        _SchemaPart(
+                            index=p.index,
+                            error_code=int(p.error_code),
+                            base_offset=p.base_offset,
+                            log_append_time_ms=p.log_append_time_ms,
+                            log_start_offset=p.log_start_offset,
+                            record_errors=[
+                                _SchemaRecordError(batch_index=i, batch_index_error_message=m)
+                                for i, m in p.record_errors
+                            ],
+                            error_message=p.error_message,
+                        )
+                        for p in t.partition_responses
+                    ],
+                )
+                for t in self.responses
+            ],
+            throttle_time_ms=self.throttle_time_ms,
+        )
+
+
+def decode_request(buf: bytes, pos: int, version: int) -> Any:
+    """Hot-path decoder for v3-11; older versions go through the schema."""
+    return decode_produce(buf, pos, version) if version >= 3 else None
+
+
+def encode_response(out: bytearray, response: _Response, version: int) -> None:
+    if version >= 3 and can_encode_fast(response):
+        encode_produce_response(out, response, version)
+    else:
+        response.to_schema().encode_into(out, version)
+
+
+class _Reject(Exception):
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _upconvert(blob: bytes) -> bytes:
+    from kafkalite.records.legacy import upconvert_to_v2
+
+    return upconvert_to_v2(blob)
+
+
+def validate(blob: bytes | bytearray, cfg: Any, now_ms: int) -> bytearray:
+    """Check a partition's records blob and return the bytes to append (LogAppendTime stamped)."""
+    if not blob:
+        raise _Reject(ErrorCode.INVALID_RECORD, "produce request carries no records")
+    try:
+        magic = read_magic(blob, 0)
+    except DecodeError as exc:
+        raise _Reject(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+    if magic in (0, 1):
+        try:
+            blob = _upconvert(bytes(blob))
+        except DecodeError as exc:
+            raise _Reject(ErrorCode.CORRUPT_MESSAGE, f"legacy message set: {exc}") from None
+        except Exception as exc:  # a converter error must not escape as a broker failure
+            raise _Reject(ErrorCode.CORRUPT_MESSAGE, f"legacy message set: {exc}") from None
+    elif magic != 2:
+        raise _Reject(ErrorCode.CORRUPT_MESSAGE, f"unknown record batch magic {magic}")
+    buf = bytearray(blob)
+    pos = 0
+    end = len(buf)
+    max_bytes = cfg.max_message_bytes
+    log_append = cfg.message_timestamp_type == "LogAppendTime"
+    diff = cfg.message_timestamp_difference_max_ms
+    before = min(diff, getattr(cfg, "message_timestamp_before_max_ms", diff))
+    after = min(diff, getattr(cfg, "message_timestamp_after_max_ms", diff))
+    while pos < end:
+        try:
+            h = parse_batch_header(buf, pos)
+        except DecodeError as exc:
+            raise _Reject(ErrorCode.CORRUPT_MESSAGE, f"record batch at byte {pos}: {exc}") from None
+        if h.size > max_bytes:
+            raise _Reject(
+                ErrorCode.MESSAGE_TOO_LARGE,
+                f"record batch of {h.size} bytes exceeds max.message.bytes={max_bytes}",
+            )
+        if not crc_valid(buf, pos, h):
+            raise _Reject(
+                ErrorCode.CORRUPT_MESSAGE, f"CRC-32C mismatch in record batch at byte {pos}"
+            )
+        if h.is_control:
+            raise _Reject(ErrorCode.INVALID_RECORD, "clients may not produce control batches")
+        if h.base_offset != 0:
+            raise _Reject(ErrorCode.INVALID_RECORD, f"batch base offset {h.base_offset} is not 0")
+        if h.records_count == 0 or h.last_offset_delta != h.records_count - 1:
+            raise _Reject(
+                ErrorCode.INVALID_RECORD,
+                f"batch holds {h.records_count} records but last offset delta {h.last_offset_delta}",
+            )
+        if log_append:
+            pass  # the log stamps LogAppendTime (and the CRC) as it assigns offsets
+        elif before < 2**63 - 1 or after < 2**63 - 1:
+            for ts in (h.base_timestamp, h.max_timestamp):
+                if ts >= 0 and (now_ms - ts > before or ts - now_ms > after):
+                    raise _Reject(
+                        ErrorCode.INVALID_TIMESTAMP,
+                        f"timestamp {ts} is outside the allowed skew from broker time {now_ms}",
+                    )
+        pos += h.size
+    return buf
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    broker = ctx.broker
+    acks = request.acks
+    topics_out: list[Any] = []
+    flushes: list[Any] = []
+    bad_acks = acks not in (0, 1, -1)
+    now_ms = int(time.time() * 1000)
+    for tdata in request.topic_data:
+        name = tdata.name
+        parts_out: list[Any] = []
+        topics_out.append(_TopicResp(name=name, partition_responses=parts_out))
+        info = broker.metadata.get(name)
+        topic_code = ErrorCode.NO_ERROR
+        if bad_acks:
+            topic_code = ErrorCode.INVALID_REQUIRED_ACKS
+        elif info is not None and info.internal:
+            topic_code = ErrorCode.INVALID_TOPIC_EXCEPTION  # clients may not write internal topics
+        elif info is None:
+            if topic_name_error(name):
+                topic_code = ErrorCode.INVALID_TOPIC_EXCEPTION
+            else:
+                info, topic_code = auto_create(ctx, name)
+        for pdata in tdata.partition_data:
+            pr = _PartResp(pdata.index)
+            parts_out.append(pr)
+            if topic_code:
+                pr.error_code = topic_code
+                continue
+            lg = broker.get_log(name, pdata.index)
+            if lg is None:
+                pr.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            try:
+                data = validate(pdata.records, lg.config, now_ms)
+                info_ = lg.append(data, leader_epoch=0)
+            except _Reject as rej:
+                pr.error_code = rej.code
+                pr.error_message = rej.message
+                if rej.code == ErrorCode.INVALID_RECORD:
+                    pr.record_errors = [(0, rej.message)]
+                log.info(
+                    "produce to %s-%d from %s (%s) rejected: %s %s",
+                    name,
+                    pdata.index,
+                    ctx.connection.peer,
+                    ctx.client_id,
+                    rej.code.name,
+                    rej.message,
+                )
+                continue
+            except Exception as exc:
+                code = getattr(exc, "error_code", None)
+                if code is None:
+                    log.exception("append to %s-%d failed", name, pdata.index)
+                    code = ErrorCode.KAFKA_STORAGE_ERROR
+                else:
+                    log.warning("append to %s-%d failed: %s", name, pdata.index, exc)
+                pr.error_code = code
+                continue
+            pr.base_offset = info_.first_offset
+            pr.log_append_time_ms = info_.log_append_time
+            pr.log_start_offset = info_.log_start_offset
+            broker.delayed.notify((name, pdata.index))
+            if _needs_flush(lg):
+                flushes.append(lg)
+    if flushes:
+        await asyncio.gather(*(asyncio.to_thread(lg.flush) for lg in flushes))
+    if acks == 0:
+        return None
+    return _Response(topics_out)
+
+
+def _needs_flush(lg: Any) -> bool:
+    nf = getattr(lg, "needs_flush", None)
+    if nf is None:
+        return False
+    return bool(nf() if callable(nf) else nf)

@@ -1,0 +1,466 @@
+"""Broker configuration under Kafka's property names: defaults, types, docs, parsing of server.properties.
+
+Also maps broker-level `log.*` settings to the topic-level names a `LogConfig` and DescribeConfigs use.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("kafkalite.broker.config")
+
+LONG_MAX = 2**63 - 1
+
+# DescribeConfigs config types (v3+)
+T_BOOLEAN, T_STRING, T_INT, T_SHORT, T_LONG, T_DOUBLE, T_LIST = 1, 2, 3, 4, 5, 6, 7
+_PY = {
+    T_BOOLEAN: "bool",
+    T_STRING: "str",
+    T_INT: "int",
+    T_SHORT: "int",
+    T_LONG: "int",
+    T_DOUBLE: "float",
+    T_LIST: "list",
+}
+
+# DescribeConfigs config sources
+SOURCE_TOPIC = 1
+SOURCE_STATIC_BROKER = 4
+SOURCE_DEFAULT = 5
+
+
+@dataclass(frozen=True)
+class ConfigDef:
+    name: str
+    type: int
+    default: str | None
+    doc: str
+    read_only: bool = True
+
+
+def _d(name: str, type_: int, default: str | None, doc: str, read_only: bool = True) -> ConfigDef:
+    return ConfigDef(name, type_, default, doc, read_only)
+
+
+BROKER_CONFIGS: dict[str, ConfigDef] = {
+    c.name: c
+    for c in [
+        _d("broker.id", T_INT, "0", "The id of this broker (node.id is an alias)."),
+        _d("node.id", T_INT, None, "Alias of broker.id."),
+        _d(
+            "listeners",
+            T_LIST,
+            "PLAINTEXT://127.0.0.1:9092",
+            "Listener URLs to bind, e.g. PLAINTEXT://0.0.0.0:9092.",
+        ),
+        _d(
+            "advertised.listeners",
+            T_LIST,
+            None,
+            "Listener URLs given to clients; defaults to listeners.",
+        ),
+        _d("log.dirs", T_LIST, None, "Directories holding partition logs; defaults to log.dir."),
+        _d("log.dir", T_STRING, "./data", "The data directory when log.dirs is not set."),
+        _d("num.partitions", T_INT, "1", "Partitions of an auto-created topic."),
+        _d(
+            "default.replication.factor", T_INT, "1", "Replication factor of an auto-created topic."
+        ),
+        _d(
+            "auto.create.topics.enable",
+            T_BOOLEAN,
+            "true",
+            "Create unknown topics on Metadata/Produce.",
+        ),
+        _d("delete.topic.enable", T_BOOLEAN, "true", "Allow DeleteTopics."),
+        _d(
+            "message.max.bytes",
+            T_INT,
+            "1048588",
+            "Largest record batch a topic accepts (topic: max.message.bytes).",
+        ),
+        _d("socket.request.max.bytes", T_INT, "104857600", "Largest request frame accepted."),
+        _d(
+            "socket.send.buffer.bytes",
+            T_INT,
+            "102400",
+            "SO_SNDBUF of client sockets (-1: OS default).",
+        ),
+        _d(
+            "socket.receive.buffer.bytes",
+            T_INT,
+            "102400",
+            "SO_RCVBUF of client sockets (-1: OS default).",
+        ),
+        _d(
+            "connections.max.idle.ms",
+            T_LONG,
+            "600000",
+            "Close connections idle for longer than this.",
+        ),
+        _d(
+            "queued.max.request.bytes",
+            T_LONG,
+            "-1",
+            "Unsent response bytes per connection before reading pauses (-1: 16 MiB).",
+        ),
+        _d(
+            "num.network.threads",
+            T_INT,
+            "3",
+            "Accepted for compatibility; the event loop serves all connections.",
+        ),
+        _d("num.io.threads", T_INT, "8", "Accepted for compatibility."),
+        _d("log.segment.bytes", T_INT, "1073741824", "Size of a log segment file."),
+        _d("log.roll.hours", T_INT, "168", "Roll a segment after this many hours."),
+        _d(
+            "log.roll.ms",
+            T_LONG,
+            None,
+            "Roll a segment after this many ms (overrides log.roll.hours).",
+        ),
+        _d("log.retention.hours", T_INT, "168", "Keep log segments this many hours."),
+        _d("log.retention.minutes", T_INT, None, "Retention in minutes (overrides hours)."),
+        _d(
+            "log.retention.ms",
+            T_LONG,
+            None,
+            "Retention in ms (overrides minutes); -1 keeps forever.",
+        ),
+        _d("log.retention.bytes", T_LONG, "-1", "Size bound per partition; -1 unbounded."),
+        _d("log.retention.check.interval.ms", T_LONG, "300000", "How often retention runs."),
+        _d(
+            "log.flush.interval.messages",
+            T_LONG,
+            str(LONG_MAX),
+            "fsync after this many appended messages.",
+        ),
+        _d("log.flush.interval.ms", T_LONG, None, "fsync when data is older than this many ms."),
+        _d(
+            "log.flush.scheduler.interval.ms",
+            T_LONG,
+            str(LONG_MAX),
+            "How often the flusher checks.",
+        ),
+        _d("log.index.interval.bytes", T_INT, "4096", "Bytes between offset-index entries."),
+        _d("log.index.size.max.bytes", T_INT, "10485760", "Max size of an offset index."),
+        _d("log.cleanup.policy", T_LIST, "delete", "delete, compact or both."),
+        _d("log.cleaner.enable", T_BOOLEAN, "true", "Run the log cleaner for compacted topics."),
+        _d("log.cleaner.delete.retention.ms", T_LONG, "86400000", "Keep tombstones this long."),
+        _d("log.cleaner.min.compaction.lag.ms", T_LONG, "0", "Minimum age before compaction."),
+        _d(
+            "log.cleaner.min.cleanable.ratio",
+            T_DOUBLE,
+            "0.5",
+            "Dirty ratio that triggers cleaning.",
+        ),
+        _d("log.message.timestamp.type", T_STRING, "CreateTime", "CreateTime or LogAppendTime."),
+        _d(
+            "log.message.timestamp.difference.max.ms",
+            T_LONG,
+            str(LONG_MAX),
+            "Max |record ts - now| accepted with CreateTime.",
+        ),
+        _d(
+            "log.segment.delete.delay.ms",
+            T_LONG,
+            "60000",
+            "Delay before a deleted segment's file goes.",
+        ),
+        _d(
+            "compression.type",
+            T_STRING,
+            "producer",
+            "Topic compression; only 'producer' (keep as sent) is applied.",
+        ),
+        _d("min.insync.replicas", T_INT, "1", "Minimum ISR for acks=all."),
+        _d("fetch.max.bytes", T_INT, "57671680", "Upper bound of a fetch response."),
+        _d(
+            "group.initial.rebalance.delay.ms",
+            T_INT,
+            "3000",
+            "Delay of the first rebalance of a new group.",
+        ),
+        _d(
+            "group.min.session.timeout.ms",
+            T_INT,
+            "6000",
+            "Smallest session timeout a member may ask for.",
+        ),
+        _d(
+            "group.max.session.timeout.ms",
+            T_INT,
+            "1800000",
+            "Largest session timeout a member may ask for.",
+        ),
+        _d("offsets.topic.num.partitions", T_INT, "50", "Partitions of __consumer_offsets."),
+        _d("offsets.topic.replication.factor", T_SHORT, "1", "Replication of __consumer_offsets."),
+        _d(
+            "offsets.retention.minutes",
+            T_INT,
+            "10080",
+            "Keep committed offsets of empty groups this long.",
+        ),
+        _d(
+            "max.incremental.fetch.session.cache.slots",
+            T_INT,
+            "1000",
+            "Incremental fetch sessions kept.",
+        ),
+    ]
+}
+
+# topic property -> (broker synonym(s), most specific first, type)
+TOPIC_CONFIGS: dict[str, tuple[tuple[str, ...], int]] = {
+    "cleanup.policy": (("log.cleanup.policy",), T_LIST),
+    "compression.type": (("compression.type",), T_STRING),
+    "delete.retention.ms": (("log.cleaner.delete.retention.ms",), T_LONG),
+    "file.delete.delay.ms": (("log.segment.delete.delay.ms",), T_LONG),
+    "flush.messages": (("log.flush.interval.messages",), T_LONG),
+    "flush.ms": (("log.flush.interval.ms",), T_LONG),
+    "index.interval.bytes": (("log.index.interval.bytes",), T_INT),
+    "max.message.bytes": (("message.max.bytes",), T_INT),
+    "message.timestamp.difference.max.ms": (("log.message.timestamp.difference.max.ms",), T_LONG),
+    "message.timestamp.type": (("log.message.timestamp.type",), T_STRING),
+    "min.cleanable.dirty.ratio": (("log.cleaner.min.cleanable.ratio",), T_DOUBLE),
+    "min.compaction.lag.ms": (("log.cleaner.min.compaction.lag.ms",), T_LONG),
+    "min.insync.replicas": (("min.insync.replicas",), T_INT),
+    "retention.bytes": (("log.retention.bytes",), T_LONG),
+    "retention.ms": (("log.retention.ms", "log.retention.minutes", "log.retention.hours"), T_LONG),
+    "segment.bytes": (("log.segment.bytes",), T_INT),
+    "segment.index.bytes": (("log.index.size.max.bytes",), T_INT),
+    "segment.ms": (("log.roll.ms", "log.roll.hours"), T_LONG),
+}
+
+_TO_MS = {
+    "log.retention.minutes": 60_000,
+    "log.retention.hours": 3_600_000,
+    "log.roll.hours": 3_600_000,
+}
+
+
+class ConfigError(ValueError):
+    """A property with a value of the wrong type or an impossible combination."""
+
+
+def parse_properties_text(text: str) -> dict[str, str]:
+    """Java-properties subset: `key=value` or `key: value` lines, `#`/`!` comments, trailing `\\` continuations."""
+    props: dict[str, str] = {}
+    pending = ""
+    for raw in text.splitlines():
+        line = pending + raw.strip()
+        pending = ""
+        if not line or line[0] in "#!":
+            continue
+        if line.endswith("\\"):
+            pending = line[:-1]
+            continue
+        for i, ch in enumerate(line):
+            if ch in "=:":
+                props[line[:i].strip()] = line[i + 1 :].strip()
+                break
+        else:
+            props[line] = ""
+    return props
+
+
+def load_properties_file(path: str | Path) -> dict[str, str]:
+    return parse_properties_text(Path(path).read_text(encoding="utf-8"))
+
+
+def _check(defn: ConfigDef, value: str) -> None:
+    try:
+        coerce(defn.type, value)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{defn.name}={value!r}: {exc}") from None
+
+
+def coerce(type_: int, value: str) -> Any:
+    kind = _PY.get(type_, "str")
+    if kind == "bool":
+        v = value.strip().lower()
+        if v not in ("true", "false"):
+            raise ValueError("expected true or false")
+        return v == "true"
+    if kind == "int":
+        return int(value)
+    if kind == "float":
+        return float(value)
+    if kind == "list":
+        return [x.strip() for x in value.split(",") if x.strip()]
+    return value
+
+
+@dataclass(frozen=True)
+class Listener:
+    name: str
+    host: str
+    port: int
+
+    @staticmethod
+    def parse(url: str) -> Listener:
+        name, sep, rest = url.partition("://")
+        if not sep:
+            name, rest = "PLAINTEXT", url
+        host, _, port = rest.rpartition(":")
+        if not port.isdigit():
+            raise ConfigError(f"listener {url!r} needs a port")
+        host = host.strip("[]")
+        return Listener(name.upper(), host, int(port))
+
+    def url(self) -> str:
+        return f"{self.name}://{self.host}:{self.port}"
+
+
+class BrokerConfig:
+    """Typed view over Kafka-named properties. Unknown names are kept (and logged) for other components."""
+
+    def __init__(self, props: Mapping[str, str] | None = None) -> None:
+        self.props: dict[str, str] = {}
+        for k, v in (props or {}).items():
+            self.props[str(k)] = str(v)
+        for k, v in self.props.items():
+            defn = BROKER_CONFIGS.get(k)
+            if defn is not None:
+                _check(defn, v)
+            elif k not in TOPIC_CONFIGS:
+                log.info(
+                    "config %s=%s is not a broker setting kafkalite knows; kept as given", k, v
+                )
+        if self.broker_id < 0:
+            raise ConfigError("broker.id must be >= 0")
+        self.listeners  # validates  # noqa: B018
+
+    @classmethod
+    def from_sources(
+        cls, file: str | Path | None = None, overrides: Iterable[str] = (), **extra: Any
+    ) -> BrokerConfig:
+        props: dict[str, str] = load_properties_file(file) if file else {}
+        for item in overrides:
+            if "=" not in item:
+                raise ConfigError(f"--override expects key=value, got {item!r}")
+            k, v = item.split("=", 1)
+            props[k.strip()] = v.strip()
+        for k, v in extra.items():
+            props[k.replace("_", ".")] = str(v)
+        return cls(props)
+
+    def with_overrides(self, **props: Any) -> BrokerConfig:
+        merged = dict(self.props)
+        merged.update({k: str(v) for k, v in props.items()})
+        return BrokerConfig(merged)
+
+    # -- generic access
+    def is_set(self, name: str) -> bool:
+        return name in self.props
+
+    def raw(self, name: str) -> str | None:
+        if name in self.props:
+            return self.props[name]
+        defn = BROKER_CONFIGS.get(name)
+        return defn.default if defn else None
+
+    def get(self, name: str, default: Any = None) -> Any:
+        raw = self.raw(name)
+        if raw is None:
+            return default
+        defn = BROKER_CONFIGS.get(name)
+        return coerce(defn.type, raw) if defn else raw
+
+    # -- typed properties used by the broker
+    @property
+    def broker_id(self) -> int:
+        if "node.id" in self.props and "broker.id" not in self.props:
+            return int(self.props["node.id"])
+        return int(self.get("broker.id"))
+
+    @property
+    def listeners(self) -> list[Listener]:
+        return [Listener.parse(u) for u in self.get("listeners")]
+
+    @property
+    def advertised_listeners(self) -> list[Listener]:
+        adv = self.get("advertised.listeners")
+        return [Listener.parse(u) for u in adv] if adv else self.listeners
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        dirs = self.get("log.dirs")
+        return [Path(d) for d in dirs] if dirs else [Path(self.get("log.dir"))]
+
+    @property
+    def num_partitions(self) -> int:
+        return int(self.get("num.partitions"))
+
+    @property
+    def auto_create_topics(self) -> bool:
+        return bool(self.get("auto.create.topics.enable"))
+
+    @property
+    def message_max_bytes(self) -> int:
+        return int(self.get("message.max.bytes"))
+
+    @property
+    def socket_request_max_bytes(self) -> int:
+        return int(self.get("socket.request.max.bytes"))
+
+    @property
+    def connections_max_idle_ms(self) -> int:
+        return int(self.get("connections.max.idle.ms"))
+
+    @property
+    def queued_max_bytes(self) -> int:
+        v = int(self.get("queued.max.request.bytes"))
+        return v if v > 0 else 16 * 1024 * 1024
+
+    # -- topic-level defaults derived from broker settings
+    def topic_default(self, topic_prop: str) -> tuple[str | None, str | None]:
+        """(value, broker synonym it came from or None for the built-in default) of a topic property."""
+        synonyms, _ = TOPIC_CONFIGS[topic_prop]
+        for syn in synonyms:
+            if syn in self.props:
+                v = self.props[syn]
+                if syn in _TO_MS:
+                    v = str(int(v) * _TO_MS[syn])
+                return v, syn
+        # built-in defaults of the most specific synonym that has one
+        for syn in synonyms:
+            defn = BROKER_CONFIGS[syn]
+            if defn.default is not None:
+                v = defn.default
+                if syn in _TO_MS:
+                    v = str(int(v) * _TO_MS[syn])
+                return v, None
+        if topic_prop == "flush.ms":
+            return str(LONG_MAX), None
+        return None, None
+
+    def topic_defaults(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for name in TOPIC_CONFIGS:
+            v, _ = self.topic_default(name)
+            if v is not None:
+                out[name] = v
+        return out
+
+
+def validate_topic_configs(configs: Mapping[str, str | None]) -> str | None:
+    """An error message for unknown or ill-typed topic properties, or None."""
+    for k, v in configs.items():
+        if k not in TOPIC_CONFIGS:
+            return f"Unknown topic config name: {k}"
+        if v is None:
+            continue
+        _, type_ = TOPIC_CONFIGS[k]
+        try:
+            coerce(type_, v)
+        except (TypeError, ValueError):
+            return f"Invalid value {v} for configuration {k}"
+        if k == "message.timestamp.type" and v not in ("CreateTime", "LogAppendTime"):
+            return f"Invalid value {v} for configuration {k}: CreateTime or LogAppendTime"
+        if k == "cleanup.policy" and not set(coerce(T_LIST, v)) <= {"delete", "compact"}:
+            return f"Invalid value {v} for configuration {k}"
+    return None

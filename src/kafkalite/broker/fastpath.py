@@ -1,0 +1,494 @@
+"""Hand-unrolled codecs for the hottest messages: Produce request/response v3-11, Fetch request/response v4-16.
+
+They must produce exactly what the schema codecs do (tests/unit/broker/test_fastpath.py checks every version);
+anything unusual (record errors, error messages) falls back to the schema codec.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from typing import Any
+
+from kafkalite.protocol.exceptions import DecodeError
+
+_H = struct.Struct(">h")
+_I = struct.Struct(">i")
+_HI = struct.Struct(">hi")
+_IHQQQ = struct.Struct(">ihqqq")
+_IHQQ = struct.Struct(">ihqq")
+_IHQ = struct.Struct(">ihq")
+
+
+class PartitionData:
+    __slots__ = ("index", "records")
+
+    def __init__(self, index: int, records: bytes | memoryview | None) -> None:
+        self.index = index
+        self.records = records
+
+
+class TopicData:
+    __slots__ = ("name", "partition_data")
+
+    def __init__(self, name: str, partition_data: list[PartitionData]) -> None:
+        self.name = name
+        self.partition_data = partition_data
+
+
+class ProduceRequestView:
+    """What the produce handler reads from a request, without the generic decoder's objects."""
+
+    __slots__ = ("acks", "timeout_ms", "topic_data", "transactional_id")
+
+    def __init__(
+        self, transactional_id: str | None, acks: int, timeout_ms: int, topic_data: list[TopicData]
+    ) -> None:
+        self.transactional_id = transactional_id
+        self.acks = acks
+        self.timeout_ms = timeout_ms
+        self.topic_data = topic_data
+
+
+def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+    b = buf[pos]
+    if b < 0x80:
+        return b, pos + 1
+    result = b & 0x7F
+    shift = 7
+    pos += 1
+    while True:
+        if shift > 28:
+            raise DecodeError("uvarint too long")
+        b = buf[pos]
+        result |= (b & 0x7F) << shift
+        pos += 1
+        if b < 0x80:
+            return result, pos
+        shift += 7
+
+
+def _skip_tags(buf: bytes, pos: int) -> int:
+    n, pos = _uvarint(buf, pos)
+    for _ in range(n):
+        _, pos = _uvarint(buf, pos)
+        size, pos = _uvarint(buf, pos)
+        pos += size
+    if pos > len(buf):
+        raise DecodeError("tagged fields run past the end")
+    return pos
+
+
+def decode_produce(buf: bytes, pos: int, version: int) -> ProduceRequestView:
+    """Decode ProduceRequest v3-11 (raises DecodeError on anything malformed)."""
+    try:
+        return _decode_produce(buf, pos, version)
+    except (IndexError, struct.error, UnicodeDecodeError) as exc:
+        raise DecodeError(f"ProduceRequest v{version}: {type(exc).__name__}: {exc}") from None
+
+
+def _decode_produce(buf: bytes, pos: int, version: int) -> ProduceRequestView:
+    end = len(buf)
+    view = memoryview(buf)
+    flexible = version >= 9
+    tid: str | None
+    if flexible:
+        n, pos = _uvarint(buf, pos)
+        n -= 1
+    else:
+        n = _H.unpack_from(buf, pos)[0]
+        pos += 2
+    if n < 0:
+        tid = None
+    else:
+        if pos + n > end:
+            raise DecodeError("transactional id runs past the end")
+        tid = buf[pos : pos + n].decode()
+        pos += n
+    acks, timeout = _HI.unpack_from(buf, pos)
+    pos += 6
+    if flexible:
+        ntopics, pos = _uvarint(buf, pos)
+        ntopics -= 1
+    else:
+        ntopics = _I.unpack_from(buf, pos)[0]
+        pos += 4
+    if ntopics < 0 or ntopics > end - pos:
+        raise DecodeError(f"topic count {ntopics} is impossible")
+    topics = []
+    for _ in range(ntopics):
+        if flexible:
+            n, pos = _uvarint(buf, pos)
+            n -= 1
+        else:
+            n = _H.unpack_from(buf, pos)[0]
+            pos += 2
+        if n < 0 or pos + n > end:
+            raise DecodeError("topic name is null or runs past the end")
+        name = buf[pos : pos + n].decode()
+        pos += n
+        if flexible:
+            nparts, pos = _uvarint(buf, pos)
+            nparts -= 1
+        else:
+            nparts = _I.unpack_from(buf, pos)[0]
+            pos += 4
+        if nparts < 0 or nparts > end - pos:
+            raise DecodeError(f"partition count {nparts} is impossible")
+        parts = []
+        for _ in range(nparts):
+            index = _I.unpack_from(buf, pos)[0]
+            pos += 4
+            if flexible:
+                size, pos = _uvarint(buf, pos)
+                size -= 1
+            else:
+                size = _I.unpack_from(buf, pos)[0]
+                pos += 4
+            if size < 0:
+                records = None
+            else:
+                if pos + size > end:
+                    raise DecodeError("records run past the end of the request")
+                records = view[pos : pos + size]  # no copy: validation copies once into a bytearray
+                pos += size
+            if flexible:
+                pos = _skip_tags(buf, pos)
+            parts.append(PartitionData(index, records))
+        if flexible:
+            pos = _skip_tags(buf, pos)
+        topics.append(TopicData(name, parts))
+    if flexible:
+        pos = _skip_tags(buf, pos)
+    if pos > end:
+        raise DecodeError("ProduceRequest runs past the end of the frame")
+    return ProduceRequestView(tid, acks, timeout, topics)
+
+
+def _write_uvarint(out: bytearray, v: int) -> None:
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+
+
+def can_encode_fast(response: Any) -> bool:
+    for t in response.responses:
+        for p in t.partition_responses:
+            if p.record_errors or p.error_message is not None:
+                return False
+    return True
+
+
+def encode_produce_response(out: bytearray, response: Any, version: int) -> None:
+    """ProduceResponse v3-11 without record errors or error messages (see can_encode_fast)."""
+    flexible = version >= 9
+    topics = response.responses
+    if flexible:
+        _write_uvarint(out, len(topics) + 1)
+    else:
+        out += _I.pack(len(topics))
+    for t in topics:
+        name = t.name.encode()
+        if flexible:
+            _write_uvarint(out, len(name) + 1)
+        else:
+            out += _H.pack(len(name))
+        out += name
+        parts = t.partition_responses
+        if flexible:
+            _write_uvarint(out, len(parts) + 1)
+        else:
+            out += _I.pack(len(parts))
+        for p in parts:
+            if version >= 5:
+                out += _IHQQQ.pack(
+                    p.index, p.error_code, p.base_offset, p.log_append_time_ms, p.log_start_offset
+                )
+            else:
+                out += _IHQQ.pack(p.index, p.error_code, p.base_offset, p.log_append_time_ms)
+            if version >= 8:
+                out += (
+                    b"\x01\x00" if flexible else b"\x00\x00\x00\x00\xff\xff"
+                )  # no record errors, null message
+            if flexible:
+                out.append(0)
+        if flexible:
+            out.append(0)
+    out += _I.pack(response.throttle_time_ms)
+    if flexible:
+        out.append(0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fetch (v4-16): the request fields the fetch handler reads, and the response it sends
+
+_IIIBII = struct.Struct(">iiibii")
+_IIIB = struct.Struct(">iiib")
+_III = struct.Struct(">iii")
+_IQI = struct.Struct(">iqi")
+_IIQI = struct.Struct(">iiqi")
+_IIQIQI = struct.Struct(">iiqiqi")
+_IIQQI = struct.Struct(">iiqqi")
+_IHQQQ_PART = struct.Struct(">ihqqq")
+_IHI = struct.Struct(">ihi")
+
+
+class FetchPartitionView:
+    __slots__ = ("fetch_offset", "partition", "partition_max_bytes")
+
+    def __init__(self, partition: int, fetch_offset: int, partition_max_bytes: int) -> None:
+        self.partition = partition
+        self.fetch_offset = fetch_offset
+        self.partition_max_bytes = partition_max_bytes
+
+
+class FetchTopicView:
+    __slots__ = ("partitions", "topic", "topic_id")
+
+    def __init__(self, topic: str, topic_id: Any, partitions: list[FetchPartitionView]) -> None:
+        self.topic = topic
+        self.topic_id = topic_id
+        self.partitions = partitions
+
+
+class FetchRequestView:
+    __slots__ = (
+        "forgotten_topics_data",
+        "isolation_level",
+        "max_bytes",
+        "max_wait_ms",
+        "min_bytes",
+        "session_epoch",
+        "session_id",
+        "topics",
+    )
+
+    def __init__(self) -> None:
+        self.max_wait_ms = 0
+        self.min_bytes = 0
+        self.max_bytes = 0
+        self.isolation_level = 0
+        self.session_id = 0
+        self.session_epoch = -1
+        self.topics: list[FetchTopicView] = []
+        self.forgotten_topics_data: list[ForgottenTopicView] = []
+
+
+class ForgottenTopicView:
+    __slots__ = ("partitions", "topic", "topic_id")
+
+    def __init__(self, topic: str, topic_id: Any, partitions: list[int]) -> None:
+        self.topic = topic
+        self.topic_id = topic_id
+        self.partitions = partitions
+
+
+def decode_fetch(buf: bytes, pos: int, version: int) -> FetchRequestView:
+    """Decode FetchRequest v4-16 (the rack id is read past, not kept)."""
+    try:
+        return _decode_fetch(buf, pos, version)
+    except (IndexError, struct.error, UnicodeDecodeError, ValueError) as exc:
+        raise DecodeError(f"FetchRequest v{version}: {type(exc).__name__}: {exc}") from None
+
+
+def _count(buf: bytes, pos: int, flexible: bool) -> tuple[int, int]:
+    if flexible:
+        n, pos = _uvarint(buf, pos)
+        n -= 1
+    else:
+        n = _I.unpack_from(buf, pos)[0]
+        pos += 4
+    if n < 0 or n > len(buf) - pos:
+        raise DecodeError(f"array count {n} is impossible")
+    return n, pos
+
+
+def _string(buf: bytes, pos: int, flexible: bool) -> tuple[str, int]:
+    if flexible:
+        n, pos = _uvarint(buf, pos)
+        n -= 1
+    else:
+        n = _H.unpack_from(buf, pos)[0]
+        pos += 2
+    if n < 0 or pos + n > len(buf):
+        raise DecodeError("string is null or runs past the end")
+    return buf[pos : pos + n].decode(), pos + n
+
+
+def _decode_fetch(buf: bytes, pos: int, version: int) -> FetchRequestView:
+    flexible = version >= 12
+    by_id = version >= 13
+    req = FetchRequestView()
+    if version <= 14:
+        pos += 4  # replica id
+    if version >= 7:
+        (
+            req.max_wait_ms,
+            req.min_bytes,
+            req.max_bytes,
+            req.isolation_level,
+            req.session_id,
+            req.session_epoch,
+        ) = _IIIBII.unpack_from(buf, pos)
+        pos += _IIIBII.size
+    else:
+        req.max_wait_ms, req.min_bytes, req.max_bytes, req.isolation_level = _IIIB.unpack_from(
+            buf, pos
+        )
+        pos += _IIIB.size
+        req.session_id, req.session_epoch = 0, -1
+    ntopics, pos = _count(buf, pos, flexible)
+    for _ in range(ntopics):
+        if by_id:
+            if pos + 16 > len(buf):
+                raise DecodeError("topic id runs past the end")
+            topic_id = uuid.UUID(bytes=bytes(buf[pos : pos + 16]))
+            pos += 16
+            name = ""
+        else:
+            topic_id = None
+            name, pos = _string(buf, pos, flexible)
+        nparts, pos = _count(buf, pos, flexible)
+        parts = []
+        for _ in range(nparts):
+            if version >= 12:
+                partition, _epoch, offset, _last_epoch, _lso, pmax = _IIQIQI.unpack_from(buf, pos)
+                pos += _IIQIQI.size
+            elif version >= 9:
+                partition, _epoch, offset, _lso, pmax = _IIQQI.unpack_from(buf, pos)
+                pos += _IIQQI.size
+            elif version >= 5:
+                partition, offset, _lso, pmax = struct.unpack_from(">iqqi", buf, pos)
+                pos += 24
+            else:
+                partition, offset, pmax = _IQI.unpack_from(buf, pos)
+                pos += _IQI.size
+            if flexible:
+                pos = _skip_tags(buf, pos)
+            parts.append(FetchPartitionView(partition, offset, pmax))
+        if flexible:
+            pos = _skip_tags(buf, pos)
+        req.topics.append(FetchTopicView(name, topic_id, parts))
+    if version >= 7:
+        nforgotten, pos = _count(buf, pos, flexible)
+        for _ in range(nforgotten):
+            ftopic, fid = "", None
+            if by_id:
+                if pos + 16 > len(buf):
+                    raise DecodeError("topic id runs past the end")
+                fid = uuid.UUID(bytes=bytes(buf[pos : pos + 16]))
+                pos += 16
+            else:
+                ftopic, pos = _string(buf, pos, flexible)
+            n, pos = _count(buf, pos, flexible)
+            fparts = list(struct.unpack_from(f">{n}i", buf, pos))
+            pos += 4 * n
+            if flexible:
+                pos = _skip_tags(buf, pos)
+            req.forgotten_topics_data.append(ForgottenTopicView(ftopic, fid, fparts))
+    if version >= 11:
+        _, pos = _string(buf, pos, flexible)
+    if flexible:
+        pos = _skip_tags(buf, pos)
+    if pos > len(buf):
+        raise DecodeError("FetchRequest runs past the end of the frame")
+    return req
+
+
+class FetchPartitionResult:
+    __slots__ = (
+        "error_code",
+        "high_watermark",
+        "last_stable_offset",
+        "log_start_offset",
+        "partition_index",
+        "records",
+    )
+
+    def __init__(self, partition_index: int, error_code: int) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.high_watermark = -1
+        self.last_stable_offset = -1
+        self.log_start_offset = -1
+        self.records: bytes | None = b""
+
+
+class FetchTopicResult:
+    __slots__ = ("partitions", "topic", "topic_id")
+
+    def __init__(self, topic: str, topic_id: Any, partitions: list[FetchPartitionResult]) -> None:
+        self.topic = topic
+        self.topic_id = topic_id
+        self.partitions = partitions
+
+
+class FetchResult:
+    __slots__ = ("error_code", "responses", "session_id", "throttle_time_ms")
+
+    def __init__(self, responses: list[FetchTopicResult], error_code: int = 0) -> None:
+        self.throttle_time_ms = 0
+        self.error_code = error_code
+        self.session_id = 0
+        self.responses = responses
+
+
+def encode_fetch_response(out: bytearray, resp: FetchResult, version: int) -> None:
+    """FetchResponse v4-16 with no aborted transactions, default tags, preferred replica -1."""
+    flexible = version >= 12
+    if version >= 7:
+        out += _IHI.pack(resp.throttle_time_ms, resp.error_code, resp.session_id)
+    else:
+        out += _I.pack(resp.throttle_time_ms)
+    topics = resp.responses
+    if flexible:
+        _write_uvarint(out, len(topics) + 1)
+    else:
+        out += _I.pack(len(topics))
+    for t in topics:
+        if version >= 13:
+            out += t.topic_id.bytes
+        else:
+            name = t.topic.encode()
+            if flexible:
+                _write_uvarint(out, len(name) + 1)
+            else:
+                out += _H.pack(len(name))
+            out += name
+        parts = t.partitions
+        if flexible:
+            _write_uvarint(out, len(parts) + 1)
+        else:
+            out += _I.pack(len(parts))
+        for p in parts:
+            if version >= 5:
+                out += _IHQQQ_PART.pack(
+                    p.partition_index,
+                    p.error_code,
+                    p.high_watermark,
+                    p.last_stable_offset,
+                    p.log_start_offset,
+                )
+            else:
+                out += _IHQQ.pack(
+                    p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset
+                )
+            out += b"\x00" if flexible else b"\xff\xff\xff\xff"  # aborted transactions: null
+            if version >= 11:
+                out += b"\xff\xff\xff\xff"  # preferred read replica -1
+            rec = p.records
+            if rec is None:
+                out += b"\x00" if flexible else b"\xff\xff\xff\xff"
+            else:
+                if flexible:
+                    _write_uvarint(out, len(rec) + 1)
+                else:
+                    out += _I.pack(len(rec))
+                out += rec
+            if flexible:
+                out.append(0)
+        if flexible:
+            out.append(0)
+    if flexible:
+        out.append(0)

@@ -1,0 +1,386 @@
+"""The broker process: listeners, request decoding and dispatch, topic lifecycle, startup and graceful shutdown.
+
+BrokerServer owns the config, metadata store, LogManager, delayed operations and the dispatch table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import struct
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kafkalite.broker.config import BrokerConfig, Listener
+from kafkalite.broker.connection import CloseConnection, Connection
+from kafkalite.broker.context import RequestContext, SlicedResponse
+from kafkalite.broker.dispatch import DispatchTable
+from kafkalite.broker.fetch_session import FetchSessionCache
+from kafkalite.broker.purgatory import DelayedOperations
+from kafkalite.cluster.metadata import (
+    MetadataError,
+    MetadataStore,
+    TopicInfo,
+    ensure_meta_properties,
+)
+from kafkalite.protocol import primitives as p
+from kafkalite.protocol.exceptions import DecodeError
+from kafkalite.protocol.headers import (
+    API_VERSIONS_KEY,
+    decode_request_header,
+    encode_response_header,
+    peek_api,
+    request_header_version,
+    response_header_version,
+)
+
+log = logging.getLogger("kafkalite.broker")
+_SIZE = struct.Struct(">i")
+
+
+class BrokerServer:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.broker_id = config.broker_id
+        self.log_dirs = config.log_dirs
+        self.metadata = MetadataStore(self.log_dirs[0])
+        self.delayed = DelayedOperations()
+        self.fetch_sessions = FetchSessionCache(
+            int(config.get("max.incremental.fetch.session.cache.slots"))
+        )
+        self.dispatch = DispatchTable.discover()
+        self.log_manager: Any = None
+        self.group_coordinator: Any = None
+        self.cluster_id = ""
+        self.connections: set[Connection] = set()
+        self.advertised: list[Listener] = []
+        self.sendfile_enabled = (
+            str(config.get("kafkalite.sendfile.enable", "true")).lower() != "false"
+        )
+        self.started = asyncio.Event()
+        self._servers: list[asyncio.base_events.Server] = []
+        self._stopping: asyncio.Event | None = None
+        self._reaper: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._hooks_started: list[Any] = []
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self) -> None:
+        from kafkalite.storage import LogConfig, LogManager
+
+        self._loop = asyncio.get_running_loop()
+        if self._stopping is None:
+            self._stopping = asyncio.Event()
+        for d in self.log_dirs:
+            d.mkdir(parents=True, exist_ok=True)
+        self.cluster_id = ensure_meta_properties(self.log_dirs, self.broker_id)
+        self.metadata.load()
+        default_config = LogConfig.from_broker_properties(self.config.props)
+        cfg = self.config
+        flush_check = int(cfg.get("log.flush.scheduler.interval.ms"))
+        self.log_manager = LogManager(
+            list(self.log_dirs),
+            default_config,
+            retention_check_interval_ms=int(cfg.get("log.retention.check.interval.ms")),
+            flush_check_interval_ms=min(flush_check, 1000),
+            cleaner_enable=bool(cfg.get("log.cleaner.enable")),
+        )
+        await asyncio.to_thread(self.log_manager.startup)
+        self._reconcile_logs()
+        self.log_manager.start_background()
+        for module in self.dispatch.modules():
+            hook = getattr(module, "on_startup", None)
+            if hook is not None:
+                res = hook(self)
+                if asyncio.iscoroutine(res):
+                    await res
+                self._hooks_started.append(module)
+        self.advertised = []
+        listeners = self.config.listeners
+        adv = self.config.advertised_listeners
+        for i, lst in enumerate(listeners):
+            srv = await self._loop.create_server(
+                lambda: Connection(self), lst.host, lst.port, reuse_address=True, backlog=1024
+            )
+            self._servers.append(srv)
+            port = srv.sockets[0].getsockname()[1]
+            a = adv[i] if i < len(adv) else lst
+            host = a.host if a.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
+            self.advertised.append(Listener(a.name, host, a.port or port))
+            log.info(
+                "listening on %s:%d (advertised %s)", lst.host, port, self.advertised[-1].url()
+            )
+        self._reaper = self._loop.create_task(self._reap_idle())
+        log.info(
+            "kafkalite broker %d started: cluster id %s, %d topics, data in %s",
+            self.broker_id,
+            self.cluster_id,
+            len(self.metadata.topics()),
+            ", ".join(map(str, self.log_dirs)),
+        )
+        self.started.set()
+
+    @property
+    def port(self) -> int:
+        return self.advertised[0].port
+
+    def _reconcile_logs(self) -> None:
+        """Topics whose logs exist on disk but not in the metadata file are registered again."""
+        seen: dict[str, int] = {}
+        for lg in self.log_manager.logs():
+            tp = getattr(lg, "topic_partition", None)
+            topic, part = (
+                tp if tp is not None else (getattr(lg, "topic", None), getattr(lg, "partition", 0))
+            )
+            if topic is None:
+                continue
+            seen[topic] = max(seen.get(topic, 0), int(part) + 1)
+        for topic, count in seen.items():
+            info = self.metadata.get(topic)
+            if info is None:
+                log.warning(
+                    "log directory of topic %s has no metadata entry; registering it again", topic
+                )
+                try:
+                    self.metadata.create_topic(
+                        topic,
+                        count,
+                        topic_id=getattr(self.log_manager.get_log(topic, 0), "topic_id", None),
+                    )
+                except MetadataError as exc:
+                    log.error("cannot register topic %s found on disk: %s", topic, exc)
+            elif info.partitions < count:
+                self.metadata.set_partitions(topic, count)
+        for info in self.metadata.topics():
+            for part in range(info.partitions):
+                if self.log_manager.get_log(info.name, part) is None:
+                    self.log_manager.get_or_create_log(info.name, part, info.configs, info.topic_id)
+
+    async def stop(self, grace: float = 10.0) -> None:
+        """Stop accepting, let in-flight requests finish, close connections, flush and close logs."""
+        for srv in self._servers:
+            srv.close()
+        self.delayed.close()
+        deadline = time.monotonic() + grace
+        while any(c.busy for c in self.connections) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        for conn in list(self.connections):
+            conn.close()
+        for srv in self._servers:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(srv.wait_closed(), 1.0)
+        self._servers.clear()
+        if self._reaper is not None:
+            self._reaper.cancel()
+        for module in reversed(self._hooks_started):
+            hook = getattr(module, "on_shutdown", None)
+            if hook is not None:
+                try:
+                    res = hook(self)
+                    if asyncio.iscoroutine(res):
+                        await res
+                except Exception:
+                    log.exception("shutdown hook of %s failed", module.__name__)
+        self._hooks_started.clear()
+        if self.log_manager is not None:
+            await asyncio.to_thread(self.log_manager.shutdown)
+            self.log_manager = None
+        log.info("kafkalite broker %d stopped", self.broker_id)
+
+    def request_stop(self) -> None:
+        if self._stopping is not None:
+            self._stopping.set()
+
+    async def serve_forever(self, on_started: Callable[[BrokerServer], None] | None = None) -> None:
+        """Start, serve until SIGTERM/SIGINT (or request_stop), then stop gracefully.
+
+        The signal handlers go in first, so a signal during startup stops the broker once it is up."""
+        loop = asyncio.get_running_loop()
+        self._stopping = asyncio.Event()
+        installed = []
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                loop.add_signal_handler(sig, self._on_signal, sig)
+                installed.append(sig)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass
+        try:
+            await self.start()
+            if on_started is not None and not self._stopping.is_set():
+                on_started(self)
+            await self._stopping.wait()
+        finally:
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+            await self.stop()
+
+    def _on_signal(self, sig: int) -> None:
+        log.info("received %s: shutting down", signal.Signals(sig).name)
+        self.request_stop()
+
+    async def _reap_idle(self) -> None:
+        idle_ms = self.config.connections_max_idle_ms
+        if idle_ms <= 0:
+            return
+        period = min(max(idle_ms / 4000, 0.05), 30.0)
+        while True:
+            await asyncio.sleep(period)
+            now = time.monotonic()
+            for conn in list(self.connections):
+                if not conn.busy and now - conn.last_activity > idle_ms / 1000:
+                    log.info(
+                        "closing %s: idle for more than connections.max.idle.ms=%d",
+                        conn.peer,
+                        idle_ms,
+                    )
+                    conn.close()
+
+    # ------------------------------------------------------------------ topics
+    def topic_configs(self, info: TopicInfo) -> dict[str, str]:
+        return info.configs
+
+    def create_topic(
+        self, name: str, partitions: int | None = None, configs: dict[str, str] | None = None
+    ) -> TopicInfo:
+        """Create a topic and its logs (raises MetadataError)."""
+        info = self.metadata.create_topic(name, partitions or self.config.num_partitions, configs)
+        for part in range(info.partitions):
+            self.log_manager.get_or_create_log(info.name, part, info.configs, info.topic_id)
+        log.info(
+            "created topic %s with %d partitions (id %s)", name, info.partitions, info.topic_id
+        )
+        return info
+
+    def delete_topic(self, name: str) -> TopicInfo:
+        info = self.metadata.delete_topic(name)
+        self.log_manager.delete_topic(name)
+        for part in range(info.partitions):
+            self.delayed.notify((name, part))
+        log.info("deleted topic %s", name)
+        return info
+
+    def add_partitions(self, name: str, count: int) -> TopicInfo:
+        info = self.metadata.set_partitions(name, count)
+        for part in range(info.partitions):
+            self.log_manager.get_or_create_log(info.name, part, info.configs, info.topic_id)
+        return info
+
+    def get_log(self, topic: str, partition: int) -> Any:
+        info = self.metadata.get(topic)
+        if info is None or not 0 <= partition < info.partitions:
+            return None
+        lg = self.log_manager.get_log(topic, partition)
+        if lg is None:
+            lg = self.log_manager.get_or_create_log(topic, partition, info.configs, info.topic_id)
+        return lg
+
+    # ------------------------------------------------------------------ requests
+    async def handle_frame(self, conn: Connection, frame: bytes) -> list[Any] | None:
+        try:
+            key, version, corr = peek_api(frame)
+        except DecodeError as exc:
+            log.warning("closing %s: %s", conn.peer, exc)
+            raise CloseConnection from None
+        entry = self.dispatch.get(key)
+        if key == API_VERSIONS_KEY and entry is not None and version > entry.max_version:
+            # KIP-511: answer with v0 and the ranges we support so the client can pick a version
+            resp = self.dispatch.api_versions_response(error_code=35)
+            return self._encode(corr, 0, resp, 0)
+        if entry is None or not entry.supports(version):
+            log.warning(
+                "closing %s: unsupported request api_key=%d version=%d (correlation id %d)",
+                conn.peer,
+                key,
+                version,
+                corr,
+            )
+            raise CloseConnection
+        req_cls = entry.api.request
+        flexible = req_cls.is_flexible(version)
+        try:
+            header, pos = decode_request_header(
+                frame, request_header_version(key, version, flexible)
+            )
+            request = None
+            if entry.decode_request is not None:
+                request = entry.decode_request(frame, pos, version)
+            if request is None:
+                request = req_cls.decode(frame, version, pos, exact=False)
+        except DecodeError as exc:
+            if key == API_VERSIONS_KEY:
+                resp = self.dispatch.api_versions_response(error_code=42)
+                return self._encode(corr, 0, resp, 0)
+            log.warning(
+                "closing %s: cannot decode %s v%d request: %s",
+                conn.peer,
+                entry.api.name,
+                version,
+                exc,
+            )
+            raise CloseConnection from None
+        ctx = RequestContext(self, header, version, conn, time.monotonic_ns())
+        result = await entry.handle(ctx, request)
+        if result is None:
+            return None
+        return self._encode(
+            corr,
+            version,
+            result,
+            response_header_version(key, flexible),
+            entry.encode_response,
+            flexible,
+        )
+
+    def _encode(
+        self,
+        corr: int,
+        version: int,
+        result: Any,
+        header_version: int,
+        encoder: Any = None,
+        flexible: bool = False,
+    ) -> list[Any]:
+        out = bytearray(b"\0\0\0\0")
+        encode_response_header(out, corr, header_version)
+        if isinstance(result, SlicedResponse):
+            if encoder is not None:
+                encoder(out, result.response, version)
+            else:
+                result.response.encode_into(out, version)
+            return _splice(out, result, flexible)
+        if encoder is not None:
+            encoder(out, result, version)
+        else:
+            result.encode_into(out, version)
+        _SIZE.pack_into(out, 0, len(out) - 4)
+        return [out]
+
+
+def _splice(out: bytearray, sliced: SlicedResponse, flexible: bool) -> list[Any]:
+    """Replace each marker (and its length prefix) by the real length prefix and the file region."""
+    pieces: list[Any] = []
+    total = len(out) - 4
+    start = 0
+    for marker, region in sliced.regions.items():
+        idx = out.find(marker, start)
+        if idx < 0:
+            raise RuntimeError("fetch placeholder missing from the encoded response")
+        prefix = bytearray()
+        if flexible:
+            old = len(p.uvarint_bytes(len(marker) + 1))
+            p.write_uvarint(prefix, region.length + 1)
+        else:
+            old = 4
+            p.write_int32(prefix, region.length)
+        pieces.append(bytes(out[start : idx - old]) + prefix)
+        pieces.append(region)
+        total += len(prefix) + region.length - old - len(marker)
+        start = idx + len(marker)
+    pieces.append(bytes(out[start:]))
+    first = bytearray(pieces[0])
+    _SIZE.pack_into(first, 0, total)
+    pieces[0] = bytes(first)
+    return pieces

@@ -1,0 +1,111 @@
+"""Describing and changing configs for the admin APIs: topic overrides, broker settings, sources and synonyms.
+
+Topic values resolve override -> broker `log.*` synonym -> built-in default, as Kafka reports them.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from kafkalite.broker.config import (
+    BROKER_CONFIGS,
+    SOURCE_DEFAULT,
+    SOURCE_STATIC_BROKER,
+    SOURCE_TOPIC,
+    TOPIC_CONFIGS,
+)
+from kafkalite.storage import config as storage_config
+from kafkalite.storage.config import LogConfig
+from kafkalite.storage.errors import InvalidConfig
+
+log = logging.getLogger("kafkalite.broker.configs")
+
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+RESOURCE_BROKER_LOGGER = 8
+
+_KIND_TO_TYPE = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7}
+
+
+class ConfigEntry:
+    __slots__ = ("name", "value", "source", "read_only", "config_type", "doc", "synonyms")
+
+    def __init__(
+        self,
+        name: str,
+        value: str | None,
+        source: int,
+        read_only: bool,
+        config_type: int,
+        doc: str | None,
+        synonyms: list[tuple[str, str | None, int]],
+    ) -> None:
+        self.name = name
+        self.value = value
+        self.source = source
+        self.read_only = read_only
+        self.config_type = config_type
+        self.doc = doc
+        self.synonyms = synonyms
+
+
+def default_log_config(broker: Any) -> LogConfig:
+    return LogConfig.from_broker_properties(broker.config.props)
+
+
+def topic_entries(broker: Any, overrides: dict[str, str]) -> list[ConfigEntry]:
+    base = default_log_config(broker).to_properties()
+    types = storage_config.TOPIC_CONFIG_TYPES
+    docs = storage_config.TOPIC_CONFIG_DOCS
+    out = []
+    for name in sorted(storage_config.TOPIC_CONFIG_DEFAULTS):
+        synonyms: list[tuple[str, str | None, int]] = []
+        if name in overrides:
+            synonyms.append((name, overrides[name], SOURCE_TOPIC))
+        for syn in TOPIC_CONFIGS.get(name, ((), 0))[0]:
+            if broker.config.is_set(syn):
+                synonyms.append((syn, broker.config.props[syn], SOURCE_STATIC_BROKER))
+        default_syn = TOPIC_CONFIGS.get(name, ((), 0))[0]
+        builtin = storage_config.TOPIC_CONFIG_DEFAULTS[name]
+        synonyms.append((default_syn[-1] if default_syn else name, builtin, SOURCE_DEFAULT))
+        value = overrides.get(name, base.get(name))
+        source = synonyms[0][2]
+        out.append(
+            ConfigEntry(
+                name,
+                value,
+                source,
+                False,
+                _KIND_TO_TYPE.get(types.get(name, ""), 0),
+                docs.get(name),
+                synonyms,
+            )
+        )
+    return out
+
+
+def broker_entries(broker: Any) -> list[ConfigEntry]:
+    out = []
+    cfg = broker.config
+    for name, defn in sorted(BROKER_CONFIGS.items()):
+        value = cfg.raw(name)
+        source = SOURCE_STATIC_BROKER if cfg.is_set(name) else SOURCE_DEFAULT
+        syn = [(name, value, source)]
+        out.append(ConfigEntry(name, value, source, True, defn.type, defn.doc, syn))
+    return out
+
+
+def check_topic_overrides(broker: Any, overrides: dict[str, str]) -> str | None:
+    """Why these topic overrides are invalid, or None."""
+    try:
+        LogConfig.from_properties(overrides, default_log_config(broker))
+    except InvalidConfig as exc:
+        return str(exc)
+    return None
+
+
+def apply_topic_overrides(broker: Any, topic: str, overrides: dict[str, str]) -> None:
+    """Persist new overrides (metadata store and log manager) and apply them to the topic's logs."""
+    broker.metadata.set_configs(topic, overrides)
+    broker.log_manager.set_topic_config(topic, overrides)

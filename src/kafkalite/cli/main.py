@@ -1,0 +1,110 @@
+"""The `kafkalite` command: serve, topics (create|list|describe|delete|alter), produce, consume.
+
+`kafkalite serve` with no arguments keeps data in ./data and listens on 127.0.0.1:9092.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import importlib
+import logging
+import sys
+from typing import Any
+
+from kafkalite.cli.wire import CliError
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from kafkalite.broker.config import BrokerConfig, ConfigError
+    from kafkalite.broker.server import BrokerServer
+
+    overrides = list(args.override or [])
+    if args.data_dir:
+        overrides.append(f"log.dirs={args.data_dir}")
+    if args.listen:
+        overrides.append(f"listeners=PLAINTEXT://{args.listen}")
+    try:
+        config = BrokerConfig.from_sources(args.config, overrides)
+    except (ConfigError, OSError) as exc:
+        raise CliError(f"configuration: {exc}") from None
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    server = BrokerServer(config)
+
+    def announce(srv: BrokerServer) -> None:
+        # startup objects (message classes, codecs, loaded state) never die: keep them out of GC passes
+        gc.collect()
+        gc.freeze()
+        lst = srv.advertised[0]
+        print(
+            f"kafkalite broker {srv.broker_id} ready on {lst.host}:{lst.port} (cluster {srv.cluster_id})",
+            flush=True,
+        )
+
+    try:
+        import uvloop
+
+        runner: Any = uvloop.run
+    except ImportError:
+        runner = asyncio.run
+    try:
+        runner(server.serve_forever(on_started=announce))
+    except KeyboardInterrupt:
+        pass
+    except OSError as exc:
+        raise CliError(f"cannot start: {exc}") from None
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from kafkalite.cli import clients, topics
+
+    parser = argparse.ArgumentParser(
+        prog="kafkalite", description="A Kafka-compatible broker in Python."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("serve", help="run a broker (defaults: data in ./data, 127.0.0.1:9092)")
+    s.add_argument("config", nargs="?", help="server.properties file (Kafka property names)")
+    s.add_argument(
+        "--override", action="append", metavar="KEY=VALUE", help="set a property (repeatable)"
+    )
+    s.add_argument("--data-dir", help="shorthand for --override log.dirs=DIR")
+    s.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        help="shorthand for --override listeners=PLAINTEXT://HOST:PORT",
+    )
+    s.add_argument("--log-level", default="info")
+    s.set_defaults(func=_serve)
+
+    topics.add_parser(sub)
+    clients.add_parsers(sub)
+    # subcommands other modules contribute with the same `add_parser(subparsers)` shape
+    for name in ("groups", "pipeline"):
+        try:
+            module = importlib.import_module(f"kafkalite.cli.{name}")
+        except ImportError:
+            continue
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except CliError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

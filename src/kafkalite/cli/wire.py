@@ -1,0 +1,156 @@
+"""A small blocking Kafka-protocol connection for the CLI: negotiate versions, send a request, read its response.
+
+One broker, one socket; enough for `kafkalite topics|produce|consume` against kafkalite or any Kafka broker.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from typing import Any
+
+import kafkalite.protocol.messages  # noqa: F401
+from kafkalite.protocol.headers import (
+    RequestHeader,
+    decode_response_header,
+    encode_request_header,
+    request_header_version,
+    response_header_version,
+)
+from kafkalite.protocol.schema import APIS
+
+_LEN = struct.Struct(">i")
+
+
+class CliError(Exception):
+    """An error to print for a person (no traceback)."""
+
+
+def parse_bootstrap(servers: str) -> tuple[str, int]:
+    first = servers.split(",")[0].strip()
+    if "://" in first:
+        first = first.split("://", 1)[1]
+    host, _, port = first.rpartition(":")
+    if not port.isdigit():
+        raise CliError(f"bootstrap server {servers!r} must look like host:port")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+class WireClient:
+    def __init__(
+        self, bootstrap: str, *, timeout: float = 30.0, client_id: str = "kafkalite-cli"
+    ) -> None:
+        self.host, self.port = parse_bootstrap(bootstrap)
+        self.timeout = timeout
+        self.client_id = client_id
+        try:
+            self.sock = socket.create_connection((self.host, self.port), timeout=timeout)
+        except OSError as exc:
+            raise CliError(
+                f"cannot connect to {self.host}:{self.port}: {exc.strerror or exc}"
+            ) from None
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._corr = 0
+        self.versions: dict[int, tuple[int, int]] = {}
+        resp = self.send(APIS[18].request(), version=0)
+        self.versions = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def __enter__(self) -> WireClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def version_for(self, api_key: int, cap: int | None = None) -> int:
+        api = APIS[api_key]
+        lo, hi = self.versions.get(api_key, (-1, -1))
+        top = min(hi, api.max_version, cap if cap is not None else 1 << 15)
+        if top < max(lo, api.min_version):
+            raise CliError(f"the broker does not support {api.name}")
+        return top
+
+    def send(
+        self, request: Any, *, version: int | None = None, expect_response: bool = True
+    ) -> Any:
+        key = request.API_KEY
+        v = self.version_for(key) if version is None else version
+        self._corr += 1
+        flexible = request.is_flexible(v)
+        out = bytearray(4)
+        encode_request_header(
+            out,
+            RequestHeader(key, v, self._corr, self.client_id),
+            request_header_version(key, v, flexible),
+        )
+        request.encode_into(out, v)
+        _LEN.pack_into(out, 0, len(out) - 4)
+        self.sock.sendall(out)
+        if not expect_response:
+            return None
+        size = _LEN.unpack(self._recv(4))[0]
+        body = self._recv(size)
+        corr, pos = decode_response_header(body, response_header_version(key, flexible))
+        if corr != self._corr:
+            raise CliError(f"response correlation id {corr} does not match request {self._corr}")
+        return APIS[key].response.decode(body, v, pos)
+
+    def _recv(self, n: int) -> bytes:
+        buf = bytearray()
+        while len(buf) < n:
+            chunk = self.sock.recv(min(n - len(buf), 1 << 20))
+            if not chunk:
+                raise CliError("the broker closed the connection")
+            buf += chunk
+        return bytes(buf)
+
+    # -- helpers used by several commands
+    def metadata(self, topics: list[str] | None, auto_create: bool = False) -> Any:
+        req_cls: Any = APIS[3].request
+        t = None if topics is None else [req_cls.MetadataRequestTopic(name=n) for n in topics]
+        return self.send(req_cls(topics=t, allow_auto_topic_creation=auto_create))
+
+    def partitions_of(self, topic: str, auto_create: bool = False) -> int:
+        md = self.metadata([topic], auto_create)
+        for t in md.topics:
+            if t.name == topic:
+                if t.error_code:
+                    from kafkalite.protocol.errors import ErrorCode
+
+                    raise CliError(f"topic {topic}: {ErrorCode(t.error_code).name}")
+                return len(t.partitions)
+        raise CliError(f"topic {topic} not found")
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's default partitioner hash (murmur2, seed 0x9747b28c)."""
+    m = 0x5BD1E995
+    length = len(data)
+    h = (0x9747B28C ^ length) & 0xFFFFFFFF
+    n4 = length // 4
+    for i in range(n4):
+        k = int.from_bytes(data[i * 4 : i * 4 + 4], "little")
+        k = (k * m) & 0xFFFFFFFF
+        k ^= k >> 24
+        k = (k * m) & 0xFFFFFFFF
+        h = (h * m) & 0xFFFFFFFF
+        h ^= k
+    rest = length & 3
+    tail = data[n4 * 4 :]
+    if rest == 3:
+        h ^= tail[2] << 16
+    if rest >= 2:
+        h ^= tail[1] << 8
+    if rest >= 1:
+        h ^= tail[0]
+        h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 15
+    return h
+
+
+def partition_for_key(key: bytes, partitions: int) -> int:
+    return (murmur2(key) & 0x7FFFFFFF) % partitions

@@ -1,0 +1,220 @@
+"""Single-node metadata store kept in a local file: topics, partition counts, topic ids and config overrides.
+
+Also owns meta.properties (cluster id, broker id) in each log directory. Writes are atomic (temp file + rename).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import threading
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+METADATA_FILE = "kafkalite-metadata.json"
+META_PROPERTIES = "meta.properties"
+MAX_TOPIC_NAME = 249
+_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+def new_cluster_id() -> str:
+    """22-character URL-safe base64 of a random UUID, as Kafka's storage tool makes it."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+
+
+def topic_name_error(name: str | None) -> str | None:
+    """Why a topic name is illegal, or None when it is fine."""
+    if name is None or name == "":
+        return "Topic name is empty"
+    if name in (".", ".."):
+        return f"Topic name cannot be '{name}'"
+    if len(name) > MAX_TOPIC_NAME:
+        return f"Topic name is longer than {MAX_TOPIC_NAME} characters"
+    if not _LEGAL.match(name):
+        return f"Topic name '{name}' contains characters other than ASCII alphanumerics, '.', '_' and '-'"
+    return None
+
+
+@dataclass
+class TopicInfo:
+    name: str
+    topic_id: uuid.UUID
+    partitions: int
+    configs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS
+
+
+class MetadataError(Exception):
+    pass
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    try:
+        dfd = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def _read_properties(path: Path) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            k, v = line.split("=", 1)
+            out[k.strip()] = v.strip()
+    return out
+
+
+def ensure_meta_properties(log_dirs: list[Path], broker_id: int) -> str:
+    """Read or create meta.properties in every log dir; returns the cluster id (one per data set)."""
+    cluster_id: str | None = None
+    for d in log_dirs:
+        p = d / META_PROPERTIES
+        if p.exists():
+            props = _read_properties(p)
+            cid = props.get("cluster.id")
+            if cid:
+                if cluster_id is not None and cid != cluster_id:
+                    raise MetadataError(
+                        f"{p}: cluster.id {cid} differs from {cluster_id} in another log dir"
+                    )
+                cluster_id = cid
+            bid = props.get("broker.id", props.get("node.id"))
+            if bid is not None and int(bid) != broker_id:
+                raise MetadataError(
+                    f"{p}: broker.id {bid} does not match configured broker.id {broker_id}; "
+                    "use the matching broker.id or a fresh data directory"
+                )
+    if cluster_id is None:
+        cluster_id = new_cluster_id()
+    for d in log_dirs:
+        d.mkdir(parents=True, exist_ok=True)
+        p = d / META_PROPERTIES
+        if not p.exists():
+            _atomic_write(
+                p, f"#kafkalite\nversion=1\nbroker.id={broker_id}\ncluster.id={cluster_id}\n"
+            )
+    return cluster_id
+
+
+class MetadataStore:
+    """Topics of a single-node cluster, persisted in `<dir>/kafkalite-metadata.json`. Thread-safe."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+        self.path = self.directory / METADATA_FILE
+        self._lock = threading.RLock()
+        self._topics: dict[str, TopicInfo] = {}
+        self._by_id: dict[uuid.UUID, TopicInfo] = {}
+        self.generation = 0  # bumped on every change, for caches
+
+    # -- persistence
+    def load(self) -> None:
+        with self._lock:
+            self._topics.clear()
+            self._by_id.clear()
+            if self.path.exists():
+                doc = json.loads(self.path.read_text(encoding="utf-8"))
+                for name, t in doc.get("topics", {}).items():
+                    info = TopicInfo(
+                        name, uuid.UUID(t["id"]), int(t["partitions"]), dict(t.get("configs", {}))
+                    )
+                    self._topics[name] = info
+                    self._by_id[info.topic_id] = info
+            self.generation += 1
+
+    def _save(self) -> None:
+        doc = {
+            "version": 1,
+            "topics": {
+                t.name: {"id": str(t.topic_id), "partitions": t.partitions, "configs": t.configs}
+                for t in self._topics.values()
+            },
+        }
+        self.directory.mkdir(parents=True, exist_ok=True)
+        _atomic_write(self.path, json.dumps(doc, indent=1, sort_keys=True))
+        self.generation += 1
+
+    # -- queries
+    def topics(self) -> list[TopicInfo]:
+        with self._lock:
+            return list(self._topics.values())
+
+    def get(self, name: str) -> TopicInfo | None:
+        return self._topics.get(name)
+
+    def by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        return self._by_id.get(topic_id)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._topics
+
+    # -- changes
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        configs: dict[str, str] | None = None,
+        topic_id: uuid.UUID | None = None,
+    ) -> TopicInfo:
+        err = topic_name_error(name)
+        if err:
+            raise MetadataError(err)
+        if partitions < 1:
+            raise MetadataError("Number of partitions must be larger than 0")
+        with self._lock:
+            if name in self._topics:
+                raise MetadataError(f"Topic '{name}' already exists")
+            norm = name.replace(".", "_")
+            for other in self._topics:
+                if other != name and other.replace(".", "_") == norm:
+                    raise MetadataError(f"Topic '{name}' collides with existing topic '{other}'")
+            info = TopicInfo(name, topic_id or uuid.uuid4(), partitions, dict(configs or {}))
+            self._topics[name] = info
+            self._by_id[info.topic_id] = info
+            self._save()
+            return info
+
+    def delete_topic(self, name: str) -> TopicInfo:
+        with self._lock:
+            info = self._topics.pop(name, None)
+            if info is None:
+                raise MetadataError(f"Topic '{name}' does not exist")
+            self._by_id.pop(info.topic_id, None)
+            self._save()
+            return info
+
+    def set_partitions(self, name: str, count: int) -> TopicInfo:
+        with self._lock:
+            info = self._topics[name]
+            if count <= info.partitions:
+                raise MetadataError(
+                    f"Topic currently has {info.partitions} partitions, {count} would not be an increase"
+                )
+            info.partitions = count
+            self._save()
+            return info
+
+    def set_configs(self, name: str, configs: dict[str, str]) -> TopicInfo:
+        with self._lock:
+            info = self._topics[name]
+            info.configs = dict(configs)
+            self._save()
+            return info
