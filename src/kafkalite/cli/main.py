@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import importlib
 import logging
 import sys
 from typing import Any
@@ -61,7 +60,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from kafkalite.cli import clients, topics
+    from kafkalite.cli import clients, groups, pipeline, topics
 
     parser = argparse.ArgumentParser(
         prog="kafkalite", description="A Kafka-compatible broker in Python."
@@ -84,13 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     topics.add_parser(sub)
     clients.add_parsers(sub)
-    # subcommands other modules contribute with the same `add_parser(subparsers)` shape
-    for name in ("groups", "pipeline"):
-        try:
-            module = importlib.import_module(f"kafkalite.cli.{name}")
-        except ImportError:
-            continue
-        module.add_parser(sub)
+    groups.add_parser(sub)
+    pipeline.add_parser(sub)
     return parser
 
 

@@ -1,0 +1,336 @@
+"""The `kafkalite` Python data source: batch and micro-batch reads with Spark's Kafka source semantics
+(offset specs, rate limits, Trigger.AvailableNow, data-loss checks); writes are in writer.py.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    InputPartition,
+)
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    ReadMinRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from kafkalite.spark.kafkaio import (
+    DataLossError,
+    OffsetReader,
+    data_loss_message,
+    read_range,
+    read_range_columns,
+)
+from kafkalite.spark.offsets import (
+    EARLIEST,
+    LATEST,
+    OffsetSpec,
+    TopicPartitionKey,
+    from_offset_dict,
+    sort_partitions,
+    to_offset_dict,
+)
+from kafkalite.spark.options import SourceOptions, parse_sink_options, parse_source_options
+from kafkalite.spark.planning import OffsetRange, backlog, plan_ranges, rate_limit
+from kafkalite.spark.schema import arrow_schema, columns_to_batch, kafka_schema, records_to_batch
+
+log = logging.getLogger("kafkalite.spark")
+FORMAT = "kafkalite"
+
+
+class RangePartition(InputPartition):
+    """One Spark task: an offset range of one topic partition."""
+
+    def __init__(self, rng: OffsetRange) -> None:
+        super().__init__(rng)
+        self.range = rng
+
+
+def _check_schema(schema: StructType, include_headers: bool) -> None:
+    expected = kafka_schema(include_headers)
+    if schema.simpleString() != expected.simpleString():
+        raise ValueError(
+            "The kafkalite source has a fixed schema and cannot be set with a custom one "
+            f"(expected {expected.simpleString()}, got {schema.simpleString()})"
+        )
+
+
+def resolve(
+    spec: OffsetSpec,
+    tps: set[TopicPartitionKey],
+    reader: OffsetReader,
+    *,
+    name: str,
+    is_start: bool,
+) -> dict[TopicPartitionKey, int]:
+    """Turn an offset spec into concrete offsets for `tps` (the partitions the query reads now)."""
+    if spec.kind == "earliest":
+        return reader.earliest(tps)
+    if spec.kind == "latest":
+        return reader.latest(tps)
+    if spec.kind in ("offsets", "timestamps"):
+        given = set(spec.offsets)
+        if given != tps:
+            missing = sort_partitions(tps - given)
+            extra = sort_partitions(given - tps)
+            raise ValueError(
+                f"Option '{name}' must name exactly the partitions the query reads: "
+                f"missing {missing}, not read {extra}"
+            )
+    if spec.kind == "offsets":
+        out = dict(spec.offsets)
+        early = [tp for tp, o in out.items() if o == EARLIEST]
+        late = [tp for tp, o in out.items() if o == LATEST]
+        out.update(reader.earliest(early))
+        out.update(reader.latest(late))
+        return out
+    stamps = (
+        {tp: int(spec.timestamp or 0) for tp in tps}
+        if spec.kind == "timestamp"
+        else dict(spec.offsets)
+    )
+    found = reader.for_times(stamps)
+    out = {}
+    unmatched = []
+    for tp in stamps:
+        off = found.get(tp)
+        if off is None:
+            unmatched.append(tp)
+        else:
+            out[tp] = off
+    if unmatched:
+        if is_start and spec.strategy == "error":
+            raise ValueError(
+                f"No offset matched the timestamp of option '{name}' for partitions "
+                f"{sort_partitions(unmatched)} (no record has a timestamp at or after it); set "
+                "startingOffsetsByTimestampStrategy=latest to start at the latest offset instead"
+            )
+        out.update(reader.latest(unmatched))
+    return out
+
+
+def read_partition(opts: SourceOptions, schema: StructType, rng: OffsetRange) -> Iterator[Any]:
+    """Arrow batches of one offset range (the columnar fast path unless read_committed is asked)."""
+    pa_schema = arrow_schema(schema)
+    if str(opts.client.get("isolation.level", "read_uncommitted")) != "read_committed":
+        for cols in read_range_columns(
+            opts.client,
+            rng,
+            fail_on_data_loss=opts.fail_on_data_loss,
+            poll_timeout_ms=opts.poll_timeout_ms,
+        ):
+            yield columns_to_batch(cols, rng.topic, rng.partition, pa_schema, opts.include_headers)
+        return
+    for records in read_range(
+        opts.client,
+        rng,
+        fail_on_data_loss=opts.fail_on_data_loss,
+        poll_timeout_ms=opts.poll_timeout_ms,
+    ):
+        yield records_to_batch(records, rng.topic, rng.partition, pa_schema, opts.include_headers)
+
+
+class KafkaliteBatchReader(DataSourceReader):
+    def __init__(self, opts: SourceOptions, schema: StructType) -> None:
+        self.opts = opts
+        self.schema = schema
+
+    def plan(self) -> list[OffsetRange]:
+        opts = self.opts
+        assert opts.ending is not None
+        reader = OffsetReader(opts.client)
+        try:
+            tps = reader.partitions(opts.subscription)
+            start = resolve(opts.starting, tps, reader, name="startingOffsets", is_start=True)
+            end = resolve(opts.ending, tps, reader, name="endingOffsets", is_start=False)
+        finally:
+            reader.close()
+        for tp in sort_partitions(end):
+            if tp in start and end[tp] < start[tp]:
+                raise ValueError(
+                    f"The ending offset {end[tp]} of {tp[0]}-{tp[1]} is before its starting offset "
+                    f"{start[tp]}"
+                )
+        return plan_ranges(start, end, opts.min_partitions)
+
+    def partitions(self) -> list[InputPartition]:
+        return [RangePartition(r) for r in self.plan()]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        if not isinstance(partition, RangePartition):  # Spark reads one None partition when
+            return iter(())  # partitions() planned none (nothing to read)
+        return read_partition(self.opts, self.schema, partition.range)
+
+
+class KafkaliteStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batch reader. Offsets are {"topic": {"partition": next offset}}; nothing is committed to
+    the broker: Spark's offset log and commit log in the checkpoint are the source of truth."""
+
+    def __init__(self, opts: SourceOptions, schema: StructType) -> None:
+        self.opts = opts
+        self.schema = schema
+        self._reader: OffsetReader | None = None
+        self._target: dict[TopicPartitionKey, int] | None = None
+        self._last_trigger = time.monotonic()
+
+    # -- driver side
+    @property
+    def reader(self) -> OffsetReader:
+        if self._reader is None:
+            self._reader = OffsetReader(self.opts.client)
+        return self._reader
+
+    def _report_data_loss(self, what: str) -> None:
+        if self.opts.fail_on_data_loss:
+            raise DataLossError(data_loss_message(what))
+        log.warning("%s (failOnDataLoss=false: continuing)", what)
+
+    def initialOffset(self) -> dict[str, Any]:
+        tps = self.reader.partitions(self.opts.subscription)
+        start = resolve(self.opts.starting, tps, self.reader, name="startingOffsets", is_start=True)
+        return to_offset_dict(start)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.opts.max_offsets_per_trigger:
+            return ReadMaxRows(self.opts.max_offsets_per_trigger)
+        if self.opts.min_offsets_per_trigger:
+            return ReadMinRows(self.opts.min_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        tps = self.reader.partitions(self.opts.subscription)
+        self._target = self.reader.latest(tps)
+
+    def _latest(self) -> dict[TopicPartitionKey, int]:
+        tps = self.reader.partitions(self.opts.subscription)
+        latest = self.reader.latest(tps)
+        if self._target is not None:
+            latest = {
+                tp: min(o, self._target[tp]) for tp, o in latest.items() if tp in self._target
+            }
+        return latest
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:
+        return to_offset_dict(self._latest())
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        begin = from_offset_dict(start)
+        latest = self._latest()
+        gone = sort_partitions(set(begin) - set(latest))
+        if gone and self._target is None:
+            self._report_data_loss(f"partitions {gone} disappeared")
+        new = [tp for tp in latest if tp not in begin]
+        base = {tp: begin[tp] for tp in latest if tp in begin}
+        base.update(self.reader.earliest(new))  # new partitions start at earliest
+        for tp in sort_partitions(base):
+            if latest[tp] < base[tp]:
+                self._report_data_loss(
+                    f"the latest offset of {tp[0]}-{tp[1]} went back from {base[tp]} to {latest[tp]}"
+                )
+                latest[tp] = base[tp]
+        if isinstance(limit, ReadAllAvailable):
+            end = latest
+        else:
+            max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+            max_rows = max_rows or self.opts.max_offsets_per_trigger
+            min_rows = self.opts.min_offsets_per_trigger
+            if min_rows and self._target is None:
+                waited_ms = (time.monotonic() - self._last_trigger) * 1000
+                if backlog(base, latest) < min_rows and waited_ms < self.opts.max_trigger_delay_ms:
+                    return start
+            end = rate_limit(max_rows, base, latest) if max_rows else latest
+        result = to_offset_dict(end)
+        if end != begin:
+            self._last_trigger = time.monotonic()
+        return result
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
+        begin = from_offset_dict(start)
+        until = from_offset_dict(end)
+        new = [tp for tp in until if tp not in begin]
+        if new:
+            earliest = self.reader.earliest(new)
+            for tp in sort_partitions(new):
+                if earliest.get(tp, 0) > 0:
+                    log.warning(
+                        "new partition %s-%s starts at offset %s, not 0: some of its records were "
+                        "removed before the query saw it",
+                        tp[0],
+                        tp[1],
+                        earliest[tp],
+                    )
+            begin.update(earliest)
+        for tp in sort_partitions(until):
+            if tp in begin and until[tp] < begin[tp]:
+                self._report_data_loss(
+                    f"offset range of {tp[0]}-{tp[1]} goes back from {begin[tp]} to {until[tp]}"
+                )
+        return [RangePartition(r) for r in plan_ranges(begin, until, self.opts.min_partitions)]
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Nothing to do: offsets are never committed to the broker."""
+
+    def stop(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_reader"] = None
+        return state
+
+    # -- executor side
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        if not isinstance(partition, RangePartition):  # Spark reads one None partition when
+            return iter(())  # partitions() planned none (nothing to read)
+        return read_partition(self.opts, self.schema, partition.range)
+
+
+class KafkaliteDataSource(DataSource):
+    """`spark.read.format("kafkalite")` / `readStream` / `write` / `writeStream`."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def _include_headers(self) -> bool:
+        opts: Mapping[str, str] = self.options
+        return str(opts.get("includeHeaders", "false")).strip().lower() == "true"
+
+    def schema(self) -> StructType:
+        return kafka_schema(self._include_headers())
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        opts = parse_source_options(self.options, streaming=False)
+        _check_schema(schema, opts.include_headers)
+        return KafkaliteBatchReader(opts, schema)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        opts = parse_source_options(self.options, streaming=True)
+        _check_schema(schema, opts.include_headers)
+        return KafkaliteStreamReader(opts, schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> Any:
+        from kafkalite.spark.writer import KafkaliteBatchWriter, validate_input_schema
+
+        opts = parse_sink_options(self.options)
+        validate_input_schema(schema, opts)
+        return KafkaliteBatchWriter(opts, schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> Any:
+        from kafkalite.spark.writer import KafkaliteStreamWriter, validate_input_schema
+
+        opts = parse_sink_options(self.options)
+        validate_input_schema(schema, opts)
+        return KafkaliteStreamWriter(opts, schema)
