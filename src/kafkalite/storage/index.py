@@ -1,7 +1,8 @@
 """Sparse per-segment indexes: OffsetIndex (relative offset -> file position, 8-byte entries) and
 TimeIndex (max timestamp so far -> relative offset, 12-byte entries); both rebuildable from the log.
 
-Entries live in memory as arrays (bisect lookups) and are appended to big-endian files on disk.
+Entries live in memory as arrays (bisect lookups); new ones go to the big-endian files on disk in
+batches (every few hundred entries, and on flush, truncate and close).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 _BIG = sys.byteorder == "big"
 _OFF_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
+_SPILL_ENTRIES = 256  # entries appended in memory before they are handed to the file together
 
 
 class CorruptIndex(Exception):
@@ -100,6 +102,7 @@ class OffsetIndex:
         # finds the matching position present
         self._offsets: array[int] = array("i")
         self._positions: array[int] = array("i")
+        self._written = 0  # entries handed to the file
 
     @property
     def path(self) -> Path:
@@ -107,6 +110,14 @@ class OffsetIndex:
 
     def __len__(self) -> int:
         return len(self._offsets)
+
+    def _spill(self) -> None:
+        """Hand the entries not yet in the file to it, in one write."""
+        n, w = len(self._offsets), self._written
+        if n > w:
+            data = b"".join(map(_OFF_ENTRY.pack, self._offsets[w:n], self._positions[w:n]))
+            self._file.write(data, w * self.ENTRY_SIZE)
+            self._written = n
 
     @property
     def is_full(self) -> bool:
@@ -128,6 +139,7 @@ class OffsetIndex:
             prev_o, prev_p = o, p
         self._positions = positions
         self._offsets = offsets
+        self._written = len(offsets)
 
     def entries(self) -> list[tuple[int, int]]:
         """(absolute offset, position) pairs."""
@@ -136,12 +148,13 @@ class OffsetIndex:
 
     def append(self, offset: int, position: int) -> None:
         rel = offset - self.base_offset
-        n = len(self._offsets)
-        if n and (rel <= self._offsets[-1] or position <= self._positions[-1]):
+        offsets = self._offsets
+        if offsets and (rel <= offsets[-1] or position <= self._positions[-1]):
             return
-        self._file.write(_OFF_ENTRY.pack(rel, position), n * self.ENTRY_SIZE)
         self._positions.append(position)
-        self._offsets.append(rel)
+        offsets.append(rel)
+        if len(offsets) - self._written >= _SPILL_ENTRIES:
+            self._spill()
 
     def lookup(self, offset: int) -> tuple[int, int]:
         """(offset, position) of the last entry at or below `offset`, else (base offset, 0)."""
@@ -164,21 +177,28 @@ class OffsetIndex:
         i = bisect_left(self._offsets, offset - self.base_offset)
         self._offsets = self._offsets[:i]
         self._positions = self._positions[:i]
+        self._written = min(self._written, i)
         self._file.truncate(i * self.ENTRY_SIZE)
 
     def reset(self) -> None:
         self._offsets = array("i")
         self._positions = array("i")
+        self._written = 0
         self._file.truncate(0)
 
     def flush(self) -> None:
+        self._spill()
         self._file.flush()
 
     def rename(self, path: Path) -> None:
         self._file.rename(path)
 
     def close(self) -> None:
-        self._file.close()
+        try:
+            if self._file.fd >= 0:
+                self._spill()
+        finally:
+            self._file.close()
 
 
 class TimeIndex:
@@ -192,6 +212,7 @@ class TimeIndex:
         self._file = _IndexFile(path)
         self._timestamps: array[int] = array("q")
         self._offsets: array[int] = array("q")
+        self._written = 0  # entries handed to the file
 
     @property
     def path(self) -> Path:
@@ -199,6 +220,14 @@ class TimeIndex:
 
     def __len__(self) -> int:
         return len(self._timestamps)
+
+    def _spill(self) -> None:
+        """Hand the entries not yet in the file to it, in one write."""
+        n, w = len(self._timestamps), self._written
+        if n > w:
+            data = b"".join(map(_TIME_ENTRY.pack, self._timestamps[w:n], self._offsets[w:n]))
+            self._file.write(data, w * self.ENTRY_SIZE)
+            self._written = n
 
     @property
     def is_full(self) -> bool:
@@ -228,6 +257,7 @@ class TimeIndex:
             prev_t, prev_o = t, o
         self._offsets = offs
         self._timestamps = ts
+        self._written = len(ts)
 
     def entries(self) -> list[tuple[int, int]]:
         """(timestamp, absolute offset) pairs."""
@@ -235,13 +265,13 @@ class TimeIndex:
         return [(t, b + o) for t, o in zip(self._timestamps, self._offsets)]
 
     def maybe_append(self, timestamp: int, offset: int) -> None:
-        n = len(self._timestamps)
-        if n and timestamp <= self._timestamps[-1]:
+        timestamps = self._timestamps
+        if timestamps and timestamp <= timestamps[-1]:
             return
-        rel = offset - self.base_offset
-        self._file.write(_TIME_ENTRY.pack(timestamp, rel), n * self.ENTRY_SIZE)
-        self._offsets.append(rel)
-        self._timestamps.append(timestamp)
+        self._offsets.append(offset - self.base_offset)
+        timestamps.append(timestamp)
+        if len(timestamps) - self._written >= _SPILL_ENTRIES:
+            self._spill()
 
     def lookup_before(self, timestamp: int) -> int:
         """Absolute offset from which to scan for the first batch with max timestamp >= `timestamp`.
@@ -260,18 +290,25 @@ class TimeIndex:
             keep -= 1
         self._offsets = self._offsets[:keep]
         self._timestamps = self._timestamps[:keep]
+        self._written = min(self._written, keep)
         self._file.truncate(keep * self.ENTRY_SIZE)
 
     def reset(self) -> None:
         self._offsets = array("q")
         self._timestamps = array("q")
+        self._written = 0
         self._file.truncate(0)
 
     def flush(self) -> None:
+        self._spill()
         self._file.flush()
 
     def rename(self, path: Path) -> None:
         self._file.rename(path)
 
     def close(self) -> None:
-        self._file.close()
+        try:
+            if self._file.fd >= 0:
+                self._spill()
+        finally:
+            self._file.close()

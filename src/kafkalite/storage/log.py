@@ -59,11 +59,17 @@ log = logging.getLogger(__name__)
 
 PARTITION_METADATA_FILE = "partition.metadata"
 _INT32_MAX = 2**31 - 1
-# v2 header through max timestamp: base offset, length, leader epoch, magic, crc, attributes,
-# last offset delta, base timestamp, max timestamp
-_FAST_HEADER = struct.Struct(">qiibIhiqq")
+_FAST_HEADER = struct.Struct(">8xi4xb6xi8xq")  # batch length, magic, last offset delta, max ts
 _STAMP = struct.Struct(">qii")  # base offset, batch length, partition leader epoch
 _MIN_BATCH = 61
+
+
+def _write_rest(fd: int, buf: bytearray, pos: int, written: int) -> None:
+    """Finish a short positional write."""
+    mv = memoryview(buf)
+    n = len(buf)
+    while written < n:
+        written += os.pwrite(fd, mv[written:], pos + written)
 
 
 class _SegmentGone(Exception):
@@ -83,6 +89,7 @@ class Log:
         self._flush_cond = threading.Condition(threading.Lock())
         self._flushing = False
         self._segments: tuple[LogSegment, ...] = ()
+        self._active: LogSegment  # == _segments[-1], for the append fast path
         self._bases: tuple[int, ...] = ()
         self._snapshot: tuple[tuple[LogSegment, ...], tuple[int, ...]] = ((), ())
         self._leo = 0
@@ -166,6 +173,8 @@ class Log:
         self._snapshot = (segs, bases)
         self._segments = segs
         self._bases = bases
+        if segs:
+            self._active = segs[-1]
 
     # -- properties -----------------------------------------------------------------------------
     @property
@@ -245,45 +254,50 @@ class Log:
         end offset."""
         n = len(records)
         if n >= _MIN_BATCH and assign_offsets and self._fast_append:
-            # fast path: exactly one batch (the common produce request); header fields only, the
-            # segment bookkeeping inlined (this runs once per produced batch)
-            _, length, _, magic, _, _, lod, _, max_ts = _FAST_HEADER.unpack_from(records, 0)
+            # fast path: exactly one batch (the common produce request). It reads only the header
+            # fields it needs, keeps the roll check to integer comparisons against values the
+            # segment precomputes, and inlines the segment bookkeeping (this runs per batch).
+            length, magic, lod, max_ts = _FAST_HEADER.unpack_from(records, 0)
             if length + 12 == n and magic == 2 and lod >= 0 and n <= self._max_batch_bytes:
-                with self._lock:
+                lock = self._lock
+                lock.acquire()
+                try:
                     if self._closed:
                         raise LogClosed(f"log {self.dir.name} is closed")
                     first = self._leo
-                    seg = self._segments[-1]
+                    last = first + lod
+                    seg = self._active
                     pos = seg.size
                     # seg.roll_ts: the newest batch timestamp that cannot trigger segment.ms (-1
-                    # while the segment is empty or has no timestamps: take the full check)
+                    # while the segment is empty, has no timestamps, or has a full index: those
+                    # take the full check)
                     if (
                         pos + n > self._segment_bytes
                         or not 0 <= max_ts <= seg.roll_ts
-                        or seg.index_full
-                        or first + lod > seg.max_offset
+                        or last > seg.max_offset
                     ):
-                        seg = self._maybe_roll_at(seg, n, first, max_ts, first + lod)
+                        seg = self._maybe_roll_at(seg, n, first, max_ts, last)
                         pos = seg.size
+                    # one write per batch, straight to the page cache: an acknowledged append
+                    # must survive a crash of this process (not of the machine) without a flush
                     buf = records if type(records) is bytearray else bytearray(records)
                     _STAMP.pack_into(buf, 0, first, length, leader_epoch)
                     written = os.pwrite(seg.fd, buf, pos)
-                    while written < n:
-                        written += os.pwrite(seg.fd, memoryview(buf)[written:], pos + written)
-                    since = seg.bytes_since_last_index_entry
-                    if since > seg.index_interval_bytes:
+                    if written < n:
+                        _write_rest(seg.fd, buf, pos, written)
+                    if pos > seg.index_due:
                         seg.add_index_entries(first, pos)
-                        since = 0
-                    seg.bytes_since_last_index_entry = since + n
                     if max_ts > seg.max_timestamp:
                         seg.max_timestamp = max_ts
-                        seg.offset_of_max_timestamp = first + lod
+                        seg.offset_of_max_timestamp = last
                     if not pos:
                         seg.first_batch_timestamp = max_ts
                         seg.roll_ts = max_ts + self._roll_ms if max_ts >= 0 else -1
                     seg.size = pos + n
-                    self._leo = seg.next_offset = nxt = first + lod + 1
-                return AppendInfo(first, nxt - 1, -1, max_ts, self._log_start, 1, n)
+                    seg.next_offset = self._leo = last + 1
+                finally:
+                    lock.release()
+                return AppendInfo(first, last, -1, max_ts, self._log_start, 1, n)
         buf = records if type(records) is bytearray else bytearray(records)
         cfg = self.config
         try:

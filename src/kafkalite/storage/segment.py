@@ -74,7 +74,7 @@ class LogSegment:
         self.dir = directory
         self.base_offset = base_offset
         self.suffix = suffix
-        self.index_interval_bytes = index_interval_bytes
+        self._interval = index_interval_bytes
         flags = os.O_RDWR | os.O_CREAT | (os.O_TRUNC if create else 0)
         self.log_path = directory / (segment_file_name(base_offset) + suffix)
         if create:
@@ -103,12 +103,34 @@ class LogSegment:
         self.offset_of_max_timestamp = base_offset
         self.first_batch_timestamp = -1
         self.created_ms = int(time.time() * 1000)
-        self.bytes_since_last_index_entry = 0
+        # an append starting at a position past `index_due` gets an index entry (Kafka's "more than
+        # index.interval.bytes since the last entry", kept as one integer the hot path compares)
+        self.index_due = self.size + index_interval_bytes
         self.synced_size = self.size  # bytes known to be fsynced (-1: unknown, sync needed)
         self.index_full = False
-        self.roll_ts = -1  # see Log.append: batches with timestamps up to this cannot roll by time
+        # see Log.append: batches with timestamps up to this cannot roll by time (-1: full check)
+        self.roll_ts = -1
         self.max_offset = base_offset + _INT32_MAX  # relative offsets must fit the index's int32
         self.closed = False
+
+    @property
+    def index_interval_bytes(self) -> int:
+        return self._interval
+
+    @index_interval_bytes.setter
+    def index_interval_bytes(self, value: int) -> None:
+        since = self.bytes_since_last_index_entry
+        self._interval = value
+        self.index_due = self.size - since + value
+
+    @property
+    def bytes_since_last_index_entry(self) -> int:
+        """Bytes appended since the batch that got the last index entry (inclusive)."""
+        return self.size - (self.index_due - self._interval)
+
+    @bytes_since_last_index_entry.setter
+    def bytes_since_last_index_entry(self, value: int) -> None:
+        self.index_due = self.size - value + self._interval
 
     # -- writing ----------------------------------------------------------------------------------
     def append(
@@ -121,23 +143,14 @@ class LogSegment:
         total = len(mv)
         while written < total:
             written += os.pwrite(self.fd, mv[written:], pos0 + written)
-        interval = self.index_interval_bytes
-        since = self.bytes_since_last_index_entry
-        max_ts = self.max_timestamp
         for p, h in headers:
-            if since > interval:
-                self.offset_index.append(h.base_offset, pos0 + p)
-                if max_ts >= 0:
-                    self.time_index.maybe_append(max_ts, self.offset_of_max_timestamp)
-                since = 0
-            since += h.size
-            if h.max_timestamp > max_ts:
-                max_ts = h.max_timestamp
+            if pos0 + p > self.index_due:
+                self.add_index_entries(h.base_offset, pos0 + p)
+            if h.max_timestamp > self.max_timestamp:
+                self.max_timestamp = h.max_timestamp
                 self.offset_of_max_timestamp = h.base_offset + h.last_offset_delta
             if self.first_batch_timestamp < 0:
                 self.first_batch_timestamp = h.max_timestamp
-        self.max_timestamp = max_ts
-        self.bytes_since_last_index_entry = since
         self.size = pos0 + total
         if headers:
             last = headers[-1][1]
@@ -152,11 +165,8 @@ class LogSegment:
         written = os.pwrite(self.fd, buf, pos)
         while written < size:
             written += os.pwrite(self.fd, memoryview(buf)[written:], pos + written)
-        since = self.bytes_since_last_index_entry
-        if since > self.index_interval_bytes:
+        if pos > self.index_due:
             self.add_index_entries(base_offset, pos)
-            since = 0
-        self.bytes_since_last_index_entry = since + size
         if max_timestamp > self.max_timestamp:
             self.max_timestamp = max_timestamp
             self.offset_of_max_timestamp = base_offset + last_offset_delta
@@ -166,10 +176,15 @@ class LogSegment:
         self.next_offset = base_offset + last_offset_delta + 1
 
     def add_index_entries(self, base_offset: int, pos: int) -> None:
-        self.offset_index.append(base_offset, pos)
+        """Index the batch at `pos` (and the max timestamp of the batches before it)."""
+        oi, ti = self.offset_index, self.time_index
+        oi.append(base_offset, pos)
         if self.max_timestamp >= 0:
-            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
-        self.index_full = self.offset_index.is_full or self.time_index.is_full
+            ti.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+        self.index_due = pos + self._interval
+        if len(oi) >= oi.max_entries or len(ti) >= ti.max_entries:
+            self.index_full = True
+            self.roll_ts = -1  # the next append takes the full roll check (and rolls)
 
     def seal(self) -> None:
         """The segment stops being active: record its final max timestamp in the time index."""
