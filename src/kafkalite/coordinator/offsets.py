@@ -50,10 +50,11 @@ class Offsets(CoordinatorRuntime):
         """OffsetCommit. Group members pass their generation; standalone consumers pass -1.
         The deferred completes once the records are appended (and replayed into the cache)."""
         d: Deferred[CommitResult] = Deferred()
-        tps = [TopicPartition(p.topic, p.partition) for p in partitions]
 
         def fail(code: ErrorCode) -> Deferred[CommitResult]:
-            d.complete(dict.fromkeys(tps, code))
+            d.complete(
+                dict.fromkeys((TopicPartition(p.topic, p.partition) for p in partitions), code)
+            )
             return d
 
         err = self._validate(group_id, allow_empty_id=True)
@@ -103,43 +104,48 @@ class Offsets(CoordinatorRuntime):
         d: Deferred[CommitResult],
     ) -> Deferred[CommitResult]:
         now = self.now()
+        max_metadata = self.config.offset_metadata_max_bytes
+        group_id = group.group_id
+        make_record = rec.offset_commit_record
         result: CommitResult = {}
         records: list[CoordinatorRecord] = []
         written: list[TopicPartition] = []
         for p in partitions:
             tp = TopicPartition(p.topic, p.partition)
             metadata = p.metadata or ""
-            if len(metadata.encode("utf-8")) > self.config.offset_metadata_max_bytes:
+            if len(metadata.encode("utf-8")) > max_metadata:
                 result[tp] = E.OFFSET_METADATA_TOO_LARGE
                 continue
             om = OffsetAndMetadata(
-                offset=p.offset,
-                leader_epoch=p.leader_epoch,
-                metadata=metadata,
-                commit_timestamp=p.commit_timestamp if p.commit_timestamp >= 0 else now,
-                expire_timestamp=now + p.retention_ms if p.retention_ms >= 0 else None,
+                p.offset,
+                p.leader_epoch,
+                metadata,
+                p.commit_timestamp if p.commit_timestamp >= 0 else now,
+                now + p.retention_ms if p.retention_ms >= 0 else None,
             )
-            records.append(rec.offset_commit_record(group.group_id, p.topic, p.partition, om))
+            records.append(make_record(group_id, p.topic, p.partition, om))
             written.append(tp)
             result[tp] = E.NO_ERROR
         if not records:
             d.complete(result)
             return d
-        for tp in written:
-            group.pending_offset_commits[tp] += 1
+        pending = group.pending_offset_commits
+        pending.update(written)
 
         def appended(code: ErrorCode) -> None:
             for tp in written:
-                group.pending_offset_commits[tp] -= 1
-                if group.pending_offset_commits[tp] <= 0:
-                    del group.pending_offset_commits[tp]
+                left = pending[tp] - 1
+                if left > 0:
+                    pending[tp] = left
+                else:
+                    pending.pop(tp, None)
             if code != E.NO_ERROR:
                 mapped = offset_store_error(code)
                 for tp in written:
                     result[tp] = mapped
             d.complete(result)
 
-        self._write(group.group_id, records, appended)
+        self._write(group_id, records, appended)
         return d
 
     # ================================================================== OffsetFetch

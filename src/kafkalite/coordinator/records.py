@@ -6,6 +6,7 @@ Keys and values are an int16 version followed by the versioned struct, laid out 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +14,7 @@ from kafkalite.coordinator.types import CoordinatorRecord, OffsetAndMetadata
 from kafkalite.protocol import primitives as p
 from kafkalite.protocol.exceptions import DecodeError
 from kafkalite.protocol.schema import F, data
+from kafkalite.records import RecordBatchBuilder
 
 # key versions double as record types: 0/1 offset commit, 2 group metadata
 OFFSET_COMMIT_KEY_VERSION = 1
@@ -108,14 +110,14 @@ def partition_for(group_id: str, num_partitions: int) -> int:
 # keys
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class OffsetKey:
     group: str
     topic: str
     partition: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class GroupKey:
     group: str
 
@@ -127,9 +129,31 @@ def _versioned(struct_obj: Any, version: int) -> bytes:
     return bytes(out)
 
 
-def offset_key(group: str, topic: str, partition: int) -> bytes:
+def _writer(struct_cls: Any, version: int) -> Callable[[Any], bytes]:
+    """The declaration's compiled codec for one version, behind the int16 version prefix. It writes any
+    object that has the struct's field names as attributes, so no struct instance is built per record."""
+    codec = struct_cls._schema.codec(version)
+    write = codec.write
+    prefix = version.to_bytes(2, "big", signed=True)
+
+    def encode(obj: Any) -> bytes:
+        out = bytearray(prefix)
+        write(out, obj)
+        return bytes(out)
+
+    return encode
+
+
+@functools.lru_cache(maxsize=65536)
+def _offset_key(group: str, topic: str, partition: int) -> tuple[bytes, OffsetKey]:
+    """An offset-commit key, encoded and decoded (cached: a group commits the same partitions over
+    and over)."""
     key = OffsetCommitKey(group=group, topic=topic, partition=partition)
-    return _versioned(key, OFFSET_COMMIT_KEY_VERSION)
+    return _versioned(key, OFFSET_COMMIT_KEY_VERSION), OffsetKey(group, topic, partition)
+
+
+def offset_key(group: str, topic: str, partition: int) -> bytes:
+    return _offset_key(group, topic, partition)[0]
 
 
 def group_key(group: str) -> bytes:
@@ -151,20 +175,26 @@ def parse_key(buf: bytes) -> OffsetKey | GroupKey:
 # ---------------------------------------------------------------------------
 # values
 
+# OffsetAndMetadata carries the value's field names (expire_timestamp None only at v3, which omits it)
+_write_offset_value = _writer(OffsetCommitValue, OFFSET_COMMIT_VALUE_VERSION)
+_write_offset_value_with_expiry = _writer(
+    OffsetCommitValue, OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY
+)
+
+
+def stored_offset(om: OffsetAndMetadata) -> OffsetAndMetadata:
+    """`om` as its record reads back: the version with an expiry (v1) has no leader epoch, and a
+    negative expiry reads as none."""
+    expire = om.expire_timestamp
+    if expire is None or (expire >= 0 and om.leader_epoch == -1):
+        return om
+    return om._replace(leader_epoch=-1, expire_timestamp=expire if expire >= 0 else None)
+
 
 def offset_value(om: OffsetAndMetadata) -> bytes:
     if om.expire_timestamp is not None:
-        version = OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY
-    else:
-        version = OFFSET_COMMIT_VALUE_VERSION
-    value = OffsetCommitValue(
-        offset=om.offset,
-        leader_epoch=om.leader_epoch if version >= 3 else -1,
-        metadata=om.metadata,
-        commit_timestamp=om.commit_timestamp,
-        expire_timestamp=om.expire_timestamp if om.expire_timestamp is not None else -1,
-    )
-    return _versioned(value, version)
+        return _write_offset_value_with_expiry(om)
+    return _write_offset_value(om)
 
 
 def parse_offset_value(buf: bytes) -> OffsetAndMetadata:
@@ -195,19 +225,34 @@ def parse_group_value(buf: bytes) -> Any:
     return GroupMetadataValue.decode(buf, version, pos, exact=False)
 
 
+# ---------------------------------------------------------------------------
+# records: the bytes to append plus the decoded key and value they hold, which the live path replays
+
+
 def offset_commit_record(
     group: str, topic: str, partition: int, om: OffsetAndMetadata
 ) -> CoordinatorRecord:
-    return CoordinatorRecord(offset_key(group, topic, partition), offset_value(om))
+    key, parsed_key = _offset_key(group, topic, partition)
+    return CoordinatorRecord(key, offset_value(om), parsed_key, stored_offset(om))
 
 
 def offset_tombstone(group: str, topic: str, partition: int) -> CoordinatorRecord:
-    return CoordinatorRecord(offset_key(group, topic, partition), None)
+    key, parsed_key = _offset_key(group, topic, partition)
+    return CoordinatorRecord(key, None, parsed_key, None)
 
 
 def group_metadata_record(group: str, value: Any) -> CoordinatorRecord:
-    return CoordinatorRecord(group_key(group), group_value(value))
+    return CoordinatorRecord(group_key(group), group_value(value), GroupKey(group), value)
 
 
 def group_tombstone(group: str) -> CoordinatorRecord:
-    return CoordinatorRecord(group_key(group), None)
+    return CoordinatorRecord(group_key(group), None, GroupKey(group), None)
+
+
+def encode_batch(records: Sequence[CoordinatorRecord], timestamp: int) -> bytes:
+    """One v2 batch of the records' keys and values, all stamped `timestamp`, built in one pass."""
+    builder = RecordBatchBuilder()
+    append = builder.append
+    for r in records:
+        append(r.key, r.value, (), timestamp)
+    return builder.build()

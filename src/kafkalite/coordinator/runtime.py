@@ -1,7 +1,8 @@
 """The coordinator's shared machinery: groups by `__consumer_offsets` partition, ownership and loading,
 request validation, the clock, and writing records then replaying them (the one path state takes).
 
-Live writes and the load after a restart both end in `_replay`; nothing else changes persisted state.
+Live writes (from the records' decoded form) and the load after a restart (parsing bytes) both end in
+`_apply`; nothing else changes persisted state.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from kafkalite.coordinator.types import (
     CoordinatorConfig,
     CoordinatorRecord,
     JoinGroupResult,
+    OffsetAndMetadata,
     SyncGroupResult,
     TopicPartition,
 )
@@ -155,8 +157,12 @@ class CoordinatorRuntime:
 
         def appended(code: ErrorCode) -> None:
             if code == E.NO_ERROR:
+                apply = self._apply
                 for r in records:
-                    self._replay(partition, r.key, r.value, live=True)
+                    if r.parsed_key is None:  # built from bytes alone: read them as a load would
+                        self._replay(partition, r.key, r.value, live=True)
+                    else:
+                        apply(partition, r.parsed_key, r.parsed_value, live=True)
             else:
                 log.warning(
                     "could not append %d record(s) for group %r to __consumer_offsets-%d: %s",
@@ -176,7 +182,8 @@ class CoordinatorRuntime:
     def _replay(
         self, partition: int, key: bytes | None, value: bytes | None, *, live: bool
     ) -> None:
-        """Apply one `__consumer_offsets` record. The same code runs for live appends and for loading."""
+        """Parse one `__consumer_offsets` record and apply it (the load path; unreadable records are
+        skipped with a warning)."""
         if key is None:
             return
         try:
@@ -188,38 +195,48 @@ class CoordinatorRuntime:
                 exc,
             )
             return
-        if isinstance(parsed, rec.OffsetKey):
-            self._replay_offset(parsed, value)
-        elif value is None:
-            self._replay_group_tombstone(parsed.group, live=live)
-        else:
-            try:
-                metadata = rec.parse_group_value(value)
-            except DecodeError as exc:
+        parsed_value: Any = None
+        try:
+            if value is None:
+                pass
+            elif isinstance(parsed, rec.OffsetKey):
+                parsed_value = rec.parse_offset_value(value)
+            else:
+                parsed_value = rec.parse_group_value(value)
+        except DecodeError as exc:
+            if isinstance(parsed, rec.OffsetKey):
+                tp = TopicPartition(parsed.topic, parsed.partition)
+                log.warning("unreadable committed offset of %r %s: %s", parsed.group, tp, exc)
+            else:
                 log.warning(
                     "__consumer_offsets-%d: unreadable metadata of group %r: %s",
                     partition,
                     parsed.group,
                     exc,
                 )
-                return
-            self._replay_group_metadata(parsed.group, metadata, live=live)
+            return
+        self._apply(partition, parsed, parsed_value, live=live)
 
-    def _replay_offset(self, key: rec.OffsetKey, value: bytes | None) -> None:
+    def _apply(self, partition: int, key: Any, value: Any, *, live: bool) -> None:
+        """Apply one decoded record (value None = tombstone). Live appends and loading both end here:
+        nothing else changes persisted state."""
+        if type(key) is rec.OffsetKey:
+            self._replay_offset(key, value)
+        elif value is None:
+            self._replay_group_tombstone(key.group, live=live)
+        else:
+            self._replay_group_metadata(key.group, value, live=live)
+
+    def _replay_offset(self, key: rec.OffsetKey, value: OffsetAndMetadata | None) -> None:
         tp = TopicPartition(key.topic, key.partition)
         group = self.groups.get(key.group)
         if value is None:
             if group is not None:
                 group.offsets.pop(tp, None)
             return
-        try:
-            om = rec.parse_offset_value(value)
-        except DecodeError as exc:
-            log.warning("unreadable committed offset of %r %s: %s", key.group, tp, exc)
-            return
         if group is None:
             group = self.groups[key.group] = GroupMetadata(key.group)
-        group.offsets[tp] = om
+        group.offsets[tp] = value
 
     def _replay_group_metadata(self, group_id: str, value: Any, *, live: bool) -> None:
         group = self.groups.get(group_id)

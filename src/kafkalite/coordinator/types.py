@@ -6,7 +6,7 @@ Results mirror the response fields of the group APIs so broker handlers only tra
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from kafkalite.protocol.errors import ErrorCode
 
@@ -41,9 +41,8 @@ class TopicPartition(NamedTuple):
     partition: int
 
 
-@dataclass(frozen=True)
-class OffsetAndMetadata:
-    """A committed offset as stored in an offset-commit record."""
+class OffsetAndMetadata(NamedTuple):
+    """A committed offset as stored in an offset-commit record (immutable; a tuple, cheap to build)."""
 
     offset: int
     leader_epoch: int = -1
@@ -52,12 +51,17 @@ class OffsetAndMetadata:
     expire_timestamp: int | None = None
 
 
-@dataclass(frozen=True)
-class CoordinatorRecord:
-    """One keyed record for a `__consumer_offsets` partition; `value` None is a tombstone."""
+class CoordinatorRecord(NamedTuple):
+    """One keyed record for a `__consumer_offsets` partition; `value` None is a tombstone.
+
+    `parsed_key`/`parsed_value` are what the bytes decode to (records.OffsetKey or GroupKey;
+    OffsetAndMetadata or a GroupMetadataValue): a live append replays those, a load parses the bytes.
+    """
 
     key: bytes
     value: bytes | None
+    parsed_key: Any = None
+    parsed_value: Any = None
 
 
 # ---------------------------------------------------------------------------

@@ -1,0 +1,318 @@
+"""`kafkalite groups list|describe|delete|reset-offsets`, in the spirit of kafka-consumer-groups.sh: printing
+and argparse; the Kafka calls (FindCoordinator, offsets, log ends, resets) live in cli.group_ops.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from kafkalite.cli.group_ops import (
+    EARLIEST,
+    GROUP_STATES,
+    LATEST,
+    TP,
+    Cluster,
+    GroupDescription,
+    ListedGroup,
+    Member,
+    OffsetReset,
+    PartitionOffsets,
+    ResetSpec,
+    committed_offsets,
+    delete_groups,
+    describe_group,
+    describe_state,
+    execute_reset,
+    list_groups,
+    list_offsets,
+    parse_datetime,
+    parse_topic_specs,
+    plan_reset,
+    topic_partitions,
+)
+from kafkalite.cli.wire import CliError, WireClient
+from kafkalite.protocol.errors import ErrorCode
+
+__all__ = [
+    "EARLIEST",
+    "GROUP_STATES",
+    "LATEST",
+    "TP",
+    "Cluster",
+    "GroupDescription",
+    "ListedGroup",
+    "Member",
+    "OffsetReset",
+    "PartitionOffsets",
+    "ResetSpec",
+    "add_parser",
+    "committed_offsets",
+    "delete_groups",
+    "describe_group",
+    "describe_state",
+    "execute_reset",
+    "list_groups",
+    "list_offsets",
+    "parse_datetime",
+    "parse_topic_specs",
+    "plan_reset",
+    "topic_partitions",
+]
+
+
+# ---------------------------------------------------------------------------
+# printing and the argparse commands
+
+
+def _table(title: str | None, columns: list[str], rows: list[list[Any]]) -> None:
+    cells = [["-" if c is None else str(c) for c in r] for r in rows]
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:
+        print("\t".join(columns))
+        for r in cells:
+            print("\t".join(r))
+        return
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=max(console.width, 240))  # piped: never squeeze ids into wraps
+    table = Table(title=title, title_justify="left")
+    for col in columns:
+        table.add_column(col, no_wrap=True, overflow="fold")
+    for r in cells:
+        table.add_row(*r)
+    console.print(table)
+
+
+def _assignment_text(tps: list[TP]) -> str:
+    by_topic: dict[str, list[int]] = {}
+    for t, p in tps:
+        by_topic.setdefault(t, []).append(p)
+    return " ".join(f"{t}:{','.join(map(str, ps))}" for t, ps in by_topic.items()) or "-"
+
+
+def _cmd_list(cluster: Cluster, a: argparse.Namespace) -> None:
+    states = [s for item in a.state or [] for s in item.split(",") if s.strip()]
+    groups = list_groups(cluster, states)
+    if a.verbose or states:
+        _table(
+            None,
+            ["GROUP", "STATE", "PROTOCOL-TYPE"],
+            [[g.group_id, g.state, g.protocol_type] for g in groups],
+        )
+    else:
+        for g in groups:
+            print(g.group_id)
+
+
+def _print_description(d: GroupDescription, a: argparse.Namespace) -> None:
+    show_all = not (a.members or a.offsets or a.state)
+    print(
+        f"Group {d.group_id}: state {d.state}, protocol type {d.protocol_type or '-'}, "
+        f"protocol {d.protocol or '-'}, {len(d.members)} member(s)"
+    )
+    if (show_all or a.members) and d.members:
+        _table(
+            "Members",
+            ["CONSUMER-ID", "GROUP-INSTANCE-ID", "CLIENT-ID", "HOST", "#PARTITIONS", "ASSIGNMENT"],
+            [
+                [
+                    m.member_id,
+                    m.group_instance_id,
+                    m.client_id,
+                    m.host,
+                    len(m.assignment),
+                    _assignment_text(m.assignment),
+                ]
+                for m in d.members
+            ],
+        )
+    elif (show_all or a.members) and not d.members:
+        print(f"Consumer group {d.group_id!r} has no active members.")
+    if show_all or a.offsets:
+        if not d.offsets:
+            print(
+                f"Consumer group {d.group_id!r} has no committed offsets and no assigned partitions."
+            )
+            return
+        _table(
+            "Offsets",
+            [
+                "TOPIC",
+                "PARTITION",
+                "CURRENT-OFFSET",
+                "LOG-END-OFFSET",
+                "LAG",
+                "CONSUMER-ID",
+                "HOST",
+                "CLIENT-ID",
+            ],
+            [
+                [
+                    o.topic,
+                    o.partition,
+                    o.committed,
+                    o.log_end,
+                    o.lag,
+                    o.member.member_id if o.member else None,
+                    o.member.host if o.member else None,
+                    o.member.client_id if o.member else None,
+                ]
+                for o in d.offsets
+            ],
+        )
+        total = sum(o.lag or 0 for o in d.offsets)
+        print(f"Total lag: {total}")
+
+
+def _cmd_describe(cluster: Cluster, a: argparse.Namespace) -> None:
+    if a.all_groups:
+        names = [g.group_id for g in list_groups(cluster)]
+    elif a.group:
+        names = list(dict.fromkeys(a.group))
+    else:
+        raise CliError("name a group with --group G (repeatable) or use --all-groups")
+    missing = []
+    for i, name in enumerate(names):
+        d = describe_group(cluster, name)
+        if not d.exists:
+            missing.append(name)
+            continue
+        if i:
+            print()
+        _print_description(d, a)
+    if missing:
+        raise CliError(", ".join(f"consumer group {g!r} does not exist" for g in missing))
+
+
+def _cmd_delete(cluster: Cluster, a: argparse.Namespace) -> None:
+    results = delete_groups(cluster, a.group)
+    failed = []
+    for g, code in results.items():
+        if code == ErrorCode.NO_ERROR:
+            print(f"Deleted consumer group {g!r}.")
+        elif code == ErrorCode.GROUP_ID_NOT_FOUND:
+            failed.append(f"consumer group {g!r} does not exist (GROUP_ID_NOT_FOUND)")
+        elif code == ErrorCode.NON_EMPTY_GROUP:
+            failed.append(
+                f"cannot delete consumer group {g!r}: it has active members (NON_EMPTY_GROUP)"
+            )
+        else:
+            failed.append(f"cannot delete consumer group {g!r}: {code.name}")
+    if failed:
+        raise CliError("; ".join(failed))
+
+
+def _reset_spec(a: argparse.Namespace) -> ResetSpec:
+    if a.to_earliest:
+        return ResetSpec("earliest")
+    if a.to_latest:
+        return ResetSpec("latest")
+    if a.to_offset is not None:
+        if a.to_offset < 0:
+            raise CliError("--to-offset must be >= 0")
+        return ResetSpec("offset", a.to_offset)
+    if a.to_datetime is not None:
+        return ResetSpec("datetime", parse_datetime(a.to_datetime))
+    if a.shift_by is not None:
+        return ResetSpec("shift", a.shift_by)
+    raise CliError(
+        "choose a reset: --to-earliest, --to-latest, --to-offset N, --to-datetime ISO or --shift-by N"
+    )
+
+
+def _cmd_reset(cluster: Cluster, a: argparse.Namespace) -> None:
+    if a.execute and a.dry_run:
+        raise CliError("--dry-run and --execute exclude each other")
+    if bool(a.topic) == bool(a.all_topics):
+        raise CliError("choose the partitions with --topic T[:p,...] (repeatable) or --all-topics")
+    spec = _reset_spec(a)
+    state, plan = plan_reset(
+        cluster, a.group, None if a.all_topics else parse_topic_specs(a.topic), spec
+    )
+    _table(
+        f"Offsets of group {a.group}",
+        ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET"],
+        [[a.group, r.topic, r.partition, r.current, r.new] for r in plan],
+    )
+    if state == "Dead":
+        print(f"(group {a.group!r} does not exist yet: --execute creates it with these offsets)")
+    if not a.execute:
+        print("Dry run: nothing changed. Add --execute to commit these offsets.")
+        return
+    execute_reset(cluster, a.group, plan)
+    print(f"Committed {len(plan)} offset(s) for group {a.group!r}.")
+
+
+def _run(a: argparse.Namespace) -> int:
+    with WireClient(a.bootstrap_server) as c:
+        cluster = Cluster(c)
+        try:
+            {
+                "list": _cmd_list,
+                "describe": _cmd_describe,
+                "delete": _cmd_delete,
+                "reset-offsets": _cmd_reset,
+            }[a.action](cluster, a)
+        finally:
+            cluster.close()
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "groups", help="list, describe, delete consumer groups or reset their offsets"
+    )
+    p.add_argument("--bootstrap-server", default="127.0.0.1:9092")
+    acts = p.add_subparsers(dest="action", required=True)
+
+    lst = acts.add_parser("list", help="the groups of the cluster")
+    lst.add_argument(
+        "--state",
+        action="append",
+        metavar="STATE[,STATE]",
+        help=f"only groups in these states ({', '.join(GROUP_STATES)}); shows the state column",
+    )
+    lst.add_argument("-v", "--verbose", action="store_true", help="show state and protocol type")
+
+    d = acts.add_parser("describe", help="state, members and per-partition offsets and lag")
+    d.add_argument("--group", action="append", metavar="GROUP", help="repeatable")
+    d.add_argument("--all-groups", action="store_true")
+    d.add_argument("--members", action="store_true", help="only the members")
+    d.add_argument("--offsets", action="store_true", help="only the offsets and lag")
+    d.add_argument("--state", action="store_true", help="only the state line")
+
+    x = acts.add_parser("delete", help="delete Empty groups and their committed offsets")
+    x.add_argument("--group", action="append", required=True, metavar="GROUP", help="repeatable")
+
+    r = acts.add_parser(
+        "reset-offsets", help="reset a group's committed offsets (dry run unless --execute)"
+    )
+    r.add_argument("--group", required=True)
+    r.add_argument(
+        "--topic",
+        action="append",
+        metavar="TOPIC[:P,...]",
+        help="T (every partition) or T:0,2; repeatable",
+    )
+    r.add_argument(
+        "--all-topics", action="store_true", help="every topic the group has offsets for"
+    )
+    how = r.add_mutually_exclusive_group(required=True)
+    how.add_argument("--to-earliest", action="store_true")
+    how.add_argument("--to-latest", action="store_true")
+    how.add_argument("--to-offset", type=int, metavar="N")
+    how.add_argument(
+        "--to-datetime", metavar="ISO", help="e.g. 2024-05-01T12:00:00 (local) or ...+00:00"
+    )
+    how.add_argument("--shift-by", type=int, metavar="N", help="negative moves back")
+    r.add_argument(
+        "--execute", action="store_true", help="commit the new offsets (default: dry run)"
+    )
+    r.add_argument("--dry-run", action="store_true", help="show the new offsets only (the default)")
+
+    for q in (lst, d, x, r):
+        q.add_argument("--bootstrap-server", default=argparse.SUPPRESS)
+    p.set_defaults(func=_run)
