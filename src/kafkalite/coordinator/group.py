@@ -396,29 +396,27 @@ class GroupMetadata:
         ts = value.current_state_timestamp
         if ts >= 0:
             self.state_timestamp = ts
-        wanted: dict[str, Any] = {m.member_id: m for m in value.members}
-        for member_id in [mid for mid in self.members if mid not in wanted]:
+        # the record is the whole truth: members of an earlier generation are rebuilt from it, so a
+        # member that rejoined with other protocols or timeouts reloads as it was last written
+        for member_id in list(self.members):
             self.remove(member_id)
-        for mid, rec in wanted.items():
-            instance_id = rec.group_instance_id or None
-            member = self.members.get(mid)
-            if member is None:
-                protocols: Protocols = (
-                    [(value.protocol, rec.subscription)] if value.protocol is not None else []
-                )
-                member = MemberMetadata(
-                    member_id=mid,
-                    group_instance_id=instance_id,
-                    client_id=rec.client_id,
-                    client_host=rec.client_host,
-                    rebalance_timeout_ms=rec.rebalance_timeout
-                    if rec.rebalance_timeout > 0
-                    else rec.session_timeout,
-                    session_timeout_ms=rec.session_timeout,
-                    protocol_type=value.protocol_type,
-                    supported_protocols=protocols,
-                )
-                self.add(member)
+        for mid, rec in {m.member_id: m for m in value.members}.items():
+            protocols: Protocols = (
+                [(value.protocol, rec.subscription)] if value.protocol is not None else []
+            )
+            member = MemberMetadata(
+                member_id=mid,
+                group_instance_id=rec.group_instance_id or None,
+                client_id=rec.client_id,
+                client_host=rec.client_host,
+                rebalance_timeout_ms=rec.rebalance_timeout
+                if rec.rebalance_timeout > 0
+                else rec.session_timeout,
+                session_timeout_ms=rec.session_timeout,
+                protocol_type=value.protocol_type,
+                supported_protocols=protocols,
+            )
+            self.add(member)
             member.assignment = rec.assignment
         self.leader_id = value.leader
         self.subscribed_topics = self.compute_subscribed_topics()
