@@ -32,7 +32,8 @@ _NULL = zigzag_bytes(-1)
 class BatchWriter:
     """Records of one producer batch (RecordBatch v2), encoded as they arrive; the header at build().
 
-    The producer's own hot path: no-header records with small fields take one inline branch.
+    No-header records with small fields take one inline branch; the producer's send() closure encodes
+    the same layout straight into `_buf` (it owns `_buf`, `_count`, `_base_ts` and `_max_ts` too).
     """
 
     __slots__ = (
@@ -64,43 +65,6 @@ class BatchWriter:
     @property
     def estimated_size(self) -> int:
         return HEADER_SIZE + len(self._buf)
-
-    def append_small(
-        self, key: bytes | None, kl: int, value: bytes | None, vl: int, ts: int, limit: int
-    ) -> int:
-        """Append a header-less record with fields under 8 KiB if it fits `limit`; -1 otherwise."""
-        delta = self._count
-        if not delta:
-            return -1
-        td = ts - self._base_ts
-        if not (0 <= td < _LIM and delta < _LIM):
-            return -1
-        zz = _ZZ
-        td_b = zz[td]
-        d_b = zz[delta]
-        kz = _NULL if key is None else zz[kl]
-        vz = _NULL if value is None else zz[vl]
-        n = 2 + len(td_b) + len(d_b) + len(kz) + kl + len(vz) + vl
-        buf = self._buf
-        if HEADER_SIZE + len(buf) + n + 2 > limit:
-            return -1
-        buf += b"".join(
-            (
-                zz[n] if n < _LIM else zigzag_bytes(n),
-                b"\x00",
-                td_b,
-                d_b,
-                kz,
-                key or b"",
-                vz,
-                value or b"",
-                b"\x00",
-            )
-        )
-        if ts > self._max_ts:
-            self._max_ts = ts
-        self._count = delta + 1
-        return delta
 
     def append(self, key: bytes | None, value: bytes | None, headers: Any, ts: int) -> int:
         delta = self._count
@@ -386,6 +350,9 @@ class RecordAccumulator:
                     if chosen and size + est > max_size:
                         break
                     dq.popleft()
+                    first.limit = (
+                        0  # sealed: a retried batch back in the deque takes no new records
+                    )
                     size += est
                     first.drained_at = now
                     chosen.append(first)

@@ -9,10 +9,10 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from kafkalite.client.accumulator import HEADER_SIZE, RECORD_OVERHEAD, RecordAccumulator
+from kafkalite.client.accumulator import _NULL, _ZZ, HEADER_SIZE, RECORD_OVERHEAD, RecordAccumulator
 from kafkalite.client.config import PRODUCER, make_config
 from kafkalite.client.errors import IllegalStateError, KafkaTimeoutError
-from kafkalite.client.futures import FutureRecordMetadata, RecordMetadata
+from kafkalite.client.futures import FutureRecordMetadata, RecordMetadata, _RecordFuture
 from kafkalite.client.network import IOThread, NetworkClient
 from kafkalite.client.partitioner import (
     DefaultPartitioner,
@@ -23,6 +23,7 @@ from kafkalite.client.partitioner import (
 from kafkalite.client.sender import Sender
 from kafkalite.client.serialization import make_serializer
 from kafkalite.protocol.errors import ErrorCode, KafkaError
+from kafkalite.records.batch import zigzag_bytes
 from kafkalite.records.compression import Compression
 
 log = logging.getLogger("kafkalite.client.producer")
@@ -75,7 +76,8 @@ class KafkaProducer:
         self._acc = RecordAccumulator(cfg, _compression_id(cfg["compression.type"]))
         self._sender = Sender(self._client, self._acc, cfg)
         self._parts: dict[str, tuple[int, list[int], list[int]]] = {}
-        self._fast: dict[str, tuple[int, int]] = {}  # topic -> (metadata version, partitions)
+        # topic -> (metadata version, partition count, the accumulator's deques by partition)
+        self._fast: dict[str, tuple[int, int, dict[int, Any]]] = {}
         p = self._partitioner
         self._sticky_null = isinstance(p, UniformStickyPartitioner) and not getattr(
             p, "ignore_keys", False
@@ -138,7 +140,9 @@ class KafkaProducer:
         entry = (md.version, parts, available)
         self._parts[topic] = entry
         if parts == list(range(len(parts))):
-            self._fast[topic] = (md.version, len(parts))
+            with self._acc.lock:  # the hot path reaches this topic's deques without the tuple key
+                by_part = self._acc.topic_deques.setdefault(topic, {})
+            self._fast[topic] = (md.version, len(parts), by_part)
         return entry
 
     # -- sending
@@ -199,7 +203,7 @@ class KafkaProducer:
                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                 f"partition {partition} of {topic!r} (it has {len(parts)})",
             )
-        ts = int(time.time() * 1000) if timestamp_ms is None else int(timestamp_ms)
+        ts = time.time_ns() // 1000000 if timestamp_ms is None else int(timestamp_ms)
         acc = self._acc
         tp = (topic, partition)
         # fast path: room in the open batch of this partition
@@ -253,23 +257,31 @@ class KafkaProducer:
         return self._send_slow(topic, value, key, headers, partition, timestamp_ms, callback)
 
     def _make_send(self) -> Any:
-        """The per-record hot path as a closure (locals instead of attribute lookups): bytes/None key
-        and value, no headers, room in the open batch of the partition; anything else goes the slow way."""
+        """The per-record hot path as one closure with everything inlined (locals, no method calls but the
+        future's constructor): bytes/None key and value under 8 KiB, no headers, a known partition count
+        and room in the open batch of the partition. The record is encoded straight into the open batch's
+        buffer under the accumulator lock (the I/O thread drains concurrently); anything else, including
+        the first record of every batch, goes the slow way."""
         slow = self._send_slow
         fast_map = self._fast
         md = self.metadata
-        sticky_map = self._sticky_map
+        sticky_get = self._sticky_map.get
         sticky_null = self._sticky_null
         murmur_keys = self._murmur_keys
         acc = self._acc
         acquire = acc.lock.acquire
         release = acc.lock.release
-        topic_deques = acc.topic_deques
         wakeup = self._sender.wakeup
-        now = time.time
-        frm = FutureRecordMetadata
-        limit_ = _LIMIT
-        raw = self._raw_both
+        time_ns = time.time_ns
+        new_fut = _RecordFuture
+        zz = _ZZ
+        null = _NULL
+        lim = _LIMIT
+        join = b"".join
+        # the batch header and the record's own length varint (under 3 bytes for these sizes)
+        room = HEADER_SIZE + 3
+        if not self._raw_both:  # serializers to call: no shortcut
+            return slow
 
         def send(
             topic: str,
@@ -280,53 +292,79 @@ class KafkaProducer:
             timestamp_ms: int | None = None,
             callback: Any = None,
         ) -> FutureRecordMetadata:
-            if headers is None and raw and not acc.closed:
-                fast = fast_map.get(topic)
-                if fast is not None and fast[0] == md.version:
-                    kl = vl = 0
-                    if key is not None:
-                        kl = len(key) if type(key) is bytes else limit_
-                    if value is not None:
-                        vl = len(value) if type(value) is bytes else limit_
-                    p = partition
-                    if p is None:
-                        if key is None:
-                            p = sticky_map.get(topic) if sticky_null else None
-                        elif murmur_keys and kl < limit_:
-                            p = (murmur2(key) & 0x7FFFFFFF) % fast[1]
-                    if p is not None and kl < limit_ and vl < limit_:
-                        ts = int(now() * 1000) if timestamp_ms is None else int(timestamp_ms)
-                        by_part = topic_deques.get(topic)
-                        if by_part is not None:
-                            fut = None
-                            full = False
-                            acquire()
-                            try:
-                                dq = by_part.get(p)
-                                if dq:
-                                    last = dq[-1]
-                                    delta = last.builder.append_small(
-                                        key, kl, value, vl, ts, last.limit
-                                    )
-                                    if delta >= 0:
-                                        fut = frm(
-                                            last.outcome,
-                                            topic,
-                                            p,
-                                            delta,
-                                            ts,
-                                            -1 if key is None else kl,
-                                            -1 if value is None else vl,
+            fast = fast_map.get(topic)
+            if fast is not None and headers is None and fast[0] == md.version and not acc.closed:
+                if value is None:
+                    vz = null
+                    vl = 0
+                    vs = -1
+                elif type(value) is bytes and (vl := len(value)) < lim:
+                    vz = zz[vl]
+                    vs = vl
+                else:
+                    return slow(topic, value, key, headers, partition, timestamp_ms, callback)
+                p = partition
+                if key is None:
+                    kz = null
+                    kl = 0
+                    ks = -1
+                    kd = b""
+                    if p is None and sticky_null:
+                        p = sticky_get(topic)
+                elif type(key) is bytes and (kl := len(key)) < lim:
+                    kz = zz[kl]
+                    ks = kl
+                    kd = key
+                    if p is None and murmur_keys:
+                        p = (murmur2(key) & 0x7FFFFFFF) % fast[1]
+                else:
+                    return slow(topic, value, key, headers, partition, timestamp_ms, callback)
+                if p is not None:
+                    ts = time_ns() // 1000000 if timestamp_ms is None else int(timestamp_ms)
+                    kv = len(kz) + kl + len(vz) + vl + 2  # + attributes and header count
+                    fut: FutureRecordMetadata | None = None
+                    wake = False
+                    acquire()
+                    try:
+                        dq = fast[2].get(p)
+                        if dq:
+                            last = dq[-1]
+                            b = last.builder
+                            delta = b._count
+                            td = ts - b._base_ts
+                            if 0 < delta < lim and 0 <= td < lim:
+                                buf = b._buf
+                                tdz = zz[td]
+                                dz = zz[delta]
+                                n = kv + len(tdz) + len(dz)
+                                if len(buf) + n + room <= last.limit:
+                                    buf += join(
+                                        (
+                                            zz[n] if n < lim else zigzag_bytes(n),
+                                            b"\x00",
+                                            tdz,
+                                            dz,
+                                            kz,
+                                            kd,
+                                            vz,
+                                            value or b"",
+                                            b"\x00",
                                         )
-                                        full = len(dq) > 1
-                            finally:
-                                release()
-                            if fut is not None:
-                                if full:
-                                    wakeup()
-                                if callback is not None:
-                                    fut.add_both(callback)
-                                return fut
+                                    )
+                                    if ts > b._max_ts:
+                                        b._max_ts = ts
+                                    b._count = delta + 1
+                                    fut = new_fut()
+                                    fut._r = (last.outcome, topic, p, delta, ts, ks, vs)
+                                    wake = len(dq) > 1
+                    finally:
+                        release()
+                    if fut is not None:
+                        if wake:
+                            wakeup()
+                        if callback is not None:
+                            fut.add_both(callback)
+                        return fut
             return slow(topic, value, key, headers, partition, timestamp_ms, callback)
 
         return send

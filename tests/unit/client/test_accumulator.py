@@ -141,3 +141,22 @@ def test_expired_batches() -> None:
     assert acc.expired(time.monotonic()) == []
     assert len(acc.expired(time.monotonic() + 0.2)) == 1
     assert not acc.has_undrained()
+
+
+def test_retried_batch_takes_no_new_records() -> None:
+    """A drained batch is sealed: once re-enqueued for a retry (its bytes already built), later records
+    go to a new batch behind it instead of into bytes that will never be re-encoded."""
+    acc = RecordAccumulator(_cfg(batch_size=10_000, linger_ms=0, retry_backoff_ms=1), 0)
+    md = _metadata({("t", 0): 1})
+    acc.append(("t", 0), 1, None, b"a", ())
+    now = time.monotonic()
+    [b0] = acc.drain(md, {1}, 1 << 20, 5, now)[1]
+    built = b0.build()
+    acc.batch_done(b0)
+    acc.reenqueue(b0, now)
+    fut, _, new = acc.append(("t", 0), 2, None, b"b", ())
+    assert fut is not None and new and fut.delta == 0
+    dq = acc.batches[("t", 0)]
+    assert dq[0] is b0 and len(dq) == 2 and len(b0.builder) == 1
+    assert b0.build() == built
+    assert [r.value for r in decode_batch(dq[1].build(), 0).records] == [b"b"]
