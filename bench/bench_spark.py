@@ -17,6 +17,8 @@ import time
 import uuid
 from pathlib import Path
 
+from peers import free_port
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -88,12 +90,6 @@ def _memory_source_class() -> type:
 
 
 MemorySource = _memory_source_class() if __name__ != "__main__" else None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start_broker(data: Path) -> tuple[subprocess.Popen[bytes], str]:
