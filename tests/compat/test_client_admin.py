@@ -92,3 +92,17 @@ def test_groups(any_broker) -> None:  # noqa: F811
         assert offs[TP(topic, 0)].offset == 1
         admin.delete_groups([group])
         assert group not in [g for g, _, _ in admin.list_groups()]
+
+
+def test_describing_an_unknown_topic_creates_nothing(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Like Kafka's AdminClient: asking about a topic is not a reason to create it."""
+    from kafkalite.testing import Broker
+
+    with (
+        Broker(tmp_path) as b,
+        KafkaAdminClient(bootstrap_servers=b.bootstrap_servers) as admin,
+    ):
+        with pytest.raises(KafkaError) as err:
+            admin.describe_topics(["never-created"])
+        assert "UNKNOWN_TOPIC_OR_PARTITION" in str(err.value)
+        assert "never-created" not in admin.list_topics()

@@ -78,7 +78,12 @@ CONSUMER: dict[str, Any] = {
     "rebalance.listener": None,
 }
 
-ADMIN: dict[str, Any] = {**COMMON, "default.api.timeout.ms": 60000}
+# Kafka's AdminClient never creates topics by asking about them (its Metadata requests say so)
+ADMIN: dict[str, Any] = {
+    **COMMON,
+    "default.api.timeout.ms": 60000,
+    "allow.auto.create.topics": False,
+}
 
 _INT_SUFFIXES = (".ms", ".bytes", ".size", ".records", ".memory", ".connection", "retries")
 
