@@ -13,6 +13,7 @@ import sys
 from array import array
 from bisect import bisect_left, bisect_right
 from pathlib import Path
+from typing import ClassVar
 
 _BIG = sys.byteorder == "big"
 _OFF_ENTRY = struct.Struct(">ii")
@@ -89,39 +90,77 @@ class _IndexFile:
                 self.fd = -1
 
 
-class OffsetIndex:
-    """Maps relative offsets of batch starts to positions in the segment's .log file."""
+class _SparseIndex:
+    """What both indexes share: two parallel columns in memory, spilled to their file in batches."""
 
-    ENTRY_SIZE = 8
+    ENTRY: ClassVar[struct.Struct]
+    ENTRY_SIZE: ClassVar[int]
 
     def __init__(self, path: Path, base_offset: int, max_index_bytes: int) -> None:
         self.base_offset = base_offset
         self.max_entries = max(1, max_index_bytes // self.ENTRY_SIZE)
         self._file = _IndexFile(path)
-        # positions are appended before offsets, so a reader bisecting `_offsets` always
-        # finds the matching position present
-        self._offsets: array[int] = array("i")
-        self._positions: array[int] = array("i")
         self._written = 0  # entries handed to the file
+
+    def _columns(self) -> tuple[array[int], array[int]]:
+        """The two columns in file order (each entry is ENTRY.pack(first[i], second[i]))."""
+        raise NotImplementedError
 
     @property
     def path(self) -> Path:
         return self._file.path
 
     def __len__(self) -> int:
-        return len(self._offsets)
-
-    def _spill(self) -> None:
-        """Hand the entries not yet in the file to it, in one write."""
-        n, w = len(self._offsets), self._written
-        if n > w:
-            data = b"".join(map(_OFF_ENTRY.pack, self._offsets[w:n], self._positions[w:n]))
-            self._file.write(data, w * self.ENTRY_SIZE)
-            self._written = n
+        return len(self._columns()[0])
 
     @property
     def is_full(self) -> bool:
-        return len(self._offsets) >= self.max_entries
+        return len(self) >= self.max_entries
+
+    def _spill(self) -> None:
+        """Hand the entries not yet in the file to it, in one write."""
+        first, second = self._columns()
+        n, w = len(first), self._written
+        if n > w:
+            data = b"".join(map(self.ENTRY.pack, first[w:n], second[w:n]))
+            self._file.write(data, w * self.ENTRY_SIZE)
+            self._written = n
+
+    def _keep_on_disk(self, n: int) -> None:
+        """The columns were cut to `n` entries: cut the file to match."""
+        self._written = min(self._written, n)
+        self._file.truncate(n * self.ENTRY_SIZE)
+
+    def flush(self) -> None:
+        self._spill()
+        self._file.flush()
+
+    def rename(self, path: Path) -> None:
+        self._file.rename(path)
+
+    def close(self) -> None:
+        try:
+            if self._file.fd >= 0:
+                self._spill()
+        finally:
+            self._file.close()
+
+
+class OffsetIndex(_SparseIndex):
+    """Maps relative offsets of batch starts to positions in the segment's .log file."""
+
+    ENTRY = _OFF_ENTRY
+    ENTRY_SIZE = 8
+
+    def __init__(self, path: Path, base_offset: int, max_index_bytes: int) -> None:
+        super().__init__(path, base_offset, max_index_bytes)
+        # positions are appended before offsets, so a reader bisecting `_offsets` always
+        # finds the matching position present
+        self._offsets: array[int] = array("i")
+        self._positions: array[int] = array("i")
+
+    def _columns(self) -> tuple[array[int], array[int]]:
+        return self._offsets, self._positions
 
     def load(self, log_size: int) -> None:
         """Read entries from disk; CorruptIndex if they are not a monotonic, in-bounds sequence."""
@@ -177,61 +216,27 @@ class OffsetIndex:
         i = bisect_left(self._offsets, offset - self.base_offset)
         self._offsets = self._offsets[:i]
         self._positions = self._positions[:i]
-        self._written = min(self._written, i)
-        self._file.truncate(i * self.ENTRY_SIZE)
+        self._keep_on_disk(i)
 
     def reset(self) -> None:
         self._offsets = array("i")
         self._positions = array("i")
-        self._written = 0
-        self._file.truncate(0)
-
-    def flush(self) -> None:
-        self._spill()
-        self._file.flush()
-
-    def rename(self, path: Path) -> None:
-        self._file.rename(path)
-
-    def close(self) -> None:
-        try:
-            if self._file.fd >= 0:
-                self._spill()
-        finally:
-            self._file.close()
+        self._keep_on_disk(0)
 
 
-class TimeIndex:
+class TimeIndex(_SparseIndex):
     """Maps the running max timestamp to the relative offset of the batch that first reached it."""
 
+    ENTRY = _TIME_ENTRY
     ENTRY_SIZE = 12
 
     def __init__(self, path: Path, base_offset: int, max_index_bytes: int) -> None:
-        self.base_offset = base_offset
-        self.max_entries = max(1, max_index_bytes // self.ENTRY_SIZE)
-        self._file = _IndexFile(path)
+        super().__init__(path, base_offset, max_index_bytes)
         self._timestamps: array[int] = array("q")
         self._offsets: array[int] = array("q")
-        self._written = 0  # entries handed to the file
 
-    @property
-    def path(self) -> Path:
-        return self._file.path
-
-    def __len__(self) -> int:
-        return len(self._timestamps)
-
-    def _spill(self) -> None:
-        """Hand the entries not yet in the file to it, in one write."""
-        n, w = len(self._timestamps), self._written
-        if n > w:
-            data = b"".join(map(_TIME_ENTRY.pack, self._timestamps[w:n], self._offsets[w:n]))
-            self._file.write(data, w * self.ENTRY_SIZE)
-            self._written = n
-
-    @property
-    def is_full(self) -> bool:
-        return len(self._timestamps) >= self.max_entries
+    def _columns(self) -> tuple[array[int], array[int]]:
+        return self._timestamps, self._offsets
 
     @property
     def last_entry(self) -> tuple[int, int]:
@@ -290,25 +295,9 @@ class TimeIndex:
             keep -= 1
         self._offsets = self._offsets[:keep]
         self._timestamps = self._timestamps[:keep]
-        self._written = min(self._written, keep)
-        self._file.truncate(keep * self.ENTRY_SIZE)
+        self._keep_on_disk(keep)
 
     def reset(self) -> None:
         self._offsets = array("q")
         self._timestamps = array("q")
-        self._written = 0
-        self._file.truncate(0)
-
-    def flush(self) -> None:
-        self._spill()
-        self._file.flush()
-
-    def rename(self, path: Path) -> None:
-        self._file.rename(path)
-
-    def close(self) -> None:
-        try:
-            if self._file.fd >= 0:
-                self._spill()
-        finally:
-            self._file.close()
+        self._keep_on_disk(0)
