@@ -19,6 +19,13 @@ What is measured, identically for both brokers:
   once 100000 records (queued.min.messages) are queued locally librdkafka postpones the next fetch by
   fetch.queue.backoff.ms=1000, so both brokers land near the same ~0.25M records/s (with
   fetch.queue.backoff.ms=1 the same consumer reads ~1.3M records/s from kafkalite).
+- ceiling: the same consumer and configuration reading the same records from a replay proxy
+  (bench/replay_proxy.py, its own process) that answers every Fetch from memory with kafkalite's recorded
+  answer: what the client itself can take in. Its ratio to Tansu bounds the consume ratio any broker
+  could reach with this client on this machine.
+- cpu: for every throughput figure the CPU used by the client process (all librdkafka threads included)
+  and by the broker process over the same span, in cores (the machine has two). A side near 1.0 core of
+  a single-threaded hot path is the ceiling: for consume that is the client, whichever broker serves it.
 - latency: 100 B records at --rate msgs/s with linger.ms=0 and Nagle off on both ends, a consumer with
   fetch.wait.max.ms=100 reading from the end; p50/p99 of produce()->poll() time, median over repeats.
 Tansu runs with its memory storage engine; kafkalite writes to a temporary data dir (page cache, no fsync).
@@ -45,7 +52,8 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from peers import free_port, tansu_binary, tansu_broker, wait_port
+from peers import BROKER_PIDS, CpuMeter, free_port, tansu_binary, tansu_broker, wait_port
+from replay_proxy import replay_proxy
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -76,8 +84,10 @@ def kafkalite_broker() -> Iterator[str]:
         )
         try:
             wait_port(port, proc)
+            BROKER_PIDS[f"127.0.0.1:{port}"] = proc.pid
             yield f"127.0.0.1:{port}"
         finally:
+            BROKER_PIDS.pop(f"127.0.0.1:{port}", None)
             proc.terminate()
             try:
                 proc.wait(30)
@@ -111,6 +121,14 @@ CONSUMER_TUNED: dict[str, object] = {
 CONSUMER_CONFIGS = {"default": CONSUMER_DEFAULT, "tuned": CONSUMER_TUNED}
 
 
+# CPU share (of one core) used by the client process and by the broker during the last measurement
+LAST_CPU: dict[str, float] = {"client": float("nan"), "broker": float("nan")}
+
+
+def _keep_cpu(meter: CpuMeter) -> None:
+    LAST_CPU["client"], LAST_CPU["broker"] = meter.client, meter.broker
+
+
 def produce_throughput(
     bs: str, topic: str, count: int, size: int, extra: dict[str, object] | None = None
 ) -> float:
@@ -125,16 +143,18 @@ def produce_throughput(
 
     # connect and fetch metadata before timing, so the clock starts on the data path
     p.list_topics(topic, timeout=10)
-    t0 = time.perf_counter()
-    for _ in range(count):
-        while True:
-            try:
-                p.produce(topic, payload, partition=0, on_delivery=cb)
-                break
-            except BufferError:
-                p.poll(0.001)
-    remaining = p.flush(300)
-    elapsed = time.perf_counter() - t0
+    with CpuMeter(bs) as meter:
+        t0 = time.perf_counter()
+        for _ in range(count):
+            while True:
+                try:
+                    p.produce(topic, payload, partition=0, on_delivery=cb)
+                    break
+                except BufferError:
+                    p.poll(0.001)
+        remaining = p.flush(300)
+        elapsed = time.perf_counter() - t0
+    _keep_cpu(meter)
     if remaining or failures:
         raise RuntimeError(
             f"produce: {remaining} undelivered, {len(failures)} failed ({failures[:1]})"
@@ -176,6 +196,7 @@ def consume_throughput(bs: str, topic: str, count: int, extra: dict[str, object]
     first_batch = 0
     t0 = t1 = 0.0
     deadline = time.monotonic() + 600
+    meter = CpuMeter(bs)
     try:
         while got < count and time.monotonic() < deadline:
             msgs = c.consume(10000, 0.5)
@@ -185,10 +206,14 @@ def consume_throughput(bs: str, topic: str, count: int, extra: dict[str, object]
             if msgs[-1].error() is not None:
                 raise RuntimeError(f"consume: {msgs[-1].error()}")
             if got == 0:
+                meter.__enter__()
                 t0 = time.perf_counter()
                 first_batch = len(msgs)
             got += len(msgs)
         t1 = time.perf_counter()
+        if got:
+            meter.__exit__()
+            _keep_cpu(meter)
     finally:
         c.close()
     if got != count:
@@ -254,6 +279,29 @@ def latency(bs: str, topic: str, rate: int, seconds: float) -> tuple[float, floa
     return lats[len(lats) // 2], lats[min(len(lats) - 1, int(len(lats) * 0.99))], len(lats)
 
 
+def consume_ceiling(
+    res: dict[str, dict[str, list[float]]],
+    upstream: str,
+    topic: str,
+    count: int,
+    size: int,
+    cfg_name: str,
+    cfg: dict[str, object],
+    args: argparse.Namespace,
+) -> None:
+    """The same consumer reading the same records from a replay proxy that answers every Fetch from
+    memory (recorded from kafkalite on a warm-up pass, not timed): the most this client takes in."""
+    with replay_proxy(upstream) as (address, pid):
+        BROKER_PIDS[address] = pid
+        try:
+            consume_throughput(address, topic, count, cfg)  # warm-up: records the answers
+            for _ in range(args.repeats):
+                v = consume_throughput(address, topic, count, cfg)
+                _record(res, "kafkalite", f"consume {size}B ({cfg_name}) ceiling", v)
+        finally:
+            BROKER_PIDS.pop(address, None)
+
+
 def _orders(brokers: dict[str, str], repeats: int) -> Iterator[list[tuple[str, str]]]:
     """Broker order for each repeat, alternating, so neither always runs first (warm caches, load)."""
     items = list(brokers.items())
@@ -266,7 +314,10 @@ def _record(
 ) -> None:
     res[name].setdefault(key, []).append(v)
     if unit == "msg/s":
-        print(f"  {name:<10} {key:<28} {v:>12,.0f} msg/s", flush=True)
+        cpu = f"cpu client {LAST_CPU['client']:4.2f} broker {LAST_CPU['broker']:4.2f} cores"
+        print(f"  {name:<10} {key:<28} {v:>12,.0f} msg/s   {cpu}", flush=True)
+        res[name].setdefault(key + " client cpu", []).append(LAST_CPU["client"])
+        res[name].setdefault(key + " broker cpu", []).append(LAST_CPU["broker"])
 
 
 def run_interleaved(
@@ -292,6 +343,10 @@ def run_interleaved(
                     for name, bs in order:
                         v = consume_throughput(bs, topic, count, cfg)
                         _record(res, name, f"consume {size}B ({cfg_name})", v)
+                if args.ceiling and "kafkalite" in brokers:
+                    consume_ceiling(
+                        res, brokers["kafkalite"], topic, count, size, cfg_name, cfg, args
+                    )
     if args.latency_seconds > 0:
         for bs in brokers.values():
             create_topic(bs, "bench-latency")
@@ -322,6 +377,12 @@ def main() -> int:
     ap.add_argument("--only", choices=["kafkalite", "tansu"])
     ap.add_argument("--no-produce", dest="produce", action="store_false")
     ap.add_argument("--no-consume", dest="consume", action="store_false")
+    ap.add_argument(
+        "--no-ceiling",
+        dest="ceiling",
+        action="store_false",
+        help="skip the consume ceiling (the client reading kafkalite's answers replayed from memory)",
+    )
     args = ap.parse_args()
     binary = tansu_binary()
     with contextlib.ExitStack() as stack:
@@ -342,8 +403,27 @@ def main() -> int:
         header += "  ratio best  ratio median"
     print(header)
     ratios: dict[str, tuple[float, float]] = {}
+    ceilings: dict[str, tuple[float, float]] = {}
     for m in metrics:
         lat = "latency" in m
+        cpu = m.endswith(" cpu")
+        if cpu:  # cores busy during that measurement: median only, no ratio
+            meds = "".join(
+                f"{'':>16}{statistics.median(results[n].get(m) or [float('nan')]):>18.2f}"
+                for n in names
+            )
+            print(f"  {m[:-4] + ' (cores)':<28}{meds}")
+            continue
+        if m.endswith(" ceiling"):  # kafkalite's answers replayed from memory, against Tansu
+            base = m[: -len(" ceiling")]
+            cb, cm = _summary(results["kafkalite"][m], False)
+            row = f"{m:<30}{cb:>16,.2f}{cm:>18,.2f}"
+            if "tansu" in results and results["tansu"].get(base):
+                tb, tm = _summary(results["tansu"][base], False)
+                ceilings[base] = (cb / tb, cm / tm)
+                row += f"{'(vs tansu ' + base + ')':>34}  {cb / tb:9.2f}x  {cm / tm:11.2f}x"
+            print(row)
+            continue
         summ = {n: _summary(results[n].get(m, []), lat) for n in names}
         row = f"{m:<30}" + "".join(f"{summ[n][0]:>16,.2f}{summ[n][1]:>18,.2f}" for n in names)
         if len(names) == 2:
@@ -366,6 +446,12 @@ def main() -> int:
             tag = " [headline]" if m.startswith("produce") or "(default)" in m else ""
             verdict = "ok" if rm >= goal else ("ok best-of only" if rb >= goal else "MISSED")
             print(f"  {m:<30} {rb:5.2f}x / {rm:5.2f}x  (>= {goal:.1f}: {verdict}){tag}")
+            if m in ceilings:
+                cb, cm = ceilings[m]
+                print(
+                    f"  {'':<30} client ceiling {cb:5.2f}x / {cm:5.2f}x Tansu: the most any broker could"
+                    " show with this client"
+                )
         if "latency p99 ms" in results["kafkalite"]:
             p99 = statistics.median(results["kafkalite"]["latency p99 ms"])
             print(

@@ -8,12 +8,52 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
+import resource
 import shutil
 import site
 import socket
 import subprocess
 import time
 from collections.abc import Iterator
+
+# bootstrap address -> pid of the broker process serving it (filled by the context managers below and
+# by bench_broker's kafkalite_broker), so a benchmark can account the CPU each side used
+BROKER_PIDS: dict[str, int] = {}
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds used so far by process `pid` (all its threads), from /proc."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def own_cpu_seconds() -> float:
+    """User + system CPU seconds used so far by this (client) process, all threads included."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+class CpuMeter:
+    """CPU used by the client (this process) and by the broker at `bootstrap` over a measured span,
+    as a share of one core: 1.0 means one core busy the whole time (the machine has two)."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.pid = BROKER_PIDS.get(bootstrap)
+        self.client = self.broker = float("nan")
+
+    def __enter__(self) -> CpuMeter:
+        self._t = time.perf_counter()
+        self._c = own_cpu_seconds()
+        self._b = process_cpu_seconds(self.pid) if self.pid else 0.0
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        wall = time.perf_counter() - self._t
+        self.client = (own_cpu_seconds() - self._c) / wall
+        if self.pid:
+            self.broker = (process_cpu_seconds(self.pid) - self._b) / wall
 
 
 def free_port() -> int:
@@ -64,6 +104,8 @@ def tansu_broker(binary: str | None = None) -> Iterator[str]:
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_port(port, proc)
+        BROKER_PIDS[f"127.0.0.1:{port}"] = proc.pid
         yield f"127.0.0.1:{port}"
     finally:
+        BROKER_PIDS.pop(f"127.0.0.1:{port}", None)
         stop(proc, 10)
