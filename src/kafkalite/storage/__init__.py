@@ -18,12 +18,19 @@ from kafkalite.storage.errors import (
 from kafkalite.storage.log import Log
 from kafkalite.storage.manager import LogManager
 from kafkalite.storage.segment import LogSegment
-from kafkalite.storage.types import AppendInfo, FetchDataInfo, FileSlice, LogOffsetMetadata
+from kafkalite.storage.types import (
+    AppendInfo,
+    AppendResult,
+    FetchDataInfo,
+    FileSlice,
+    LogOffsetMetadata,
+)
 
 __all__ = [
     "TOPIC_CONFIG_DEFAULTS",
     "TOPIC_CONFIG_DOCS",
     "AppendInfo",
+    "AppendResult",
     "CleanerStats",
     "CorruptRecord",
     "FetchDataInfo",

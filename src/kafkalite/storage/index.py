@@ -122,9 +122,12 @@ class _SparseIndex:
         first, second = self._columns()
         n, w = len(first), self._written
         if n > w:
-            data = b"".join(map(self.ENTRY.pack, first[w:n], second[w:n]))
-            self._file.write(data, w * self.ENTRY_SIZE)
+            self._file.write(self._encode(first[w:n], second[w:n]), w * self.ENTRY_SIZE)
             self._written = n
+
+    def _encode(self, first: array[int], second: array[int]) -> bytes:
+        """Entries as the file stores them."""
+        return b"".join(map(self.ENTRY.pack, first, second))
 
     def _keep_on_disk(self, n: int) -> None:
         """The columns were cut to `n` entries: cut the file to match."""
@@ -162,6 +165,14 @@ class OffsetIndex(_SparseIndex):
     def _columns(self) -> tuple[array[int], array[int]]:
         return self._offsets, self._positions
 
+    def _encode(self, first: array[int], second: array[int]) -> bytes:
+        # both columns are int32: interleave them in one array (C loops, not a pack per entry)
+        both: array[int] = array("i", bytes(8 * len(first)))
+        both[0::2] = first
+        both[1::2] = second
+        _to_native(both)
+        return both.tobytes()
+
     def load(self, log_size: int) -> None:
         """Read entries from disk; CorruptIndex if they are not a monotonic, in-bounds sequence."""
         data = self._file.read_all()
@@ -185,15 +196,20 @@ class OffsetIndex(_SparseIndex):
         b = self.base_offset
         return [(b + o, p) for o, p in zip(self._offsets, self._positions)]
 
-    def append(self, offset: int, position: int) -> None:
+    def append(self, offset: int, position: int) -> bool:
+        """Add an entry (ignored unless offset and position both grow); True when the index is
+        full afterwards (the segment's appender checks this instead of calling `is_full`)."""
         rel = offset - self.base_offset
         offsets = self._offsets
-        if offsets and (rel <= offsets[-1] or position <= self._positions[-1]):
-            return
+        n = len(offsets)
+        if n and (rel <= offsets[-1] or position <= self._positions[-1]):
+            return n >= self.max_entries
         self._positions.append(position)
         offsets.append(rel)
-        if len(offsets) - self._written >= _SPILL_ENTRIES:
+        n += 1
+        if n - self._written >= _SPILL_ENTRIES:
             self._spill()
+        return n >= self.max_entries
 
     def lookup(self, offset: int) -> tuple[int, int]:
         """(offset, position) of the last entry at or below `offset`, else (base offset, 0)."""
@@ -234,6 +250,8 @@ class TimeIndex(_SparseIndex):
         super().__init__(path, base_offset, max_index_bytes)
         self._timestamps: array[int] = array("q")
         self._offsets: array[int] = array("q")
+        # the newest entry's timestamp (-1: none), for a check that needs no call
+        self.last_timestamp = -1
 
     def _columns(self) -> tuple[array[int], array[int]]:
         return self._timestamps, self._offsets
@@ -263,20 +281,26 @@ class TimeIndex(_SparseIndex):
         self._offsets = offs
         self._timestamps = ts
         self._written = len(ts)
+        self.last_timestamp = ts[-1] if ts else -1
 
     def entries(self) -> list[tuple[int, int]]:
         """(timestamp, absolute offset) pairs."""
         b = self.base_offset
         return [(t, b + o) for t, o in zip(self._timestamps, self._offsets)]
 
-    def maybe_append(self, timestamp: int, offset: int) -> None:
+    def maybe_append(self, timestamp: int, offset: int) -> bool:
+        """Add an entry if `timestamp` is a new maximum; True when the index is full afterwards."""
         timestamps = self._timestamps
-        if timestamps and timestamp <= timestamps[-1]:
-            return
+        n = len(timestamps)
+        if n and timestamp <= timestamps[-1]:
+            return n >= self.max_entries
         self._offsets.append(offset - self.base_offset)
         timestamps.append(timestamp)
-        if len(timestamps) - self._written >= _SPILL_ENTRIES:
+        self.last_timestamp = timestamp
+        n += 1
+        if n - self._written >= _SPILL_ENTRIES:
             self._spill()
+        return n >= self.max_entries
 
     def lookup_before(self, timestamp: int) -> int:
         """Absolute offset from which to scan for the first batch with max timestamp >= `timestamp`.
@@ -295,9 +319,11 @@ class TimeIndex(_SparseIndex):
             keep -= 1
         self._offsets = self._offsets[:keep]
         self._timestamps = self._timestamps[:keep]
+        self.last_timestamp = self._timestamps[-1] if keep else -1
         self._keep_on_disk(keep)
 
     def reset(self) -> None:
         self._offsets = array("q")
         self._timestamps = array("q")
+        self.last_timestamp = -1
         self._keep_on_disk(0)

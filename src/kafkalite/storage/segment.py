@@ -177,12 +177,13 @@ class LogSegment:
 
     def add_index_entries(self, base_offset: int, pos: int) -> None:
         """Index the batch at `pos` (and the max timestamp of the batches before it)."""
-        oi, ti = self.offset_index, self.time_index
-        oi.append(base_offset, pos)
-        if self.max_timestamp >= 0:
-            ti.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
         self.index_due = pos + self._interval
-        if len(oi) >= oi.max_entries or len(ti) >= ti.max_entries:
+        full = self.offset_index.append(base_offset, pos)
+        max_ts = self.max_timestamp
+        ti = self.time_index
+        if max_ts > ti.last_timestamp and max_ts >= 0:  # else maybe_append would skip it
+            full = ti.maybe_append(max_ts, self.offset_of_max_timestamp) or full
+        if full:
             self.index_full = True
             self.roll_ts = -1  # the next append takes the full roll check (and rolls)
 

@@ -1,5 +1,5 @@
-"""Value types the storage layer hands out: FileSlice (for sendfile), FetchDataInfo, AppendInfo,
-LogOffsetMetadata, plus small helpers (clock, `<topic>-<partition>` directory names).
+"""Value types the storage layer hands out: FileSlice (for sendfile), FetchDataInfo, AppendInfo (and
+its plain-tuple AppendResult), LogOffsetMetadata, plus helpers (clock, `<topic>-<partition>` names).
 """
 
 from __future__ import annotations
@@ -55,6 +55,10 @@ class FetchDataInfo:
     @property
     def records_size(self) -> int:
         return self.slice.length if self.slice is not None else 0
+
+
+# AppendInfo's fields as a plain tuple, in its field order (Log.append_as_leader: no object to build)
+AppendResult = tuple[int, int, int, int, int, int, int]
 
 
 @dataclass(slots=True)

@@ -216,7 +216,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 continue
             try:
                 data = validate(pdata.records, lg.config, now_ms)
-                info_ = lg.append(data, leader_epoch=0)
+                # a plain tuple of AppendInfo's fields: no result object per batch
+                first, _, append_time, _, log_start, _, _ = lg.append_as_leader(data, 0)
             except _Reject as rej:
                 pr.error_code = rej.code
                 pr.error_message = rej.message
@@ -241,9 +242,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                     log.warning("append to %s-%d failed: %s", name, pdata.index, exc)
                 pr.error_code = code
                 continue
-            pr.base_offset = info_.first_offset
-            pr.log_append_time_ms = info_.log_append_time
-            pr.log_start_offset = info_.log_start_offset
+            pr.base_offset = first
+            pr.log_append_time_ms = append_time
+            pr.log_start_offset = log_start
             broker.delayed.notify((name, pdata.index))
             if _needs_flush(lg):
                 flushes.append(lg)
