@@ -16,24 +16,21 @@ from crc32c import crc32c
 from kafkalite.client.errors import KafkaTimeoutError
 from kafkalite.client.futures import BatchOutcome, FutureRecordMetadata
 from kafkalite.client.metadata import ClusterMetadata
-from kafkalite.records.batch import encode_record_body, zigzag_bytes
 from kafkalite.records.compression import compress
+from kafkalite.records.speedups import RecordBuffer
 
 TopicPartition = tuple[str, int]
 RECORD_OVERHEAD = 21  # worst-case varints + attributes of one record without headers
 HEADER_SIZE = 61
 _PREFIX = struct.Struct(">qiibI")  # base offset, batch length, leader epoch, magic, crc
 _BODY = struct.Struct(">hiqqqhii")  # attributes .. record count (the CRC-covered header)
-_LIM = 1 << 13
-_ZZ = [zigzag_bytes(v) for v in range(_LIM)]  # zig-zag varints of 0.._LIM-1 (1-2 bytes)
-_NULL = zigzag_bytes(-1)
 
 
 class BatchWriter:
-    """Records of one producer batch (RecordBatch v2), encoded as they arrive; the header at build().
+    """One producer batch (RecordBatch v2): its records encoded as they arrive into a RecordBuffer
+    (the C accelerator's, or its pure-Python twin) after room for the header, written at build().
 
-    No-header records with small fields take one inline branch; the producer's send() closure encodes
-    the same layout straight into `_buf` (it owns `_buf`, `_count`, `_base_ts` and `_max_ts` too).
+    The producer's send() closure appends small records straight through `records.try_append`.
     """
 
     __slots__ = (
@@ -42,96 +39,63 @@ class BatchWriter:
         "producer_id",
         "producer_epoch",
         "base_sequence",
-        "_buf",
-        "_count",
-        "_base_ts",
-        "_max_ts",
+        "records",
     )
 
-    def __init__(self, compression: int = 0, compression_level: int | None = None) -> None:
+    def __init__(
+        self, compression: int = 0, compression_level: int | None = None, capacity: int = 0
+    ) -> None:
         self.compression = compression
         self.compression_level = compression_level
         self.producer_id = -1
         self.producer_epoch = -1
         self.base_sequence = -1
-        self._buf = bytearray()
-        self._count = 0
-        self._base_ts = -1
-        self._max_ts = -1
+        self.records = RecordBuffer(capacity)
 
     def __len__(self) -> int:
-        return self._count
+        return self.records.count
 
     @property
     def estimated_size(self) -> int:
-        return HEADER_SIZE + len(self._buf)
+        return self.records.size
 
     def append(self, key: bytes | None, value: bytes | None, headers: Any, ts: int) -> int:
-        delta = self._count
-        if not delta:
-            self._base_ts = ts
-        td = ts - self._base_ts
-        buf = self._buf
-        if not headers and 0 <= td < _LIM and delta < _LIM:
-            zz = _ZZ
-            if key is None:
-                kz = _NULL
-                kl = 0
-            else:
-                kl = len(key)
-                kz = zz[kl] if kl < _LIM else zigzag_bytes(kl)
-            if value is None:
-                vz = _NULL
-                vl = 0
-            else:
-                vl = len(value)
-                vz = zz[vl] if vl < _LIM else zigzag_bytes(vl)
-            td_b = zz[td]
-            d_b = zz[delta]
-            n = 2 + len(td_b) + len(d_b) + len(kz) + kl + len(vz) + vl
-            buf += zz[n] if n < _LIM else zigzag_bytes(n)
-            buf += b"\x00"
-            buf += td_b
-            buf += d_b
-            buf += kz
-            if kl:
-                buf += key  # type: ignore[arg-type]
-            buf += vz
-            if vl:
-                buf += value  # type: ignore[arg-type]
-            buf += b"\x00"
-        else:
-            rec = encode_record_body(td, delta, key, value, headers or ())
-            buf += zigzag_bytes(len(rec))
-            buf += rec
-        if ts > self._max_ts:
-            self._max_ts = ts
-        self._count = delta + 1
-        return delta
+        return self.records.append(key, value, ts, headers or None)
 
-    def build(self) -> bytes:
-        records: bytes | bytearray = self._buf
+    def build(self, copy: bool = True) -> bytes | bytearray | memoryview:
+        """The finished batch. With `copy=False` an uncompressed batch is a view of the records buffer
+        itself (header written in place; no more appends while the view lives): the Sender's way."""
+        r = self.records
+        count = r.count
+        view = r.view()
+        out: bytearray | memoryview = view
         attrs = 0
-        if self.compression and self._count:
-            records = compress(self.compression, records, level=self.compression_level)
+        if self.compression and count:
+            out = bytearray(HEADER_SIZE)
+            out += compress(self.compression, view[HEADER_SIZE:], level=self.compression_level)
             attrs = self.compression
-        out = bytearray(HEADER_SIZE)
-        out += records
+            view.release()
         _BODY.pack_into(
             out,
             21,
             attrs,
-            max(self._count - 1, 0),
-            self._base_ts,
-            self._max_ts,
+            max(count - 1, 0),
+            r.base_timestamp,
+            r.max_timestamp,
             self.producer_id,
             self.producer_epoch,
             self.base_sequence,
-            self._count,
+            count,
         )
-        crc = crc32c(memoryview(out)[21:])
+        with memoryview(out) as covered:
+            crc = crc32c(covered[21:])
         _PREFIX.pack_into(out, 0, 0, len(out) - 12, -1, 2, crc)
-        return bytes(out)
+        if not copy:
+            return out
+        data = bytes(out)
+        if out is view:
+            view.release()
+        return data
 
 
 class ProducerBatch:
@@ -140,6 +104,7 @@ class ProducerBatch:
     __slots__ = (
         "tp",
         "builder",
+        "records",
         "outcome",
         "created",
         "limit",
@@ -154,13 +119,14 @@ class ProducerBatch:
     def __init__(self, tp: TopicPartition, builder: BatchWriter, limit: int, now: float):
         self.tp = tp
         self.builder = builder
+        self.records = builder.records  # the producer's hot path appends here
         self.outcome = BatchOutcome()
         self.created = now
         self.limit = limit
         self.reserved = limit
         self.attempts = 0
         self.retry_at = 0.0
-        self.built: bytes | None = None
+        self.built: bytes | bytearray | memoryview | None = None
         self.drained_at = 0.0
         self.in_retry = False
 
@@ -185,9 +151,10 @@ class ProducerBatch:
             -1 if value is None else len(value),
         )
 
-    def build(self) -> bytes:
+    def build(self) -> bytes | bytearray | memoryview:
+        """The batch's wire bytes, built once (a retry resends the same bytes); no copy made."""
         if self.built is None:
-            self.built = self.builder.build()
+            self.built = self.builder.build(copy=False)
         return self.built
 
 
@@ -240,13 +207,18 @@ class RecordAccumulator:
                 self.topic_deques.setdefault(tp[0], {})[tp[1]] = dq
             if dq:
                 last = dq[-1]
-                b = last.builder
-                if HEADER_SIZE + len(b._buf) + size <= last.limit:
+                if not headers:
+                    delta = last.records.try_append(key, value, ts, last.limit)
+                elif last.records.size + size <= last.limit:
+                    delta = last.records.append(key, value, ts, headers)
+                else:
+                    delta = -1
+                if delta >= 0:
                     fut = FutureRecordMetadata(
                         last.outcome,
                         tp[0],
                         tp[1],
-                        b.append(key, value, headers, ts),
+                        delta,
                         ts,
                         -1 if key is None else len(key),
                         -1 if value is None else len(value),
@@ -256,7 +228,7 @@ class RecordAccumulator:
                 return None, False, True
             limit = max(self.batch_size, size + 61)
             self._reserve(limit, self.max_block if max_block is None else max_block)
-            builder = BatchWriter(self.compression, self.compression_level)
+            builder = BatchWriter(self.compression, self.compression_level, limit)
             batch = ProducerBatch(tp, builder, limit, time.monotonic())
             first = batch.try_append(key, value, headers, ts, size)
             assert first is not None

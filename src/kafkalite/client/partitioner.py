@@ -9,11 +9,13 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from kafkalite.records.speedups import murmur2 as _c_murmur2
+
 _M = 0x5BD1E995
 _SEED = 0x9747B28C
 
 
-def murmur2(data: bytes) -> int:
+def py_murmur2(data: bytes) -> int:
     """Kafka's murmur2 (seed 0x9747b28c) as a signed 32-bit int, exactly as the Java client computes it."""
     length = len(data)
     h = (_SEED ^ length) & 0xFFFFFFFF
@@ -42,6 +44,7 @@ def murmur2(data: bytes) -> int:
 
 
 _LITTLE = memoryview(b"\x01\x00\x00\x00").cast("I")[0] == 1
+murmur2 = _c_murmur2 or py_murmur2  # the C accelerator's when built (byte-for-byte the same hash)
 
 
 def to_positive(n: int) -> int:

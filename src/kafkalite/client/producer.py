@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from kafkalite.client.accumulator import _NULL, _ZZ, HEADER_SIZE, RECORD_OVERHEAD, RecordAccumulator
+from kafkalite.client.accumulator import RECORD_OVERHEAD, RecordAccumulator
 from kafkalite.client.config import PRODUCER, make_config
 from kafkalite.client.errors import IllegalStateError, KafkaTimeoutError
 from kafkalite.client.futures import FutureRecordMetadata, RecordMetadata, _RecordFuture
@@ -23,11 +23,10 @@ from kafkalite.client.partitioner import (
 from kafkalite.client.sender import Sender
 from kafkalite.client.serialization import make_serializer
 from kafkalite.protocol.errors import ErrorCode, KafkaError
-from kafkalite.records.batch import zigzag_bytes
 from kafkalite.records.compression import Compression
+from kafkalite.records.speedups import now_ms
 
 log = logging.getLogger("kafkalite.client.producer")
-_LIMIT = 1 << 13  # key / value sizes the fast path encodes with table varints
 
 Header = tuple[str, bytes | None]
 
@@ -203,30 +202,9 @@ class KafkaProducer:
                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                 f"partition {partition} of {topic!r} (it has {len(parts)})",
             )
-        ts = time.time_ns() // 1000000 if timestamp_ms is None else int(timestamp_ms)
+        ts = now_ms() if timestamp_ms is None else int(timestamp_ms)
         acc = self._acc
         tp = (topic, partition)
-        # fast path: room in the open batch of this partition
-        with acc.lock:
-            dq = acc.batches.get(tp)
-            if dq and not acc.closed:
-                last = dq[-1]
-                b = last.builder
-                if HEADER_SIZE + len(b._buf) + size <= last.limit:
-                    fut = FutureRecordMetadata(
-                        last.outcome,
-                        topic,
-                        partition,
-                        b.append(kb, vb, hdrs, ts),
-                        ts,
-                        -1 if kb is None else len(kb),
-                        -1 if vb is None else len(vb),
-                    )
-                    if len(dq) > 1:
-                        self._sender.wakeup()
-                    if callback is not None:
-                        fut.add_both(callback)
-                    return fut
         got, full, new_batch = acc.append(tp, ts, kb, vb, hdrs, None, sticky)
         if got is None:  # KIP-480: a new batch is due, move the sticky partition first
             self._partitioner.on_new_batch(topic, partition)
@@ -257,31 +235,26 @@ class KafkaProducer:
         return self._send_slow(topic, value, key, headers, partition, timestamp_ms, callback)
 
     def _make_send(self) -> Any:
-        """The per-record hot path as one closure with everything inlined (locals, no method calls but the
-        future's constructor): bytes/None key and value under 8 KiB, no headers, a known partition count
-        and room in the open batch of the partition. The record is encoded straight into the open batch's
-        buffer under the accumulator lock (the I/O thread drains concurrently); anything else, including
-        the first record of every batch, goes the slow way."""
+        """The per-record hot path as one closure with everything in locals: bytes/None key and value,
+        no headers, a known partition count and room in the open batch of the partition. The record is
+        encoded straight into that batch's RecordBuffer (C when built) under the accumulator lock (the
+        I/O thread drains concurrently); anything else, including a record that opens a batch, goes the
+        slow way."""
         slow = self._send_slow
+        if not self._raw_both:  # serializers to call: no shortcut
+            return slow
         fast_map = self._fast
         md = self.metadata
         sticky_get = self._sticky_map.get
         sticky_null = self._sticky_null
         murmur_keys = self._murmur_keys
+        hash_key = murmur2
         acc = self._acc
         acquire = acc.lock.acquire
         release = acc.lock.release
         wakeup = self._sender.wakeup
-        time_ns = time.time_ns
+        clock = now_ms
         new_fut = _RecordFuture
-        zz = _ZZ
-        null = _NULL
-        lim = _LIMIT
-        join = b"".join
-        # the batch header and the record's own length varint (under 3 bytes for these sizes)
-        room = HEADER_SIZE + 3
-        if not self._raw_both:  # serializers to call: no shortcut
-            return slow
 
         def send(
             topic: str,
@@ -293,73 +266,46 @@ class KafkaProducer:
             callback: Any = None,
         ) -> FutureRecordMetadata:
             fast = fast_map.get(topic)
-            if fast is not None and headers is None and fast[0] == md.version and not acc.closed:
-                if value is None:
-                    vz = null
-                    vl = 0
-                    vs = -1
-                elif type(value) is bytes and (vl := len(value)) < lim:
-                    vz = zz[vl]
-                    vs = vl
-                else:
-                    return slow(topic, value, key, headers, partition, timestamp_ms, callback)
+            if (
+                fast is not None
+                and headers is None
+                and (value is None or type(value) is bytes)
+                and fast[0] == md.version
+                and not acc.closed
+            ):
                 p = partition
                 if key is None:
-                    kz = null
-                    kl = 0
-                    ks = -1
-                    kd = b""
                     if p is None and sticky_null:
                         p = sticky_get(topic)
-                elif type(key) is bytes and (kl := len(key)) < lim:
-                    kz = zz[kl]
-                    ks = kl
-                    kd = key
+                elif type(key) is bytes:
                     if p is None and murmur_keys:
-                        p = (murmur2(key) & 0x7FFFFFFF) % fast[1]
+                        p = (hash_key(key) & 0x7FFFFFFF) % fast[1]
                 else:
                     return slow(topic, value, key, headers, partition, timestamp_ms, callback)
                 if p is not None:
-                    ts = time_ns() // 1000000 if timestamp_ms is None else int(timestamp_ms)
-                    kv = len(kz) + kl + len(vz) + vl + 2  # + attributes and header count
-                    fut: FutureRecordMetadata | None = None
-                    wake = False
+                    ts = clock() if timestamp_ms is None else int(timestamp_ms)
                     acquire()
                     try:
                         dq = fast[2].get(p)
                         if dq:
                             last = dq[-1]
-                            b = last.builder
-                            delta = b._count
-                            td = ts - b._base_ts
-                            if 0 < delta < lim and 0 <= td < lim:
-                                buf = b._buf
-                                tdz = zz[td]
-                                dz = zz[delta]
-                                n = kv + len(tdz) + len(dz)
-                                if len(buf) + n + room <= last.limit:
-                                    buf += join(
-                                        (
-                                            zz[n] if n < lim else zigzag_bytes(n),
-                                            b"\x00",
-                                            tdz,
-                                            dz,
-                                            kz,
-                                            kd,
-                                            vz,
-                                            value or b"",
-                                            b"\x00",
-                                        )
-                                    )
-                                    if ts > b._max_ts:
-                                        b._max_ts = ts
-                                    b._count = delta + 1
-                                    fut = new_fut()
-                                    fut._r = (last.outcome, topic, p, delta, ts, ks, vs)
-                                    wake = len(dq) > 1
+                            delta = last.records.try_append(key, value, ts, last.limit)
+                            wake = len(dq) > 1
+                        else:
+                            delta = -1
                     finally:
                         release()
-                    if fut is not None:
+                    if delta >= 0:
+                        fut: FutureRecordMetadata = new_fut()
+                        fut._r = (
+                            last.outcome,
+                            topic,
+                            p,
+                            delta,
+                            ts,
+                            -1 if key is None else len(key),
+                            -1 if value is None else len(value),
+                        )
                         if wake:
                             wakeup()
                         if callback is not None:

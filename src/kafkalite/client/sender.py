@@ -168,7 +168,7 @@ class Sender:
             self.metadata.request_update()
         self._set()
 
-    def _prepare(self, batch: ProducerBatch) -> bytes:
+    def _prepare(self, batch: ProducerBatch) -> bytes | bytearray | memoryview:
         if batch.built is None and self.idempotent:
             b = batch.builder
             seq = self._sequences.get(batch.tp, 0)

@@ -103,6 +103,144 @@ def encode_record_body(
     return rec
 
 
+_INT64_MIN = -(1 << 63)
+_INT64_MAX = (1 << 63) - 1
+
+
+def py_now_ms() -> int:
+    """Wall-clock time in milliseconds, as record CreateTime (the C accelerator's twin)."""
+    return time.time_ns() // 1000000
+
+
+class PyRecordBuffer:
+    """The records of one v2 batch, encoded as they arrive, after HEADER_SIZE reserved bytes for the
+    batch header (the batch builder fills it in through `view()`).
+
+    The pure-Python twin of `kafkalite.records._speedups.RecordBuffer`: same API, byte-identical
+    output. `capacity` is a size hint (the C version preallocates it).
+    """
+
+    __slots__ = ("_buf", "_count", "_base_ts", "_max_ts")
+
+    def __init__(self, capacity: int = 0) -> None:
+        self._buf = bytearray(HEADER_SIZE)
+        self._count = 0
+        self._base_ts = -1
+        self._max_ts = -1
+
+    @property
+    def count(self) -> int:
+        return self._count
+
+    @property
+    def size(self) -> int:
+        """Bytes in use, the reserved header included."""
+        return len(self._buf)
+
+    @property
+    def base_timestamp(self) -> int:
+        return self._base_ts
+
+    @property
+    def max_timestamp(self) -> int:
+        return self._max_ts
+
+    def append(
+        self,
+        key: Buffer | None,
+        value: Buffer | None,
+        timestamp: int,
+        headers: Iterable[Header] | None = None,
+    ) -> int:
+        """Append one record; returns its offset delta."""
+        delta = self._try(key, value, timestamp, headers, -1)
+        assert delta >= 0
+        return delta
+
+    def try_append(
+        self, key: Buffer | None, value: Buffer | None, timestamp: int, limit: int
+    ) -> int:
+        """Append one record without headers if the buffer (header included) stays within `limit`
+        bytes; returns its offset delta, or -1 (nothing written) when it would not fit."""
+        delta = self._count
+        # inline fast path (the producer's common case): a later record, small fields, bytes values
+        if delta and type(value) is bytes and key is None:
+            td = timestamp - self._base_ts
+            small = _ZZ_SMALL
+            vl = len(value)
+            if 0 <= td < small and delta < small and vl < small - 16:  # so n < small too
+                table = _ZZ_TABLE
+                tdz = table[td + small]
+                dz = table[delta + small]
+                vz = table[vl + small]
+                n = 3 + len(tdz) + len(dz) + len(vz) + vl  # attributes, null key, header count
+                buf = self._buf
+                if len(buf) + n + (1 if n < 64 else 2) > limit:
+                    return -1
+                buf += b"".join((table[n + small], b"\x00", tdz, dz, _NULL, vz, value, _NO_HEADERS))
+                if timestamp > self._max_ts:
+                    self._max_ts = timestamp
+                self._count = delta + 1
+                return delta
+        return self._try(key, value, timestamp, None, max(limit, 0))
+
+    def _try(
+        self,
+        key: Buffer | None,
+        value: Buffer | None,
+        ts: int,
+        headers: Iterable[Header] | None,
+        limit: int,
+    ) -> int:
+        if not _INT64_MIN <= ts <= _INT64_MAX:
+            raise OverflowError("timestamp does not fit an int64")
+        delta = self._count
+        td = ts - self._base_ts if delta else 0
+        buf = self._buf
+        small = _ZZ_SMALL
+        kl = -1 if key is None else len(key)
+        vl = -1 if value is None else len(value)
+        if headers is None and 0 <= td < small and delta < small and kl < small and vl < small:
+            table = _ZZ_TABLE
+            head = b"\x00" + table[td + small] + table[delta + small] + table[kl + small]
+            vz = table[vl + small]
+            n = len(head) + max(kl, 0) + len(vz) + max(vl, 0) + 1
+            total = n + (1 if n < 64 else 2 if n < small else len(_zz_encode(n)))
+            if 0 <= limit < len(buf) + total:
+                return -1
+            buf += zigzag_bytes(n)
+            buf += head
+            if key:
+                buf += key
+            buf += vz
+            if value:
+                buf += value
+            buf += b"\x00"
+        else:
+            if not _INT64_MIN <= td <= _INT64_MAX:
+                raise OverflowError("timestamp delta does not fit an int64")
+            rec = encode_record_body(td, delta, key, value, headers or ())
+            n_b = zigzag_bytes(len(rec))
+            if 0 <= limit < len(buf) + len(n_b) + len(rec):
+                return -1
+            buf += n_b
+            buf += rec
+        if not delta:
+            self._base_ts = ts
+        if ts > self._max_ts:
+            self._max_ts = ts
+        self._count = delta + 1
+        return delta
+
+    def view(self) -> memoryview:
+        """A writable view of the whole buffer, header included (appends fail while it lives)."""
+        return memoryview(self._buf)
+
+    def getvalue(self) -> bytes:
+        """A copy of the whole buffer, header included."""
+        return bytes(self._buf)
+
+
 class RecordBatchBuilder:
     """Accumulates records and writes one v2 batch; offsets are deltas from `base_offset`."""
 

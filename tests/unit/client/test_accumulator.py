@@ -160,3 +160,27 @@ def test_retried_batch_takes_no_new_records() -> None:
     assert dq[0] is b0 and len(dq) == 2 and len(b0.builder) == 1
     assert b0.build() == built
     assert [r.value for r in decode_batch(dq[1].build(), 0).records] == [b"b"]
+
+
+@pytest.mark.parametrize("codec", [0, 1, 4])
+def test_batch_writer_same_bytes_with_and_without_speedups(
+    codec: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kafkalite.client import accumulator
+    from kafkalite.records.builder import PyRecordBuffer
+
+    def fill() -> BatchWriter:
+        w = BatchWriter(codec, None, 1 << 16)
+        for i in range(300):
+            key = None if i % 3 else b"k%d" % i
+            w.append(key, b"v" * (i % 70), [("h", b"x")] if i % 50 == 0 else (), 1000 + i)
+        w.producer_id, w.producer_epoch, w.base_sequence = 5, 1, 42
+        return w
+
+    built = fill().build()
+    assert bytes(fill().build(copy=False)) == built
+    monkeypatch.setattr(accumulator, "RecordBuffer", PyRecordBuffer)
+    assert isinstance(fill().records, PyRecordBuffer)
+    assert fill().build() == built
+    assert bytes(fill().build(copy=False)) == built
+    assert decode_batch(built, 0, verify_crc=True).last_offset_delta == 299

@@ -1,0 +1,16 @@
+"""Build script for the optional C accelerator `kafkalite.records._speedups` (everything else is in
+pyproject.toml); a failed compile is skipped and the pure-Python fallback is used.
+"""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "kafkalite.records._speedups",
+            sources=["src/kafkalite/records/_speedups.c"],
+            optional=True,
+            extra_compile_args=["-O2"],
+        )
+    ]
+)
