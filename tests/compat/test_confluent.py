@@ -204,3 +204,20 @@ def test_delete_records_moves_log_start(broker, topic):
         assert c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10) == (4, 10)
     finally:
         c.close()
+
+
+def test_idempotent_producer_writes_each_record_once_in_order(broker, topic):
+    """librdkafka's idempotent producer (InitProducerId, sequence numbers, up to 5 batches in flight)
+    against the broker's per-partition sequence checks."""
+    bs = broker.bootstrap_servers
+    records = [(None, b"%06d" % i, None, 0) for i in range(20_000)]
+    for _ in range(2):  # a second producer gets a new producer id and starts at sequence 0 again
+        produce(
+            bs,
+            topic,
+            records,
+            **{"enable.idempotence": True, "linger.ms": 1, "batch.num.messages": 500},
+        )
+    got = consume(bs, topic, 2 * len(records))
+    assert [m.value() for m in got] == [r[1] for r in records] * 2
+    assert [m.offset() for m in got] == list(range(2 * len(records)))

@@ -192,3 +192,9 @@ def set_max_timestamp_and_type(
     if log_append:
         _Q.pack_into(buf, pos + BASE_TIMESTAMP_OFFSET, ts)
     _L.pack_into(buf, pos + CRC_OFFSET, compute_crc(buf, pos, size))
+
+
+def read_header_fields(buf: Buffer, pos: int = 0) -> BatchHeader:
+    """The header fields at `pos` without any check (for scans of already validated logs that read
+    only the 61 header bytes of each batch); callers check magic and size themselves."""
+    return BatchHeader(_HEADER.unpack_from(buf, pos))

@@ -32,6 +32,12 @@ from kafkalite.storage.errors import (
 )
 from kafkalite.storage.loader import load_segments
 from kafkalite.storage.log_retention import LogRetention
+from kafkalite.storage.producer_state import (
+    InvalidProducerBatch,
+    ProducerStateManager,
+    last_sequence,
+    segment_batch_headers,
+)
 from kafkalite.storage.segment import LogSegment
 from kafkalite.storage.types import (
     MIN_FD_GRACE_MS,
@@ -60,7 +66,8 @@ __all__ = [
 PARTITION_METADATA_FILE = "partition.metadata"
 _INT32_MAX = 2**31 - 1
 # the append fast path's C calls, bound once: batch length, magic, last offset delta, max timestamp
-_unpack_fast_header = struct.Struct(">8xi4xb6xi8xq").unpack_from
+# batch length, magic, last offset delta, max timestamp, producer id
+_unpack_fast_header = struct.Struct(">8xi4xb6xi8xqq").unpack_from
 _STAMP = struct.Struct(">qii")  # base offset, batch length, partition leader epoch
 _stamp = _STAMP.pack_into
 _stamped = _STAMP.pack
@@ -115,6 +122,8 @@ class Log(LogRetention):
         # compaction: offsets below this have been cleaned (maintained by the cleaner)
         self.first_dirty_offset = 0
         self.clock: Callable[[], int] = now_ms
+        # idempotent producers' last batches; built from the log on first need (None: not yet)
+        self._producer_state: ProducerStateManager | None = None
 
     # -- opening --------------------------------------------------------------------------------
     @classmethod
@@ -281,8 +290,9 @@ class Log(LogRetention):
             # fast path: exactly one batch (the common produce request). It reads only the header
             # fields it needs, keeps the roll check to integer comparisons against values the
             # segment precomputes, and inlines the segment bookkeeping (this runs per batch).
-            length, magic, lod, max_ts = _unpack_fast_header(records, 0)
-            if length + 12 == n and magic == 2 and lod >= 0:
+            length, magic, lod, max_ts, producer_id = _unpack_fast_header(records, 0)
+            # idempotent producers' batches take the full path: their sequence is checked there
+            if length + 12 == n and magic == 2 and lod >= 0 and producer_id < 0:
                 lock = self._lock
                 lock.acquire()
                 try:
@@ -353,10 +363,19 @@ class Log(LogRetention):
             raise RecordBatchTooLarge(
                 f"{total} bytes of batches exceed segment.bytes {cfg.segment_bytes}"
             )
+        producers = [h for _, h in headers if h.producer_id >= 0 and h.base_sequence >= 0]
+        if producers and assign_offsets and len(headers) != 1:
+            raise InvalidProducerBatch(
+                "an idempotent producer's batch must be the only batch of its append"
+            )
         log_append_time = -1
         with self._lock:
             if self._closed:
                 raise LogClosed(f"log {self.dir.name} is closed")
+            if producers and assign_offsets:
+                dup = self._check_producer(producers[0])
+                if dup is not None:
+                    return dup
             first = nxt = self._leo
             if cfg.log_append_time:
                 log_append_time = self.clock()
@@ -381,7 +400,43 @@ class Log(LogRetention):
             seg = self._maybe_roll(total, headers[0][1], nxt - 1)
             seg.append(buf, headers)
             self._leo = nxt
+            state = self._producer_state
+            if producers and state is not None:
+                for h in producers:
+                    state.update_from_header(h)
         return first, nxt - 1, log_append_time, max_ts, self._log_start, len(headers), total
+
+    @property
+    def producer_state(self) -> ProducerStateManager:
+        """Idempotent producers' state, rebuilt from the batch headers of the log on first use."""
+        with self._lock:
+            return self._producer_state_locked()
+
+    def _producer_state_locked(self) -> ProducerStateManager:
+        state = self._producer_state
+        if state is None:
+            state = ProducerStateManager.rebuild(
+                h for seg in self._segments for h in segment_batch_headers(seg)
+            )
+            self._producer_state = state
+        return state
+
+    def remove_expired_producers(self, now: int, expiration_ms: int) -> int:
+        """Forget idempotent producers whose last batch is older than `expiration_ms`."""
+        with self._lock:
+            state = self._producer_state
+            return state.remove_expired(now, expiration_ms) if state is not None else 0
+
+    def _check_producer(self, h: BatchHeader) -> AppendResult | None:
+        """Under the lock: None to append `h`, or the result of the earlier append it duplicates;
+        raises on a sequence gap or a fenced epoch (KIP-98 idempotence, no transactions)."""
+        last_seq = last_sequence(h.base_sequence, h.last_offset_delta)
+        state = self._producer_state_locked()
+        dup = state.check(h.producer_id, h.producer_epoch, h.base_sequence, last_seq)
+        if dup is None:
+            return None
+        append_time = dup.timestamp if self.config.log_append_time else -1
+        return dup.first_offset, dup.last_offset, append_time, dup.timestamp, self._log_start, 0, 0
 
     def _maybe_roll(self, size: int, first: BatchHeader, last_offset: int) -> LogSegment:
         return self._maybe_roll_at(

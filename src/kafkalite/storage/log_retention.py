@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from kafkalite.storage.config import LogConfig
 from kafkalite.storage.errors import OffsetOutOfRange
+from kafkalite.storage.producer_state import ProducerStateManager
 from kafkalite.storage.segment import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, LogSegment
 from kafkalite.storage.types import MIN_FD_GRACE_MS
 
@@ -35,6 +36,7 @@ class LogRetention:
     _dir_dirty: bool
     _closed: bool
     _pending_deletes: list[tuple[int, LogSegment]]
+    _producer_state: ProducerStateManager | None
 
     if TYPE_CHECKING:
 
@@ -164,6 +166,8 @@ class LogRetention:
             # an emptied tail segment is named after the next offset to append
             self._leo = tail.next_offset if tail.size else tail.base_offset
             self._recovery_point = min(self._recovery_point, self._leo)
+            if self._producer_state is not None:
+                self._producer_state.truncate_to(self._leo)
             self.first_dirty_offset = min(self.first_dirty_offset, self._leo)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -177,6 +181,7 @@ class LogRetention:
                 self._pending_deletes.append((self.clock() + MIN_FD_GRACE_MS, s))
             self._leo = self._log_start = self._recovery_point = offset
             self.first_dirty_offset = offset
+            self._producer_state = ProducerStateManager()
             self._dir_dirty = True
 
     # -- compaction support ---------------------------------------------------------------------

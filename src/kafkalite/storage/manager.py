@@ -37,6 +37,10 @@ DELETE_DIR_SUFFIX = "-delete"
 TopicPartition = tuple[str, int]
 
 
+# Kafka's producer.id.expiration.ms default: an idempotent producer silent this long is forgotten
+PRODUCER_ID_EXPIRATION_MS = 86_400_000
+
+
 class _Periodic(threading.Thread):
     def __init__(
         self, name: str, interval_ms: int, fn: Callable[[], object], stop: threading.Event
@@ -303,7 +307,11 @@ class LogManager:
     def cleanup_logs(self, now: int | None = None) -> int:
         """Retention for every log; returns segments deleted."""
         t = self.clock() if now is None else now
-        return sum(lg.delete_old_segments(t) for lg in self.logs())
+        deleted = 0
+        for lg in self.logs():
+            deleted += lg.delete_old_segments(t)
+            lg.remove_expired_producers(t, PRODUCER_ID_EXPIRATION_MS)
+        return deleted
 
     def flush_dirty_logs(self, now: int | None = None) -> int:
         """Flush logs whose flush.ms (or flush.messages) is due; returns how many were flushed."""
