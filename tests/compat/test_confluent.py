@@ -221,3 +221,15 @@ def test_idempotent_producer_writes_each_record_once_in_order(broker, topic):
     got = consume(bs, topic, 2 * len(records))
     assert [m.value() for m in got] == [r[1] for r in records] * 2
     assert [m.offset() for m in got] == list(range(2 * len(records)))
+
+
+def test_topic_compression_type_rewrites_batches_readable_by_librdkafka(broker, topic):
+    bs = broker.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": bs})
+    admin.create_topics([NewTopic(topic, 1, 1, config={"compression.type": "zstd"})])[topic].result(
+        30
+    )
+    records = [(b"k%d" % i, b"v%d" % i * 50, [("h", b"%d" % i)]) for i in range(500)]
+    produce(bs, topic, records, **{"compression.type": "none"})
+    got = consume(bs, topic, len(records))
+    assert [(m.key(), m.value(), m.headers()) for m in got] == records

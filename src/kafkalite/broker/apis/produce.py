@@ -19,6 +19,7 @@ from kafkalite.protocol.exceptions import DecodeError
 from kafkalite.protocol.messages.produce import PRODUCE, ProduceResponse
 from kafkalite.records.header import (
     crc_valid,
+    iter_batch_headers,
     parse_batch_header,
     read_magic,
 )
@@ -121,6 +122,33 @@ def _upconvert(blob: bytes) -> bytes:
     return upconvert_to_v2(blob)
 
 
+# topic compression.type -> codec id of RecordBatch attributes ("producer" keeps the producer's)
+_TOPIC_CODECS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+
+def _recompress(buf: bytearray, pos: int, codec: int) -> bytes:
+    """The batch at `pos` rebuilt with the topic's codec, as Kafka's broker does when a topic's
+    compression.type names a codec: same records, offset deltas, timestamps and producer fields."""
+    from kafkalite.records.batch import decode_batch
+    from kafkalite.records.builder import RecordBatchBuilder
+
+    try:
+        batch = decode_batch(buf, pos)
+    except DecodeError as exc:
+        raise _Reject(ErrorCode.CORRUPT_MESSAGE, f"record batch at byte {pos}: {exc}") from None
+    builder = RecordBatchBuilder(
+        compression=codec,
+        timestamp_type=batch.timestamp_type,
+        producer_id=batch.producer_id,
+        producer_epoch=batch.producer_epoch,
+        base_sequence=batch.base_sequence,
+        is_transactional=batch.is_transactional,
+    )
+    for rec in batch.records:
+        builder.append_with_offset(rec.offset, rec.key, rec.value, rec.headers, rec.timestamp)
+    return builder.build(last_offset_delta=batch.last_offset_delta)
+
+
 def validate(blob: bytes | bytearray, cfg: Any, now_ms: int) -> bytearray:
     """Check a partition's records blob and return the bytes to append (LogAppendTime stamped)."""
     if not blob:
@@ -146,6 +174,8 @@ def validate(blob: bytes | bytearray, cfg: Any, now_ms: int) -> bytearray:
     diff = cfg.message_timestamp_difference_max_ms
     before = min(diff, getattr(cfg, "message_timestamp_before_max_ms", diff))
     after = min(diff, getattr(cfg, "message_timestamp_after_max_ms", diff))
+    target_codec = _TOPIC_CODECS.get(cfg.compression_type, -1)
+    converted: list[tuple[int, int, bytes]] = []  # (position, size, recompressed batch)
     while pos < end:
         try:
             h = parse_batch_header(buf, pos)
@@ -178,7 +208,27 @@ def validate(blob: bytes | bytearray, cfg: Any, now_ms: int) -> bytearray:
                         ErrorCode.INVALID_TIMESTAMP,
                         f"timestamp {ts} is outside the allowed skew from broker time {now_ms}",
                     )
+        if target_codec >= 0 and h.compression != target_codec:
+            converted.append((pos, h.size, _recompress(buf, pos, target_codec)))
         pos += h.size
+    if converted:
+        out = bytearray()
+        at = 0
+        for start, size, new in converted:
+            out += buf[at:start]
+            out += new
+            at = start + size
+        out += buf[at:]
+        for _pos, h in iter_batch_headers(out):
+            if (
+                h.size > max_bytes
+            ):  # a codec can grow a batch (uncompressed, or incompressible data)
+                raise _Reject(
+                    ErrorCode.MESSAGE_TOO_LARGE,
+                    f"record batch of {h.size} bytes after recompression to the topic's "
+                    f"compression.type={cfg.compression_type} exceeds max.message.bytes={max_bytes}",
+                )
+        return out
     return buf
 
 
