@@ -19,10 +19,13 @@ What is measured, identically for both brokers:
   once 100000 records (queued.min.messages) are queued locally librdkafka postpones the next fetch by
   fetch.queue.backoff.ms=1000, so both brokers land near the same ~0.25M records/s (with
   fetch.queue.backoff.ms=1 the same consumer reads ~1.3M records/s from kafkalite).
-- ceiling: the same consumer and configuration reading the same records from a replay proxy
+- produce ceiling: the same producer sending to a proxy process that acknowledges every Produce
+  request itself (bench/replay_proxy.py --sink: nothing stored): what the client can send at all.
+- consume ceiling: the same consumer and configuration reading the same records from a replay proxy
   (bench/replay_proxy.py, its own process) that answers every Fetch from memory with kafkalite's recorded
   answer: what the client itself can take in. Its ratio to Tansu bounds the consume ratio any broker
-  could reach with this client on this machine.
+  that honours max.partition.fetch.bytes could reach with this client on this machine (Tansu does not:
+  it answers ~5 MB per partition against a 1 MiB limit, which suits librdkafka's fetch-queue backoff).
 - cpu: for every throughput figure the CPU used by the client process (all librdkafka threads included)
   and by the broker process over the same span, in cores (the machine has two). A side near 1.0 core of
   a single-threaded hot path is the ceiling: for consume that is the client, whichever broker serves it.
@@ -279,6 +282,27 @@ def latency(bs: str, topic: str, rate: int, seconds: float) -> tuple[float, floa
     return lats[len(lats) // 2], lats[min(len(lats) - 1, int(len(lats) * 0.99))], len(lats)
 
 
+def produce_ceiling(
+    res: dict[str, dict[str, list[float]]],
+    upstream: str,
+    count: int,
+    size: int,
+    args: argparse.Namespace,
+) -> None:
+    """The same producer sending to a proxy that acknowledges every Produce itself (nothing stored,
+    no broker work): the most this client sends."""
+    with replay_proxy(upstream, sink=True) as (address, pid):
+        BROKER_PIDS[address] = pid
+        try:
+            for rep in range(args.repeats):
+                topic = f"produce-ceiling-{size}-{rep}"
+                create_topic(upstream, topic)
+                v = produce_throughput(address, topic, count, size)
+                _record(res, "kafkalite", f"produce {size}B ceiling", v)
+        finally:
+            BROKER_PIDS.pop(address, None)
+
+
 def consume_ceiling(
     res: dict[str, dict[str, list[float]]],
     upstream: str,
@@ -334,6 +358,8 @@ def run_interleaved(
                     create_topic(bs, topic)
                     v = produce_throughput(bs, topic, count, size)
                     _record(res, name, f"produce {size}B", v)
+            if args.ceiling and "kafkalite" in brokers:
+                produce_ceiling(res, brokers["kafkalite"], count, size, args)
         if args.consume:
             topic = f"consume-{size}"
             for bs in brokers.values():
@@ -381,7 +407,7 @@ def main() -> int:
         "--no-ceiling",
         dest="ceiling",
         action="store_false",
-        help="skip the consume ceiling (the client reading kafkalite's answers replayed from memory)",
+        help="skip the client ceilings (a proxy acknowledging produce / replaying fetch answers)",
     )
     args = ap.parse_args()
     binary = tansu_binary()
@@ -449,8 +475,8 @@ def main() -> int:
             if m in ceilings:
                 cb, cm = ceilings[m]
                 print(
-                    f"  {'':<30} client ceiling {cb:5.2f}x / {cm:5.2f}x Tansu: the most any broker could"
-                    " show with this client"
+                    f"  {'':<30} client ceiling {cb:5.2f}x / {cm:5.2f}x Tansu: the most a broker that"
+                    " honours the fetch limits could show with this client"
                 )
         if "latency p99 ms" in results["kafkalite"]:
             p99 = statistics.median(results["kafkalite"]["latency p99 ms"])

@@ -4,7 +4,8 @@ Every request is forwarded to the upstream broker except Fetch requests it has a
 partitions and fetch offsets), which it answers from memory with the recorded response. After one warm-up
 pass over a topic, a second consumer reading the same range is served entirely from RAM by one
 `sendall` per answer: what that consumer then reaches is what the client can take in, whatever the broker.
-Run it as its own process (`python replay_proxy.py UPSTREAM` prints its address) so it does not share the
+With `sink`, Produce requests are acknowledged by the proxy itself (offsets invented, nothing stored):
+the most a producer client sends, whatever the broker. Run it as its own process (`python replay_proxy.py UPSTREAM` prints its address) so it does not share the
 client's interpreter lock.
 """
 
@@ -30,8 +31,10 @@ from kafkalite.protocol.headers import (
 from kafkalite.protocol.messages import fetch as _fetch  # noqa: F401  (registers the API)
 from kafkalite.protocol.messages import groups as _groups  # noqa: F401
 from kafkalite.protocol.messages import metadata as _metadata  # noqa: F401
+from kafkalite.protocol.messages import produce as _produce  # noqa: F401
 from kafkalite.protocol.schema import APIS
 
+PRODUCE_KEY = 0
 FETCH_KEY = 1
 METADATA_KEY = 3
 FIND_COORDINATOR_KEY = 10
@@ -91,11 +94,58 @@ def _readdress(frame: bytes, body: bytes, host: str, port: int) -> bytes:
     return body[:hlen] + resp.encode(version)
 
 
+class _Offsets:
+    """Next offset per partition for the answers the sink invents."""
+
+    def __init__(self) -> None:
+        self.next: dict[tuple[str, int], int] = {}
+        self.lock = threading.Lock()
+
+    def take(self, topic: str, partition: int, count: int) -> int:
+        with self.lock:
+            base = self.next.get((topic, partition), 0)
+            self.next[(topic, partition)] = base + count
+            return base
+
+
+def _sink_answer(frame: bytes, offsets: _Offsets) -> bytes | None:
+    """A success answer to a Produce request, made without storing anything (None: acks=0)."""
+    key, version = struct.unpack_from(">hh", frame)
+    api = APIS[PRODUCE_KEY]
+    flexible = api.request.is_flexible(version)
+    _header, pos = decode_request_header(frame, request_header_version(key, version, flexible))
+    req = api.request.decode(frame[pos:], version)
+    if req.acks == 0:
+        return None
+    resp_cls = api.response
+    topic_cls = resp_cls.TopicProduceResponse
+    part_cls = topic_cls.PartitionProduceResponse
+    topics = []
+    for t in req.topic_data:
+        parts = []
+        for pd in t.partition_data:
+            # the record count of each v2 batch is its last 4 header bytes (offset 57)
+            blob = bytes(pd.records or b"")
+            count, at = 0, 0
+            while at + 61 <= len(blob):
+                count += struct.unpack_from(">i", blob, at + 57)[0]
+                at += 12 + struct.unpack_from(">i", blob, at + 8)[0]
+            base = offsets.take(t.name, pd.index, count)
+            parts.append(part_cls(index=pd.index, error_code=0, base_offset=base))
+        topics.append(topic_cls(name=t.name, partition_responses=parts))
+    body = resp_cls(responses=topics, throttle_time_ms=0).encode(version)
+    hdr = frame[4:8] + (b"\x00" if response_header_version(key, flexible) >= 1 else b"")
+    return struct.pack(">i", len(hdr) + len(body)) + hdr + body
+
+
 class ReplayProxy:
     """Listens on an ephemeral loopback port; `replaying` counts answers served from memory."""
 
-    def __init__(self, upstream: str) -> None:
+    def __init__(self, upstream: str, *, sink: bool = False) -> None:
         host, port = upstream.rsplit(":", 1)
+        # sink: Produce requests are acknowledged here and never reach the broker (produce ceiling)
+        self.sink = sink
+        self._offsets = _Offsets()
         self.upstream = (host, int(port))
         self.cache: dict[tuple[object, ...], bytes] = {}
         self.replayed = 0
@@ -122,6 +172,11 @@ class ReplayProxy:
             try:
                 while True:
                     frame = _recv_frame(conn)
+                    if self.sink and frame[:2] == b"\x00\x00":
+                        answer = _sink_answer(frame, self._offsets)
+                        if answer is not None:
+                            conn.sendall(answer)
+                        continue
                     key = _fetch_key(frame)
                     corr = frame[4:8]
                     cached = self.cache.get(key) if key is not None else None
@@ -147,10 +202,10 @@ class ReplayProxy:
 
 
 @contextlib.contextmanager
-def replay_proxy(upstream: str) -> Iterator[tuple[str, int]]:
+def replay_proxy(upstream: str, *, sink: bool = False) -> Iterator[tuple[str, int]]:
     """Run a ReplayProxy in its own process; yields (its address, its pid)."""
     proc = subprocess.Popen(
-        [sys.executable, __file__, upstream],
+        [sys.executable, __file__, upstream, *(["--sink"] if sink else [])],
         stdout=subprocess.PIPE,
         text=True,
         env=dict(os.environ),
@@ -167,7 +222,7 @@ def replay_proxy(upstream: str) -> Iterator[tuple[str, int]]:
 
 
 def main() -> None:
-    proxy = ReplayProxy(sys.argv[1])
+    proxy = ReplayProxy(sys.argv[1], sink="--sink" in sys.argv[2:])
     print(proxy.address, flush=True)
     proxy.serve_forever()
 
