@@ -45,3 +45,21 @@ class LogClosed(StorageError):
 
 class KafkaStorageError(StorageError):
     error_code = ErrorCode.KAFKA_STORAGE_ERROR
+
+
+class OutOfOrderSequence(StorageError):
+    """An idempotent producer's batch skips sequence numbers."""
+
+    error_code = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+class InvalidProducerEpoch(StorageError):
+    """An idempotent producer's batch carries an epoch older than the partition has seen."""
+
+    error_code = ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+class InvalidProducerBatch(StorageError):
+    """An idempotent producer's batch arrived with other batches in one append."""
+
+    error_code = ErrorCode.INVALID_RECORD

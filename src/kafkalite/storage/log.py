@@ -26,6 +26,7 @@ from kafkalite.records.header import (
 from kafkalite.storage.config import LogConfig
 from kafkalite.storage.errors import (
     CorruptRecord,
+    InvalidProducerBatch,
     LogClosed,
     OffsetOutOfRange,
     RecordBatchTooLarge,
@@ -33,7 +34,6 @@ from kafkalite.storage.errors import (
 from kafkalite.storage.loader import load_segments
 from kafkalite.storage.log_retention import LogRetention
 from kafkalite.storage.producer_state import (
-    InvalidProducerBatch,
     ProducerStateManager,
     last_sequence,
     segment_batch_headers,

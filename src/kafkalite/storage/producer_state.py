@@ -11,28 +11,15 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from kafkalite.protocol.errors import ErrorCode
 from kafkalite.records.header import HEADER_SIZE, BatchHeader, read_header_fields
 
-from .errors import StorageError
+from .errors import InvalidProducerEpoch, OutOfOrderSequence
 
 # Kafka keeps the metadata of each producer's last five batches: the most a client may have in flight
 MAX_CACHED_BATCHES = 5
 NO_PRODUCER_ID = -1
 NO_SEQUENCE = -1
 _INT32_MAX = 2**31 - 1
-
-
-class OutOfOrderSequence(StorageError):
-    error_code = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
-
-
-class InvalidProducerEpoch(StorageError):
-    error_code = ErrorCode.INVALID_PRODUCER_EPOCH
-
-
-class InvalidProducerBatch(StorageError):
-    error_code = ErrorCode.INVALID_RECORD
 
 
 @dataclass(slots=True, frozen=True)

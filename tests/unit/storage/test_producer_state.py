@@ -9,11 +9,9 @@ import pytest
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.records.builder import build_batch
 from kafkalite.storage import Log, LogConfig
+from kafkalite.storage.errors import InvalidProducerBatch, InvalidProducerEpoch, OutOfOrderSequence
 from kafkalite.storage.producer_state import (
     MAX_CACHED_BATCHES,
-    InvalidProducerBatch,
-    InvalidProducerEpoch,
-    OutOfOrderSequence,
     ProducerStateManager,
     last_sequence,
 )
