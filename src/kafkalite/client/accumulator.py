@@ -24,6 +24,10 @@ RECORD_OVERHEAD = 21  # worst-case varints + attributes of one record without he
 HEADER_SIZE = 61
 _PREFIX = struct.Struct(">qiibI")  # base offset, batch length, leader epoch, magic, crc
 _BODY = struct.Struct(">hiqqqhii")  # attributes .. record count (the CRC-covered header)
+_KEEP_GIL = 0  # crc32c's gil_release_mode: never release
+PACE_BATCHES = 4  # full batches of a partition queued before send() yields to the Sender
+PACE_WAIT = 0.005  # the longest such yield, in seconds
+PACE_STALL = 0.1  # no yield when the Sender wrote nothing for this long
 
 
 class BatchWriter:
@@ -88,7 +92,9 @@ class BatchWriter:
             count,
         )
         with memoryview(out) as covered:
-            crc = crc32c(covered[21:])
+            # the I/O thread keeps the GIL: a release here makes it wait for the user thread's
+            # switch interval (5 ms) to get it back, far longer than the checksum itself takes
+            crc = crc32c(covered[21:], 0, _KEEP_GIL)
         _PREFIX.pack_into(out, 0, 0, len(out) - 12, -1, 2, crc)
         if not copy:
             return out
@@ -170,6 +176,8 @@ class RecordAccumulator:
         self.compression_level = config.get("compression.level")
         self.lock = threading.Lock()
         self._space = threading.Condition(self.lock)
+        self._written = threading.Condition(self.lock)
+        self.last_write = 0.0
         self.batches: dict[TopicPartition, collections.deque[ProducerBatch]] = {}
         # the same deques by topic then partition, for the producer's hot path (no tuple to hash)
         self.topic_deques: dict[str, dict[int, collections.deque[ProducerBatch]]] = {}
@@ -332,6 +340,28 @@ class RecordAccumulator:
                 if chosen:
                     out[node] = chosen
         return out
+
+    def batches_written(self) -> None:
+        """The Sender wrote a Produce request (I/O thread): wake a send() yielding to it."""
+        with self.lock:
+            self.last_write = time.monotonic()
+            self._written.notify_all()
+
+    def yield_to_sender(self, tp: TopicPartition) -> None:
+        """Called by send() after it opened a batch: when full batches of `tp` are piling up while the
+        Sender is writing, wait (briefly) until it writes its next request.
+
+        The wait hands the GIL to the I/O thread at once; otherwise that thread gets it back only
+        every switch interval (5 ms) while the user thread appends, and the batches queue up unsent
+        (then all go after the user's loop: no overlap with the broker, and every queued batch is a
+        freshly faulted buffer). A stalled Sender (no leader, broker down) is never waited for."""
+        with self.lock:
+            dq = self.batches.get(tp)
+            if dq is None or len(dq) <= PACE_BATCHES or self.flushing or self.closed:
+                return
+            if time.monotonic() - self.last_write > PACE_STALL:
+                return
+            self._written.wait(PACE_WAIT)
 
     def batch_done(self, batch: ProducerBatch) -> None:
         with self.lock:

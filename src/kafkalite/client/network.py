@@ -33,6 +33,7 @@ from kafkalite.protocol.headers import (
     request_header_version,
     response_header_version,
 )
+from kafkalite.protocol.primitives import SplicedOutput
 from kafkalite.protocol.schema import APIS
 
 log = logging.getLogger("kafkalite.client.network")
@@ -186,7 +187,10 @@ class BrokerConnection:
         version: int | None = None,
         expect_response: bool = True,
         timeout: float | None = None,
+        on_written: Callable[[], None] | None = None,
     ) -> Any:
+        """Send one request and await its response (None without `expect_response`); `on_written`
+        is called once the request is handed to the transport."""
         if self.closed or self._writer is None:
             raise KafkaConnectionError(f"connection to node {self.node_id} is closed")
         key = request.API_KEY
@@ -197,22 +201,24 @@ class BrokerConnection:
                 raise KafkaConnectionError(f"connection to node {self.node_id} is closed")
             corr = next(self._corr) & 0x7FFFFFFF
             flexible = request.is_flexible(v)
-            out = bytearray(4)
+            # large bytes fields (Produce's record batches) are spliced in, not copied: the frame
+            # goes out as one vectored write of the encoded pieces and the batches' own buffers
+            out = SplicedOutput(4)
             encode_request_header(
                 out,
                 RequestHeader(key, v, corr, self.client.client_id),
                 request_header_version(key, v, flexible),
             )
             request.encode_into(out, v)
-            _LEN.pack_into(out, 0, len(out) - 4)
+            _LEN.pack_into(out, 0, out.total_size - 4)
             self.last_used = time.monotonic()
             if not expect_response:
-                self._writer.write(out)
+                self._write(out, on_written)
                 await self._drain()
                 return None
             fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
             self._inflight.append((corr, APIS[key].response, v, fut))
-            self._writer.write(out)
+            self._write(out, on_written)
             await self._drain()
             if timeout is None:
                 timeout = self.client.request_timeout
@@ -225,6 +231,15 @@ class BrokerConnection:
                 ) from None
         finally:
             self._slots.release()
+
+    def _write(self, out: SplicedOutput, on_written: Callable[[], None] | None) -> None:
+        assert self._writer is not None
+        if out.spliced:
+            self._writer.writelines(out.parts())
+        else:
+            self._writer.write(out)
+        if on_written is not None:
+            on_written()
 
     async def _drain(self) -> None:
         assert self._writer is not None

@@ -214,6 +214,8 @@ class KafkaProducer:
         fut = got
         if full or new_batch:
             self._sender.wakeup()
+            if full and new_batch and not self._io.in_loop:  # (a callback's send must not wait)
+                acc.yield_to_sender(tp)
         if callback is not None:
             fut.add_both(callback)
         return fut

@@ -204,13 +204,17 @@ class Sender:
                     raise UnsupportedFeatureError(
                         "the broker's Produce is older than v3 (no v2 batches)"
                     )
+                written = self.acc.batches_written
                 if self.acks == 0:
-                    await conn.send(req, version=version, expect_response=False)
+                    await conn.send(req, version=version, expect_response=False, on_written=written)
                     for b in batches:
                         self._complete(b, -1, -1, None)
                     return
                 resp = await conn.send(
-                    req, version=version, timeout=self.request_timeout_ms / 1000 + 5
+                    req,
+                    version=version,
+                    timeout=self.request_timeout_ms / 1000 + 5,
+                    on_written=written,
                 )
             except (KafkaConnectionError, KafkaTimeoutError, NoBrokersAvailable) as exc:
                 self.metadata.request_update()

@@ -252,10 +252,68 @@ def _make_bytes(compact: bool, nullable: bool) -> tuple[ReadFn, WriteFn]:
                 raise EncodeError("null value for non-nullable bytes")
             write_length(out, -1, compact)
             return
-        write_length(out, len(value), compact)
-        out += value
+        n = len(value)
+        write_length(out, n, compact)
+        if n >= SPLICE_MIN and isinstance(out, SplicedOutput):
+            out.splice(value)
+        else:
+            out += value
 
     return read, write
+
+
+SPLICE_MIN = 8192
+"""Bytes values at least this large are spliced into a SplicedOutput instead of copied into it."""
+
+
+class SplicedOutput(bytearray):
+    """An encode target that leaves large bytes/records values out of itself (no copy): the bytes
+    writer notes where each belongs, and parts() gives the whole encoding as buffers to write in order.
+
+    Everything else is encoded into the bytearray as usual; a spliced value must not change until
+    its parts are written.
+    """
+
+    __slots__ = ("_splices", "_spliced_size")
+
+    def __init__(self, size: int = 0) -> None:
+        super().__init__(size)
+        self._splices: list[tuple[int, Buffer]] = []
+        self._spliced_size = 0
+
+    def splice(self, value: Buffer) -> None:
+        """Place `value` at the current end of the encoding without copying it."""
+        self._splices.append((len(self), value))
+        self._spliced_size += len(value)
+
+    @property
+    def spliced(self) -> bool:
+        return bool(self._splices)
+
+    @property
+    def total_size(self) -> int:
+        """The length of the whole encoding, spliced values included."""
+        return len(self) + self._spliced_size
+
+    def parts(self) -> list[Buffer]:
+        """The encoding as buffers in order: views of this bytearray between the spliced values."""
+        if not self._splices:
+            return [self]
+        view = memoryview(self)
+        out: list[Buffer] = []
+        pos = 0
+        for at, value in self._splices:
+            if at > pos:
+                out.append(view[pos:at])
+            out.append(value)
+            pos = at
+        if pos < len(self):
+            out.append(view[pos:])
+        return out
+
+    def getvalue(self) -> bytes:
+        """The whole encoding as one bytes object (a copy)."""
+        return b"".join(self.parts())
 
 
 STRING_CODECS = {(c, n): _make_string(c, n) for c in (False, True) for n in (False, True)}

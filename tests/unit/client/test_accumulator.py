@@ -184,3 +184,30 @@ def test_batch_writer_same_bytes_with_and_without_speedups(
     assert fill().build() == built
     assert bytes(fill().build(copy=False)) == built
     assert decode_batch(built, 0, verify_crc=True).last_offset_delta == 299
+
+
+def test_yield_to_sender_waits_for_a_write_only_while_the_sender_writes() -> None:
+    from kafkalite.client import accumulator as acc_mod
+
+    acc = RecordAccumulator(_cfg(batch_size=100, linger_ms=0), 0)
+    tp = ("t", 0)
+    for _ in range(acc_mod.PACE_BATCHES + 2):
+        acc.append(tp, 1, None, b"x" * 90, ())
+    assert len(acc.batches[tp]) > acc_mod.PACE_BATCHES
+    # a Sender that wrote nothing lately (no leader, broker down) is not waited for
+    t0 = time.monotonic()
+    acc.yield_to_sender(tp)
+    assert time.monotonic() - t0 < acc_mod.PACE_WAIT
+    # a writing Sender: send() waits until its next write (or PACE_WAIT at most)
+    acc.batches_written()
+    threading.Timer(0.001, acc.batches_written).start()
+    t0 = time.monotonic()
+    acc.yield_to_sender(tp)
+    assert time.monotonic() - t0 < 1
+    # few batches queued, or flushing: no wait at all
+    acc.batches_written()
+    acc.yield_to_sender(("t", 1))
+    acc.flushing += 1
+    t0 = time.monotonic()
+    acc.yield_to_sender(tp)
+    assert time.monotonic() - t0 < acc_mod.PACE_WAIT

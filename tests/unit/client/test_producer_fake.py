@@ -128,3 +128,30 @@ def test_callbacks_and_send_validation(fake: FakeBroker) -> None:
         with pytest.raises(KafkaError):
             p.send("t", "x" * 2_000_000)
     assert got and got[0][1] is None and got[0][0].partition == 1  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("acks", [0, 1])
+def test_large_batches_spliced_into_requests_keep_bytes_and_order(
+    fake: FakeBroker, acks: int
+) -> None:
+    # batches above the protocol's splice size go out as their own buffers (no copy into the request),
+    # also when a retry re-sends them; the user thread paces itself on the Sender's writes
+    if acks:
+        fake.produce_errors = [0, ErrorCode.NOT_LEADER_OR_FOLLOWER, 0, ErrorCode.REQUEST_TIMED_OUT]
+    values = [bytes([i % 251]) * 1000 + b"%05d" % i for i in range(400)]
+    with KafkaProducer(
+        bootstrap_servers=fake.bootstrap_servers,
+        acks=acks,
+        max_in_flight_requests_per_connection=1,
+        batch_size=20000,
+        linger_ms=1,
+        retry_backoff_ms=5,
+    ) as p:
+        futs = [p.send("t", v, partition=0) for v in values]
+        p.flush(20)
+        offsets = [f.get().offset for f in futs]
+    deadline = time.monotonic() + 5
+    while len(fake.log.get(0, [])) < len(values) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert [v for _, v in fake.log[0]] == values
+    assert offsets == (list(range(400)) if acks else [-1] * 400)

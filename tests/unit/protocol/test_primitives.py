@@ -541,3 +541,50 @@ def test_wrong_typed_tagged_value_is_encode_error(field: str, bad: Any) -> None:
     msg = _TaggedProbe(**{field: bad})
     with pytest.raises(EncodeError):
         msg.encode(0)
+
+
+# -- spliced output (large bytes values written beside the encoding, not copied into it) ----------
+
+
+@pytest.mark.parametrize("version", [3, 8, 9, 11])
+def test_spliced_output_matches_plain_encoding(version: int) -> None:
+    import kafkalite.protocol.messages  # noqa: F401  (registers every API)
+    from kafkalite.protocol.schema import APIS
+
+    R: Any = APIS[0].request
+    big = memoryview(bytearray(b"\x07" * (p.SPLICE_MIN + 5)))
+    other = b"\x09" * (p.SPLICE_MIN * 2)
+    small = b"\x01\x02\x03"
+    req = R(
+        transactional_id=None,
+        acks=1,
+        timeout_ms=3000,
+        topic_data=[
+            R.TopicProduceData(
+                name="t",
+                partition_data=[
+                    R.TopicProduceData.PartitionProduceData(index=0, records=big),
+                    R.TopicProduceData.PartitionProduceData(index=1, records=small),
+                    R.TopicProduceData.PartitionProduceData(index=2, records=other),
+                ],
+            )
+        ],
+    )
+    out = p.SplicedOutput(4)
+    req.encode_into(out, version)
+    parts = out.parts()
+    whole = b"\x00" * 4 + req.encode(version)
+    assert out.getvalue() == whole and out.total_size == len(whole)
+    assert b"".join(parts) == whole
+    # the large values are the caller's own objects; the small one was copied into the bytearray
+    assert any(part is big for part in parts) and any(part is other for part in parts)
+    assert not any(part is small for part in parts)
+    # prefix, big, the bytes between, other, then the tagged-field trailers of flexible versions
+    assert len(parts) == (5 if version >= 9 else 4)
+
+
+def test_spliced_output_without_splices_is_itself() -> None:
+    out = p.SplicedOutput(4)
+    p.BYTES_CODECS[(False, False)][1](out, b"small")
+    assert not out.spliced and out.parts() == [out] and out.total_size == len(out) == 13
+    assert out.getvalue() == b"\x00" * 4 + b"\x00\x00\x00\x05small"
