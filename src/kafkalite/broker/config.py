@@ -27,8 +27,10 @@ _PY = {
     T_LIST: "list",
 }
 
-# DescribeConfigs config sources
+# DescribeConfigs config sources (Kafka's ConfigSource ids)
 SOURCE_TOPIC = 1
+SOURCE_DYNAMIC_BROKER = 2
+SOURCE_DYNAMIC_DEFAULT_BROKER = 3
 SOURCE_STATIC_BROKER = 4
 SOURCE_DEFAULT = 5
 
@@ -117,6 +119,15 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("log.segment.bytes", T_INT, "1073741824", "Size of a log segment file."),
         _d("log.roll.hours", T_INT, "168", "Roll a segment after this many hours."),
         _d(
+            "log.roll.jitter.ms",
+            T_LONG,
+            None,
+            "Maximum random jitter subtracted from the roll time (overrides log.roll.jitter.hours).",
+        ),
+        _d(
+            "log.roll.jitter.hours", T_INT, "0", "Maximum random jitter of the roll time, in hours."
+        ),
+        _d(
             "log.roll.ms",
             T_LONG,
             None,
@@ -152,6 +163,12 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _d("log.cleaner.delete.retention.ms", T_LONG, "86400000", "Keep tombstones this long."),
         _d("log.cleaner.min.compaction.lag.ms", T_LONG, "0", "Minimum age before compaction."),
         _d(
+            "log.cleaner.max.compaction.lag.ms",
+            T_LONG,
+            str(LONG_MAX),
+            "Maximum time a record stays uncompacted.",
+        ),
+        _d(
             "log.cleaner.min.cleanable.ratio",
             T_DOUBLE,
             "0.5",
@@ -177,6 +194,19 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "Topic compression; only 'producer' (keep as sent) is applied.",
         ),
         _d("min.insync.replicas", T_INT, "1", "Minimum ISR for acks=all."),
+        _d(
+            "unclean.leader.election.enable",
+            T_BOOLEAN,
+            "false",
+            "Allow out-of-sync replicas to become leader.",
+        ),
+        _d("log.preallocate", T_BOOLEAN, "false", "Preallocate segment files."),
+        _d(
+            "log.message.downconversion.enable",
+            T_BOOLEAN,
+            "true",
+            "Down-convert record batches for old fetch versions.",
+        ),
         _d("fetch.max.bytes", T_INT, "57671680", "Upper bound of a fetch response."),
         _d(
             "group.initial.rebalance.delay.ms",
@@ -225,20 +255,66 @@ TOPIC_CONFIGS: dict[str, tuple[tuple[str, ...], int]] = {
     "max.message.bytes": (("message.max.bytes",), T_INT),
     "message.timestamp.difference.max.ms": (("log.message.timestamp.difference.max.ms",), T_LONG),
     "message.timestamp.type": (("log.message.timestamp.type",), T_STRING),
+    "message.downconversion.enable": (("log.message.downconversion.enable",), T_BOOLEAN),
+    "max.compaction.lag.ms": (("log.cleaner.max.compaction.lag.ms",), T_LONG),
     "min.cleanable.dirty.ratio": (("log.cleaner.min.cleanable.ratio",), T_DOUBLE),
     "min.compaction.lag.ms": (("log.cleaner.min.compaction.lag.ms",), T_LONG),
     "min.insync.replicas": (("min.insync.replicas",), T_INT),
+    "preallocate": (("log.preallocate",), T_BOOLEAN),
     "retention.bytes": (("log.retention.bytes",), T_LONG),
     "retention.ms": (("log.retention.ms", "log.retention.minutes", "log.retention.hours"), T_LONG),
     "segment.bytes": (("log.segment.bytes",), T_INT),
     "segment.index.bytes": (("log.index.size.max.bytes",), T_INT),
+    "segment.jitter.ms": (("log.roll.jitter.ms", "log.roll.jitter.hours"), T_LONG),
     "segment.ms": (("log.roll.ms", "log.roll.hours"), T_LONG),
+    "unclean.leader.election.enable": (("unclean.leader.election.enable",), T_BOOLEAN),
 }
+
+# Broker configs that AlterConfigs may change at runtime: the most specific broker synonym of each
+# topic config (Kafka's DynamicLogConfig.ReconfigurableConfigs, all "cluster-wide"). The hours /
+# minutes spellings (log.retention.hours, log.roll.hours...) stay read-only, as in Kafka.
+DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(syns[0] for syns, _ in TOPIC_CONFIGS.values())
+
+# Kafka broker settings kafkalite does not model but knows to be static (read-only in Kafka).
+STATIC_KAFKA_CONFIGS: frozenset[str] = frozenset(
+    {
+        "zookeeper.connect",
+        "process.roles",
+        "controller.quorum.voters",
+        "controller.listener.names",
+        "inter.broker.listener.name",
+        "listener.security.protocol.map",
+        "log.message.format.version",
+        "inter.broker.protocol.version",
+    }
+)
+
+# names that spell the same setting in different units, most specific first
+BROKER_SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = tuple(
+    syns for syns, _ in TOPIC_CONFIGS.values() if len(syns) > 1
+)
+
+
+def broker_synonyms(name: str) -> tuple[str, ...]:
+    """The broker names meaning the same setting as `name`, most specific first (just `name` if none)."""
+    for group in BROKER_SYNONYM_GROUPS:
+        if name in group:
+            return group
+    return (name,)
+
+
+def is_read_only_broker_config(name: str) -> bool:
+    """A broker config that only server.properties (and a restart) can change."""
+    if name in DYNAMIC_BROKER_CONFIGS:
+        return False
+    return name in BROKER_CONFIGS or name in STATIC_KAFKA_CONFIGS
+
 
 _TO_MS = {
     "log.retention.minutes": 60_000,
     "log.retention.hours": 3_600_000,
     "log.roll.hours": 3_600_000,
+    "log.roll.jitter.hours": 3_600_000,
 }
 
 

@@ -18,6 +18,7 @@ from kafkalite.broker.config import BrokerConfig, Listener
 from kafkalite.broker.connection import CloseConnection, Connection
 from kafkalite.broker.context import RequestContext, SlicedResponse
 from kafkalite.broker.dispatch import DispatchTable
+from kafkalite.broker.dynamic_config import DynamicBrokerConfig
 from kafkalite.broker.fetch_session import FetchSessionCache
 from kafkalite.broker.purgatory import DelayedOperations
 from kafkalite.cluster.metadata import (
@@ -69,7 +70,7 @@ class BrokerServer:
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
-        from kafkalite.storage import LogConfig, LogManager
+        from kafkalite.storage import LogManager
 
         self._loop = asyncio.get_running_loop()
         if self._stopping is None:
@@ -78,7 +79,11 @@ class BrokerServer:
             d.mkdir(parents=True, exist_ok=True)
         self.cluster_id = ensure_meta_properties(self.log_dirs, self.broker_id)
         self.metadata.load()
-        default_config = LogConfig.from_broker_properties(self.config.props)
+        # dynamic broker configs (AlterConfigs on a BROKER resource, kept in the data dir) are part of
+        # the log defaults from the first log opened
+        self.dynamic_config = DynamicBrokerConfig(self.config, self.log_dirs[0])
+        self.dynamic_config.load()
+        default_config = self.dynamic_config.log_config()
         cfg = self.config
         flush_check = int(cfg.get("log.flush.scheduler.interval.ms"))
         self.log_manager = LogManager(

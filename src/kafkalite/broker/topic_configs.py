@@ -1,6 +1,6 @@
 """Describing and changing configs for the admin APIs: topic overrides, broker settings, sources and synonyms.
 
-Topic values resolve override -> broker `log.*` synonym -> built-in default, as Kafka reports them.
+Topic values resolve override -> dynamic/static broker `log.*` synonym -> built-in default, as Kafka reports them.
 """
 
 from __future__ import annotations
@@ -10,11 +10,15 @@ from typing import Any
 
 from kafkalite.broker.config import (
     BROKER_CONFIGS,
+    DYNAMIC_BROKER_CONFIGS,
     SOURCE_DEFAULT,
+    SOURCE_DYNAMIC_BROKER,
+    SOURCE_DYNAMIC_DEFAULT_BROKER,
     SOURCE_STATIC_BROKER,
     SOURCE_TOPIC,
     TOPIC_CONFIGS,
 )
+from kafkalite.broker.dynamic_config import dynamic_configs
 from kafkalite.storage import config as storage_config
 from kafkalite.storage.config import LogConfig
 from kafkalite.storage.errors import InvalidConfig
@@ -51,11 +55,18 @@ class ConfigEntry:
 
 
 def default_log_config(broker: Any) -> LogConfig:
-    return LogConfig.from_broker_properties(broker.config.props)
+    """Log defaults for a topic without overrides: dynamic broker configs over server.properties."""
+    return dynamic_configs(broker).log_config()
 
 
 def topic_entries(broker: Any, overrides: dict[str, str]) -> list[ConfigEntry]:
-    base = default_log_config(broker).to_properties()
+    dyn = dynamic_configs(broker)
+    base = dyn.log_config().to_properties()
+    layers = (
+        (dyn.per_broker, SOURCE_DYNAMIC_BROKER),
+        (dyn.cluster_default, SOURCE_DYNAMIC_DEFAULT_BROKER),
+        (broker.config.props, SOURCE_STATIC_BROKER),
+    )
     types = storage_config.TOPIC_CONFIG_TYPES
     docs = storage_config.TOPIC_CONFIG_DOCS
     out = []
@@ -63,10 +74,9 @@ def topic_entries(broker: Any, overrides: dict[str, str]) -> list[ConfigEntry]:
         synonyms: list[tuple[str, str | None, int]] = []
         if name in overrides:
             synonyms.append((name, overrides[name], SOURCE_TOPIC))
-        for syn in TOPIC_CONFIGS.get(name, ((), 0))[0]:
-            if broker.config.is_set(syn):
-                synonyms.append((syn, broker.config.props[syn], SOURCE_STATIC_BROKER))
         default_syn = TOPIC_CONFIGS.get(name, ((), 0))[0]
+        for layer, layer_source in layers:
+            synonyms.extend((syn, layer[syn], layer_source) for syn in default_syn if syn in layer)
         builtin = storage_config.TOPIC_CONFIG_DEFAULTS[name]
         synonyms.append((default_syn[-1] if default_syn else name, builtin, SOURCE_DEFAULT))
         value = overrides.get(name, base.get(name))
@@ -85,14 +95,25 @@ def topic_entries(broker: Any, overrides: dict[str, str]) -> list[ConfigEntry]:
     return out
 
 
-def broker_entries(broker: Any) -> list[ConfigEntry]:
+def broker_entries(broker: Any, resource_name: str = "") -> list[ConfigEntry]:
+    """Configs of a BROKER resource, as Kafka describes them: "" lists only the cluster-wide dynamic
+    defaults; "<broker id>" lists every setting with the source its value comes from."""
+    dyn = dynamic_configs(broker)
+    per_broker = resource_name != ""
+    if per_broker:
+        names = set(BROKER_CONFIGS) | set(dyn.cluster_default) | set(dyn.per_broker)
+    else:
+        names = set(dyn.cluster_default)
     out = []
-    cfg = broker.config
-    for name, defn in sorted(BROKER_CONFIGS.items()):
-        value = cfg.raw(name)
-        source = SOURCE_STATIC_BROKER if cfg.is_set(name) else SOURCE_DEFAULT
-        syn = [(name, value, source)]
-        out.append(ConfigEntry(name, value, source, True, defn.type, defn.doc, syn))
+    for name in sorted(names):
+        defn = BROKER_CONFIGS.get(name)
+        synonyms = dyn.synonyms(name, per_broker)
+        value = synonyms[0][1] if synonyms else None
+        source = synonyms[0][2] if synonyms else SOURCE_DEFAULT
+        read_only = name not in DYNAMIC_BROKER_CONFIGS
+        config_type = defn.type if defn is not None else 0
+        doc = defn.doc if defn is not None else None
+        out.append(ConfigEntry(name, value, source, read_only, config_type, doc, synonyms))
     return out
 
 

@@ -1,6 +1,6 @@
-"""AlterConfigs (key 33): replace a topic's whole set of config overrides (the legacy, non-incremental API).
+"""AlterConfigs (key 33): replace a topic's overrides or a broker's dynamic configs (the legacy, non-incremental API).
 
-Broker configs are static here (server.properties); altering them answers INVALID_REQUEST.
+BROKER "" is the cluster-wide default, BROKER "<id>" this broker; only dynamic `log.*` defaults may change.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import logging
 from typing import Any
 
 from kafkalite.broker.context import RequestContext
+from kafkalite.broker.dynamic_config import alter_broker
 from kafkalite.broker.topic_configs import (
     RESOURCE_BROKER,
     RESOURCE_TOPIC,
@@ -40,19 +41,34 @@ def alter_topic(
 
 
 def refuse_other(resource_type: int) -> tuple[int, str]:
-    if resource_type == RESOURCE_BROKER:
-        return int(
-            ErrorCode.INVALID_REQUEST
-        ), "broker configs are static: edit server.properties and restart"
     return int(ErrorCode.INVALID_REQUEST), f"Unsupported resource type {resource_type}"
+
+
+def request_shape_error(names: list[str], nulls: list[str]) -> tuple[int, str] | None:
+    """Kafka's checks before a broker config change: each name once, no null values."""
+    if len(set(names)) != len(names):
+        return int(ErrorCode.INVALID_REQUEST), "Error due to duplicate config keys"
+    if nulls:
+        return int(ErrorCode.INVALID_REQUEST), f"Null value not supported for : {', '.join(nulls)}"
+    return None
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     out = []
+    code: int
+    msg: str | None
     for res in request.resources:
         if res.resource_type == RESOURCE_TOPIC:
             new = {c.name: c.value for c in res.configs if c.value is not None}
             code, msg = alter_topic(ctx, res.resource_name, new, request.validate_only)
+        elif res.resource_type == RESOURCE_BROKER:
+            names = [c.name for c in res.configs]
+            bad = request_shape_error(names, [c.name for c in res.configs if c.value is None])
+            if bad is not None:
+                code, msg = bad
+            else:
+                new = {c.name: c.value for c in res.configs}
+                code, msg = alter_broker(ctx.broker, res.resource_name, new, request.validate_only)
         else:
             code, msg = refuse_other(res.resource_type)
         out.append(

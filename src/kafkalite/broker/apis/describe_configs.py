@@ -1,6 +1,6 @@
 """DescribeConfigs (key 32): topic and broker configs with their sources, synonyms, types and docs.
 
-Topic values come from overrides, then broker `log.*` settings, then built-in defaults.
+Topic values come from overrides, then dynamic and static broker `log.*` settings, then built-in defaults.
 """
 
 from __future__ import annotations
@@ -22,6 +22,18 @@ API = DESCRIBE_CONFIGS
 _Result = DescribeConfigsResponse.DescribeConfigsResult
 _Entry = _Result.DescribeConfigsResourceResult
 _Syn = _Entry.DescribeConfigsSynonym
+
+
+def _broker_name_error(broker_id: int, name: str) -> str | None:
+    if name == "":
+        return None
+    try:
+        node = int(name)
+    except ValueError:
+        return f"Broker id must be an integer, but it is: {name}"
+    if node != broker_id:
+        return f"Unexpected broker id, expected {broker_id} or empty string, but received {name}"
+    return None
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
@@ -47,13 +59,12 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 continue
             entries = topic_entries(broker, info.configs)
         elif res.resource_type == RESOURCE_BROKER:
-            if res.resource_name not in ("", str(broker.broker_id)):
+            why = _broker_name_error(broker.broker_id, res.resource_name)
+            if why is not None:
                 r.error_code = int(ErrorCode.INVALID_REQUEST)
-                r.error_message = (
-                    f"Unexpected broker id {res.resource_name}, this is broker {broker.broker_id}"
-                )
+                r.error_message = why
                 continue
-            entries = broker_entries(broker)
+            entries = broker_entries(broker, res.resource_name)
         elif res.resource_type == RESOURCE_BROKER_LOGGER:
             entries = []
         else:

@@ -1,15 +1,23 @@
-"""IncrementalAlterConfigs (key 44): SET / DELETE / APPEND / SUBTRACT on individual topic config overrides.
+"""IncrementalAlterConfigs (key 44): SET / DELETE / APPEND / SUBTRACT on topic overrides and dynamic broker configs.
 
-List-typed configs (cleanup.policy) take APPEND and SUBTRACT; others only SET and DELETE.
+List-typed configs (cleanup.policy, log.cleanup.policy) take APPEND and SUBTRACT; others only SET and DELETE.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from kafkalite.broker.apis.alter_configs import alter_topic, refuse_other
+from kafkalite.broker.apis.alter_configs import alter_topic, refuse_other, request_shape_error
+from kafkalite.broker.config import BROKER_CONFIGS, T_LIST
 from kafkalite.broker.context import RequestContext
-from kafkalite.broker.topic_configs import RESOURCE_TOPIC
+from kafkalite.broker.dynamic_config import (
+    DynamicConfigError,
+    alter_broker,
+    check_broker_resource,
+    dynamic_configs,
+)
+from kafkalite.broker.topic_configs import RESOURCE_BROKER, RESOURCE_TOPIC
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.admin import (
     INCREMENTAL_ALTER_CONFIGS,
@@ -22,7 +30,21 @@ _Resp = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
-def _apply(current: dict[str, str], configs: list[Any]) -> tuple[dict[str, str] | None, str | None]:
+def _is_topic_list(name: str) -> bool:
+    return TOPIC_CONFIG_TYPES.get(name) == "list"
+
+
+def _is_broker_list(name: str) -> bool:
+    defn = BROKER_CONFIGS.get(name)
+    return defn is not None and defn.type == T_LIST
+
+
+def _apply(
+    current: dict[str, str],
+    configs: list[Any],
+    is_list: Callable[[str], bool] = _is_topic_list,
+    list_default: Callable[[str], str | None] | None = None,
+) -> tuple[dict[str, str] | None, str | None]:
     new = dict(current)
     for c in configs:
         op = c.config_operation
@@ -33,9 +55,12 @@ def _apply(current: dict[str, str], configs: list[Any]) -> tuple[dict[str, str] 
         elif op == DELETE:
             new.pop(c.name, None)
         elif op in (APPEND, SUBTRACT):
-            if TOPIC_CONFIG_TYPES.get(c.name) != "list":
+            if not is_list(c.name):
                 return None, f"Config {c.name} is not a list; APPEND/SUBTRACT need one"
-            items = [x for x in new.get(c.name, "").split(",") if x]
+            start = new.get(c.name)
+            if start is None:
+                start = (list_default(c.name) if list_default is not None else None) or ""
+            items = [x.strip() for x in start.split(",") if x.strip()]
             vals = [x.strip() for x in (c.value or "").split(",") if x.strip()]
             if op == APPEND:
                 items += [x for x in vals if x not in items]
@@ -45,6 +70,31 @@ def _apply(current: dict[str, str], configs: list[Any]) -> tuple[dict[str, str] 
         else:
             return None, f"Unknown config operation {op}"
     return new, None
+
+
+def _broker_list_default(name: str) -> str | None:
+    defn = BROKER_CONFIGS.get(name)
+    return defn.default if defn is not None else None
+
+
+def alter_broker_incremental(
+    ctx: RequestContext, res: Any, validate_only: bool
+) -> tuple[int, str | None]:
+    """Edit the resource's dynamic set (per-broker or cluster default) op by op, then replace it."""
+    names = [c.name for c in res.configs]
+    nulls = [c.name for c in res.configs if c.value is None and c.config_operation != DELETE]
+    bad = request_shape_error(names, nulls)
+    if bad is not None:
+        return bad
+    try:
+        check_broker_resource(ctx.broker, res.resource_name)
+    except DynamicConfigError as exc:
+        return exc.code, exc.message
+    current = dynamic_configs(ctx.broker).layer(res.resource_name != "")
+    new, err = _apply(current, res.configs, _is_broker_list, _broker_list_default)
+    if new is None:
+        return int(ErrorCode.INVALID_CONFIG), err
+    return alter_broker(ctx.broker, res.resource_name, new, validate_only)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
@@ -65,6 +115,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                     code, msg = int(ErrorCode.INVALID_CONFIG), err
                 else:
                     code, msg = alter_topic(ctx, res.resource_name, new, request.validate_only)
+        elif res.resource_type == RESOURCE_BROKER:
+            code, msg = alter_broker_incremental(ctx, res, request.validate_only)
         else:
             code, msg = refuse_other(res.resource_type)
         out.append(
