@@ -6,6 +6,7 @@ Appends/roll/deletes run under one lock; reads take an immutable snapshot of the
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import struct
@@ -30,12 +31,14 @@ from kafkalite.storage.errors import (
     RecordBatchTooLarge,
 )
 from kafkalite.storage.loader import load_segments
+from kafkalite.storage.log_producers import LogProducers
 from kafkalite.storage.log_read import LogReads
 from kafkalite.storage.log_retention import LogRetention
+from kafkalite.storage.producer_snapshot import (
+    delete_snapshots_above,
+)
 from kafkalite.storage.producer_state import (
     ProducerStateManager,
-    last_sequence,
-    segment_batch_headers,
 )
 from kafkalite.storage.segment import LogSegment
 from kafkalite.storage.types import (
@@ -61,6 +64,8 @@ __all__ = [
     "now_ms",
     "parse_topic_partition",
 ]
+
+log = logging.getLogger("kafkalite.storage.log")
 
 PARTITION_METADATA_FILE = "partition.metadata"
 _INT32_MAX = 2**31 - 1
@@ -90,7 +95,7 @@ def _write_rest(
         written += os.pwrite(fd, mv[written:], pos + written)
 
 
-class Log(LogReads, LogRetention):
+class Log(LogReads, LogProducers, LogRetention):
     """A partition's log. Thread-safe: append/read from the broker loop, flush/clean elsewhere."""
 
     def __init__(self, directory: Path, config: LogConfig, topic_id: uuid.UUID | None) -> None:
@@ -156,6 +161,8 @@ class Log(LogReads, LogRetention):
         segments, leo = load_segments(self.dir, self._new_segment, recovery_point, log_start_offset)
         self._set_segments(segments)
         self._leo = leo
+        # snapshots past the recovered end describe batches that did not survive: never use them
+        delete_snapshots_above(self.dir, leo)
         self._log_start = max(log_start_offset, segments[0].base_offset)
         # recovered (rescanned) data is not known to be on disk: it stays above the recovery point
         # until the flush policy syncs it
@@ -401,38 +408,6 @@ class Log(LogReads, LogRetention):
                     state.update_from_header(h)
         return first, nxt - 1, log_append_time, max_ts, self._log_start, len(headers), total
 
-    @property
-    def producer_state(self) -> ProducerStateManager:
-        """Idempotent producers' state, rebuilt from the batch headers of the log on first use."""
-        with self._lock:
-            return self._producer_state_locked()
-
-    def _producer_state_locked(self) -> ProducerStateManager:
-        state = self._producer_state
-        if state is None:
-            state = ProducerStateManager.rebuild(
-                h for seg in self._segments for h in segment_batch_headers(seg)
-            )
-            self._producer_state = state
-        return state
-
-    def remove_expired_producers(self, now: int, expiration_ms: int) -> int:
-        """Forget idempotent producers whose last batch is older than `expiration_ms`."""
-        with self._lock:
-            state = self._producer_state
-            return state.remove_expired(now, expiration_ms) if state is not None else 0
-
-    def _check_producer(self, h: BatchHeader) -> AppendResult | None:
-        """Under the lock: None to append `h`, or the result of the earlier append it duplicates;
-        raises on a sequence gap or a fenced epoch (KIP-98 idempotence, no transactions)."""
-        last_seq = last_sequence(h.base_sequence, h.last_offset_delta)
-        state = self._producer_state_locked()
-        dup = state.check(h.producer_id, h.producer_epoch, h.base_sequence, last_seq)
-        if dup is None:
-            return None
-        append_time = dup.timestamp if self.config.log_append_time else -1
-        return dup.first_offset, dup.last_offset, append_time, dup.timestamp, self._log_start, 0, 0
-
     def _maybe_roll(self, size: int, first: BatchHeader, last_offset: int) -> LogSegment:
         return self._maybe_roll_at(
             self._segments[-1], size, first.base_offset, first.max_timestamp, last_offset
@@ -485,6 +460,7 @@ class Log(LogReads, LogRetention):
             segs.append(new)
             self._set_segments(segs)
             self._dir_dirty = True
+            self._snapshot_producers()
             return new
 
     # -- flush ----------------------------------------------------------------------------------
@@ -549,6 +525,7 @@ class Log(LogReads, LogRetention):
                     s.seal()
                 for s in segs:
                     s.flush(indexes=True)
+                self._snapshot_producers(fsync=True)
                 self._fsync_dir()
                 self._recovery_point = self._leo
             self._closed = True

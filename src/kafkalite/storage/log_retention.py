@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from kafkalite.storage.config import LogConfig
 from kafkalite.storage.errors import OffsetOutOfRange
+from kafkalite.storage.producer_snapshot import delete_snapshots_above
 from kafkalite.storage.producer_state import ProducerStateManager
 from kafkalite.storage.segment import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, LogSegment
 from kafkalite.storage.types import MIN_FD_GRACE_MS
@@ -168,6 +169,7 @@ class LogRetention:
             self._recovery_point = min(self._recovery_point, self._leo)
             if self._producer_state is not None:
                 self._producer_state.truncate_to(self._leo)
+            delete_snapshots_above(self.dir, self._leo)
             self.first_dirty_offset = min(self.first_dirty_offset, self._leo)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -182,6 +184,7 @@ class LogRetention:
             self._leo = self._log_start = self._recovery_point = offset
             self.first_dirty_offset = offset
             self._producer_state = ProducerStateManager()
+            delete_snapshots_above(self.dir, -1)
             self._dir_dirty = True
 
     # -- compaction support ---------------------------------------------------------------------

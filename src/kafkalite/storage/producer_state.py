@@ -62,6 +62,14 @@ class ProducerStateManager:
     def entry(self, producer_id: int) -> ProducerEntry | None:
         return self._producers.get(producer_id)
 
+    def entries(self) -> Iterator[tuple[int, ProducerEntry]]:
+        """(producer id, entry) pairs, for snapshots."""
+        return iter(list(self._producers.items()))
+
+    def restore(self, producer_id: int, entry: ProducerEntry) -> None:
+        """Put back an entry read from a snapshot."""
+        self._producers[producer_id] = entry
+
     def check(
         self, producer_id: int, epoch: int, first_seq: int, last_seq: int
     ) -> BatchMetadata | None:

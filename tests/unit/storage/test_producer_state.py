@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+import kafkalite.storage.log_producers as log_module
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.records.builder import build_batch
 from kafkalite.storage import Log, LogConfig
 from kafkalite.storage.errors import InvalidProducerBatch, InvalidProducerEpoch, OutOfOrderSequence
+from kafkalite.storage.producer_snapshot import (
+    decode_snapshot,
+    encode_snapshot,
+    snapshot_offsets,
+    snapshot_path,
+)
 from kafkalite.storage.producer_state import (
     MAX_CACHED_BATCHES,
     ProducerStateManager,
@@ -136,4 +144,80 @@ def test_idempotent_batches_must_come_one_per_append(tmp_path: Path) -> None:
     with pytest.raises(InvalidProducerBatch):
         lg.append(_idem(0, b"a") + _idem(1, b"b"))
     assert lg.log_end_offset == 0
+    lg.close()
+
+
+def _idem_log(path: Path, count: int, *, segment_bytes: int = 300) -> Log:
+    lg = Log.open(path, LogConfig(segment_bytes=segment_bytes))
+    lg.producer_state  # noqa: B018  (built now, so rolls and close write snapshots)
+    for seq in range(count):
+        lg.append(_idem(seq, b"v%d" % seq))
+    return lg
+
+
+def test_snapshot_roundtrip_and_corruption_is_detected() -> None:
+    state = ProducerStateManager()
+    state.update(7, 2, 0, 4, 10, 14, 1234)
+    state.update(7, 2, 5, 5, 15, 15, 1235)
+    state.update(9, 0, 0, 0, 16, 16, 1236)
+    data = encode_snapshot(state)
+    back = decode_snapshot(data)
+    assert back.check(7, 2, 0, 4) is not None and back.check(9, 0, 0, 0) is not None
+    assert back.entry(7).epoch == 2  # type: ignore[union-attr]
+    for bad in (data[:-1], data[:10] + b"\xff" + data[11:], b""):
+        with pytest.raises(ValueError):
+            decode_snapshot(bad)
+
+
+def test_clean_close_snapshot_means_no_header_scan_on_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lg = _idem_log(tmp_path / "t-0", 10)
+    lg.close()
+    assert snapshot_offsets(tmp_path / "t-0")[-1] == 10
+
+    def no_scan(seg: object) -> Iterator[object]:
+        raise AssertionError("scanned the log despite a snapshot at its end")
+
+    monkeypatch.setattr(log_module, "segment_batch_headers", no_scan)
+    lg = Log.open(tmp_path / "t-0", LogConfig(segment_bytes=300))
+    assert lg.append(_idem(9, b"v9")).first_offset == 9  # a duplicate, known from the snapshot
+    assert lg.append(_idem(10, b"v10")).first_offset == 10
+    lg.close()
+
+
+def test_after_a_crash_the_roll_snapshot_plus_later_headers_rebuild_the_state(
+    tmp_path: Path,
+) -> None:
+    lg = _idem_log(tmp_path / "t-0", 10)
+    assert len(snapshot_offsets(tmp_path / "t-0")) >= 1  # written at the rolls
+    lg.close(flush=False)  # like a crash: no snapshot at the end
+    lg = Log.open(tmp_path / "t-0", LogConfig(segment_bytes=300))
+    for seq in (5, 7, 9):  # the last five batches, from before and after the newest snapshot
+        assert lg.append(_idem(seq, b"v%d" % seq)).num_batches == 0
+    for seq in (0, 12):  # too old to be remembered, and a gap
+        with pytest.raises(OutOfOrderSequence):
+            lg.append(_idem(seq, b"x"))
+    lg.close()
+
+
+def test_corrupt_snapshot_is_ignored_and_the_log_is_scanned(tmp_path: Path) -> None:
+    lg = _idem_log(tmp_path / "t-0", 6)
+    lg.close()
+    d = tmp_path / "t-0"
+    for off in snapshot_offsets(d):
+        snapshot_path(d, off).write_bytes(b"garbage")
+    lg = Log.open(d, LogConfig(segment_bytes=300))
+    dup = lg.append(_idem(5, b"v5"))
+    assert (dup.first_offset, dup.num_batches) == (5, 0)
+    lg.close()
+
+
+def test_truncation_drops_snapshots_past_the_new_end(tmp_path: Path) -> None:
+    lg = _idem_log(tmp_path / "t-0", 10)
+    lg.close()
+    lg = Log.open(tmp_path / "t-0", LogConfig(segment_bytes=300))
+    lg.truncate_to(4)
+    assert all(off <= 4 for off in snapshot_offsets(tmp_path / "t-0"))
+    assert lg.append(_idem(4, b"again")).num_batches == 1  # batch 4 is gone: a new append
     lg.close()
