@@ -20,6 +20,7 @@ from kafkalite.records.header import (
     parse_batch_header,
     set_max_timestamp_and_type,
 )
+from kafkalite.storage.config import LONG_MAX
 from kafkalite.storage.log import Log
 from kafkalite.storage.segment import LogSegment
 from kafkalite.storage.types import now_ms
@@ -96,6 +97,17 @@ class LogCleaner:
         dirty = sum(s.size for s in segs if s.next_offset > first_dirty)
         return dirty / total
 
+    @staticmethod
+    def _compaction_overdue(first_dirty: LogSegment, max_lag_ms: int, now: int) -> bool:
+        """KIP-354: the oldest uncleaned record has waited max.compaction.lag.ms, so the log is
+        cleaned whatever its dirty ratio (timestamps of the segment's first batch, else its age)."""
+        if max_lag_ms >= LONG_MAX:
+            return False
+        ts = first_dirty.first_batch_timestamp
+        if ts < 0:
+            ts = first_dirty.created_ms
+        return now - ts > max_lag_ms
+
     # -- cleaning -------------------------------------------------------------------------------
     def clean(
         self, log_: Log, *, now: int | None = None, force: bool = False
@@ -119,6 +131,7 @@ class LogCleaner:
             not force
             and total
             and sum(s.size for s in dirty) / total < cfg.min_cleanable_dirty_ratio
+            and not self._compaction_overdue(dirty[0], cfg.max_compaction_lag_ms, t)
         ):
             return None
         stats = CleanerStats(first_dirty_offset=first_dirty)

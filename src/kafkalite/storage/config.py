@@ -56,6 +56,14 @@ class LogConfig:
         return "compact" in _policies(self.cleanup_policy)
 
     @property
+    def max_segment_ms(self) -> int:
+        """How long the active segment may stay open: segment.ms, or max.compaction.lag.ms when
+        that is shorter on a compacted log (KIP-354: a record must become cleanable in time)."""
+        if self.compact:
+            return min(self.segment_ms, self.max_compaction_lag_ms)
+        return self.segment_ms
+
+    @property
     def delete(self) -> bool:
         return "delete" in _policies(self.cleanup_policy)
 

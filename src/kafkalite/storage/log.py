@@ -263,7 +263,7 @@ class Log(LogReads, LogProducers, LogRetention):
             0 if config.log_append_time else min(config.max_message_bytes, config.segment_bytes)
         )
         self._segment_bytes = config.segment_bytes
-        self._roll_ms = config.segment_ms - config.segment_jitter_ms
+        self._roll_ms = config.max_segment_ms - config.segment_jitter_ms
 
     # -- append ---------------------------------------------------------------------------------
     def append(
@@ -438,7 +438,7 @@ class Log(LogReads, LogProducers, LogRetention):
             waited = batch_ts - first_ts
         else:
             waited = self.clock() - seg.created_ms
-        if waited > cfg.segment_ms - cfg.segment_jitter_ms:
+        if waited > self._roll_ms:
             return True
         if seg.index_full or seg.offset_index.is_full or seg.time_index.is_full:
             return True

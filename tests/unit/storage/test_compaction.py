@@ -217,3 +217,38 @@ def test_crash_during_swap_is_completed_or_discarded(tmp_path: Path) -> None:
     assert all(off in got for off in latest.values())
     assert len(got) < len(uncleaned)  # the swap took effect
     lg.close()
+
+
+def test_max_compaction_lag_cleans_below_the_dirty_ratio(tmp_path: Path) -> None:
+    """KIP-354: once the oldest uncleaned record has waited max.compaction.lag.ms, the log is cleaned
+    whatever min.cleanable.dirty.ratio says."""
+    cfg = dict(COMPACT, min_cleanable_dirty_ratio=0.99, max_compaction_lag_ms=60_000)
+    lg = Log.open(tmp_path / "c-0", LogConfig(**cfg))  # type: ignore[arg-type]
+    for i in range(60):
+        lg.append(build_batch([(b"k%d" % (i % 5), b"v%d" % i, [], 1_000 + i)]))
+    cleaner = LogCleaner()
+    assert cleaner.clean(lg, force=True) is not None
+    for i in range(10):
+        lg.append(build_batch([(b"k%d" % (i % 5), b"w%d" % i, [], 2_000 + i)]))
+    lg.roll()
+    assert cleaner.dirty_ratio(lg, now=3_000) < 0.99
+    assert cleaner.clean(lg, now=3_000) is None  # not overdue yet: the ratio decides
+    stats = cleaner.clean(lg, now=2_000 + 60_001)  # the first dirty batch waited past the lag
+    assert stats is not None and not stats.aborted
+    lg.close()
+
+
+def test_max_compaction_lag_rolls_the_active_segment_of_a_compacted_log() -> None:
+    compacted = LogConfig(cleanup_policy="compact", segment_ms=10**9, max_compaction_lag_ms=5_000)
+    assert compacted.max_segment_ms == 5_000
+    deleted = LogConfig(cleanup_policy="delete", segment_ms=10**9, max_compaction_lag_ms=5_000)
+    assert deleted.max_segment_ms == 10**9
+
+
+def test_active_segment_rolls_by_max_compaction_lag(tmp_path: Path) -> None:
+    cfg = LogConfig(cleanup_policy="compact", max_compaction_lag_ms=5_000)
+    lg = Log.open(tmp_path / "c-0", cfg)
+    lg.append(build_batch([(b"k", b"old", [], 10_000)]))
+    lg.append(build_batch([(b"k", b"new", [], 16_000)]))  # 6 s after the segment's first record
+    assert len(lg.segments) == 2
+    lg.close()
