@@ -172,6 +172,24 @@ def _write_uvarint(out: bytearray, v: int) -> None:
     out.append(v)
 
 
+def _write_count(out: bytearray, n: int, flexible: bool) -> None:
+    """An array count (or a bytes length): compact uvarint n+1 when flexible, else int32."""
+    if flexible:
+        _write_uvarint(out, n + 1)
+    else:
+        out += _I.pack(n)
+
+
+def _write_name(out: bytearray, name: str, flexible: bool) -> None:
+    """A non-null string: compact (uvarint length+1) when flexible, else int16 length."""
+    raw = name.encode()
+    if flexible:
+        _write_uvarint(out, len(raw) + 1)
+    else:
+        out += _H.pack(len(raw))
+    out += raw
+
+
 def can_encode_fast(response: Any) -> bool:
     for t in response.responses:
         for p in t.partition_responses:
@@ -184,22 +202,11 @@ def encode_produce_response(out: bytearray, response: Any, version: int) -> None
     """ProduceResponse v3-11 without record errors or error messages (see can_encode_fast)."""
     flexible = version >= 9
     topics = response.responses
-    if flexible:
-        _write_uvarint(out, len(topics) + 1)
-    else:
-        out += _I.pack(len(topics))
+    _write_count(out, len(topics), flexible)
     for t in topics:
-        name = t.name.encode()
-        if flexible:
-            _write_uvarint(out, len(name) + 1)
-        else:
-            out += _H.pack(len(name))
-        out += name
+        _write_name(out, t.name, flexible)
         parts = t.partition_responses
-        if flexible:
-            _write_uvarint(out, len(parts) + 1)
-        else:
-            out += _I.pack(len(parts))
+        _write_count(out, len(parts), flexible)
         for p in parts:
             if version >= 5:
                 out += _IHQQQ.pack(
@@ -442,25 +449,14 @@ def encode_fetch_response(out: bytearray, resp: FetchResult, version: int) -> No
     else:
         out += _I.pack(resp.throttle_time_ms)
     topics = resp.responses
-    if flexible:
-        _write_uvarint(out, len(topics) + 1)
-    else:
-        out += _I.pack(len(topics))
+    _write_count(out, len(topics), flexible)
     for t in topics:
         if version >= 13:
             out += t.topic_id.bytes
         else:
-            name = t.topic.encode()
-            if flexible:
-                _write_uvarint(out, len(name) + 1)
-            else:
-                out += _H.pack(len(name))
-            out += name
+            _write_name(out, t.topic, flexible)
         parts = t.partitions
-        if flexible:
-            _write_uvarint(out, len(parts) + 1)
-        else:
-            out += _I.pack(len(parts))
+        _write_count(out, len(parts), flexible)
         for p in parts:
             if version >= 5:
                 out += _IHQQQ_PART.pack(
@@ -481,10 +477,7 @@ def encode_fetch_response(out: bytearray, resp: FetchResult, version: int) -> No
             if rec is None:
                 out += b"\x00" if flexible else b"\xff\xff\xff\xff"
             else:
-                if flexible:
-                    _write_uvarint(out, len(rec) + 1)
-                else:
-                    out += _I.pack(len(rec))
+                _write_count(out, len(rec), flexible)
                 out += rec
             if flexible:
                 out.append(0)
