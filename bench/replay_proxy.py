@@ -139,7 +139,7 @@ def _sink_answer(frame: bytes, offsets: _Offsets) -> bytes | None:
 
 
 class ReplayProxy:
-    """Listens on an ephemeral loopback port; `replaying` counts answers served from memory."""
+    """Listens on an ephemeral loopback port (`address`); one thread per client connection."""
 
     def __init__(self, upstream: str, *, sink: bool = False) -> None:
         host, port = upstream.rsplit(":", 1)
@@ -148,8 +148,6 @@ class ReplayProxy:
         self._offsets = _Offsets()
         self.upstream = (host, int(port))
         self.cache: dict[tuple[object, ...], bytes] = {}
-        self.replayed = 0
-        self.forwarded = 0
         self._lock = threading.Lock()
         self._server = socket.create_server(("127.0.0.1", 0))
         self._own = ("127.0.0.1", int(self._server.getsockname()[1]))
@@ -181,14 +179,12 @@ class ReplayProxy:
                     corr = frame[4:8]
                     cached = self.cache.get(key) if key is not None else None
                     if cached is not None:
-                        self.replayed += 1
                         # the recorded answer with this request's correlation id
                         conn.sendall(b"".join((cached[:4], corr, memoryview(cached)[8:])))
                         continue
                     up.sendall(struct.pack(">i", len(frame)) + frame)
                     body = _readdress(frame, _recv_frame(up), *self._own)
                     out = struct.pack(">i", len(body)) + body
-                    self.forwarded += 1
                     if key is not None and len(body) > 4096:  # an answer that carried records
                         with self._lock:
                             self.cache[key] = out

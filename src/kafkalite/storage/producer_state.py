@@ -7,18 +7,17 @@ got the first time, a gap in the sequence or a stale epoch is refused; rebuilt f
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from kafkalite.records.batch import NO_SEQUENCE
 from kafkalite.records.header import HEADER_SIZE, BatchHeader, read_header_fields
 
 from .errors import InvalidProducerEpoch, OutOfOrderSequence
 
 # Kafka keeps the metadata of each producer's last five batches: the most a client may have in flight
 MAX_CACHED_BATCHES = 5
-NO_PRODUCER_ID = -1
-NO_SEQUENCE = -1
 _INT32_MAX = 2**31 - 1
 
 
@@ -153,13 +152,6 @@ class ProducerStateManager:
         for pid in old:
             del self._producers[pid]
         return len(old)
-
-    @classmethod
-    def rebuild(cls, headers: Iterable[BatchHeader]) -> ProducerStateManager:
-        state = cls()
-        for h in headers:
-            state.update_from_header(h)
-        return state
 
 
 class _SegmentLike(Protocol):
