@@ -91,7 +91,15 @@ def encode_record_body(
     else:
         hs = list(headers)
         rec += zz(len(hs))
-        for hk, hv in hs:
+        for pair in hs:
+            # the same errors as the C accelerator's for a malformed header
+            if not isinstance(pair, tuple | list):
+                raise TypeError("a header is a (str, bytes | None) pair")
+            if len(pair) != 2:
+                raise ValueError("a header is a (str, bytes | None) pair")
+            hk, hv = pair
+            if not isinstance(hk, str):
+                raise TypeError("a header key is a str")
             kb = hk.encode("utf-8")
             rec += zz(len(kb))
             rec += kb

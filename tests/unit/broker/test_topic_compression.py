@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import struct
+
 import pytest
 from test_produce_fetch import fetch, produce
 
+from kafkalite.protocol.errors import ErrorCode
 from kafkalite.records.batch import build_batch, iter_batches
-from kafkalite.records.header import parse_batch_header
+from kafkalite.records.header import compute_crc, parse_batch_header
 
 CODECS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 RECORDS = [
@@ -37,3 +40,20 @@ def test_batches_are_stored_in_the_topic_codec(broker, client, topic, topic_code
         (i, k, v, ts) for i, (k, v, _h, ts) in enumerate(RECORDS)
     ]
     assert all(x.headers == [("h", b"x")] for x in batch.records)
+
+
+def test_garbage_records_under_a_valid_crc_are_refused_when_recompressing(broker, client, topic):
+    """The rewrite decodes the records: garbage inside a batch whose CRC matches gets CORRUPT_MESSAGE
+    and leaves the log as it was."""
+    broker.create_topic(topic, 1, **{"compression.type": "gzip"})
+    good = build_batch(RECORDS[:3])
+    assert produce(client, topic, good).error_code == 0
+    bad = bytearray(build_batch(RECORDS[:3]))
+    bad[61:] = b"\xfe" * (len(bad) - 61)  # record bytes replaced, lengths that lead nowhere
+    struct.pack_into(">I", bad, 17, compute_crc(bad, 0, len(bad)))
+    r = produce(client, topic, bytes(bad))
+    assert r.error_code == ErrorCode.CORRUPT_MESSAGE
+    _resp, part = fetch(client, topic, 0)
+    stored = list(iter_batches(bytes(part.records)))
+    assert [x.value for b in stored for x in b.records] == [v for _k, v, _h, _t in RECORDS[:3]]
+    assert produce(client, topic, good).base_offset == 3  # the log still takes appends
