@@ -22,6 +22,7 @@ from kafkalite.records.header import (
     NO_TIMESTAMP,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_MASK,
+    BatchHeader,
 )
 
 Buffer = bytes | bytearray | memoryview
@@ -309,6 +310,21 @@ class RecordBatchBuilder:
         self._base_ts = delete_horizon_ms
         self._max_ts = NO_TIMESTAMP
 
+    @classmethod
+    def like(cls, h: BatchHeader, *, compression: int | None = None) -> RecordBatchBuilder:
+        """A builder for a data batch with `h`'s base offset, timestamp type, producer fields and
+        leader epoch (and its codec unless `compression` is given): for rewriting a stored batch."""
+        return cls(
+            compression=h.compression if compression is None else compression,
+            base_offset=h.base_offset,
+            timestamp_type=h.timestamp_type,
+            producer_id=h.producer_id,
+            producer_epoch=h.producer_epoch,
+            base_sequence=h.base_sequence,
+            is_transactional=h.is_transactional,
+            partition_leader_epoch=h.partition_leader_epoch,
+        )
+
     def __len__(self) -> int:
         return self._count
 
@@ -452,6 +468,14 @@ class RecordBatchBuilder:
         except struct.error as exc:
             raise EncodeError(f"a batch header field is out of range: {exc}") from exc
         return bytes(out)
+
+
+def build_empty_batch(like: BatchHeader) -> bytes:
+    """A v2 batch with no records that keeps `like`'s offset range, timestamp and producer fields:
+    what compaction leaves of an idempotent producer's last batch once every record is gone."""
+    builder = RecordBatchBuilder.like(like, compression=0)
+    builder._base_ts = builder._max_ts = like.max_timestamp
+    return builder.build(last_offset_delta=like.last_offset_delta)
 
 
 def build_batch(records: Iterable[RecordTuple], **kwargs: object) -> bytes:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from kafkalite.records.batch import RecordBatch, RecordBatchBuilder, decode_batch
+from kafkalite.records.builder import build_empty_batch
 from kafkalite.records.header import (
     HEADER_SIZE,
     BatchHeader,
@@ -39,6 +40,7 @@ class CleanerStats:
     records_read: int = 0
     records_retained: int = 0
     tombstones_removed: int = 0
+    empty_batches_retained: int = 0
     keys: int = 0
     first_dirty_offset: int = 0
     end_offset: int = 0
@@ -140,8 +142,9 @@ class LogCleaner:
         offset_map = self._build_offset_map(dirty, first_dirty, end_offset)
         stats.keys = len(offset_map)
         horizon = t - cfg.delete_retention_ms
+        producer_last = log_.producer_last_offsets()
         for group in self._group_segments(candidates, cfg.segment_bytes, cfg.segment_index_bytes):
-            ok = self._clean_group(log_, group, offset_map, horizon, stats)
+            ok = self._clean_group(log_, group, offset_map, producer_last, horizon, stats)
             if not ok:
                 stats.aborted = True
                 return stats
@@ -203,6 +206,7 @@ class LogCleaner:
         log_: Log,
         group: list[LogSegment],
         offset_map: dict[bytes, int],
+        producer_last: dict[int, int],
         horizon: int,
         stats: CleanerStats,
     ) -> bool:
@@ -213,7 +217,9 @@ class LogCleaner:
                 drop_tombstones = seg.last_modified_ms() <= horizon
                 for view, h in _iter_segment_batches(seg):
                     stats.bytes_read += h.size
-                    kept = self._filter_batch(view, h, offset_map, drop_tombstones, stats)
+                    kept = self._filter_batch(
+                        view, h, offset_map, producer_last, drop_tombstones, stats
+                    )
                     if kept is not None:
                         pending += kept
                         if len(pending) >= _WRITE_CHUNK:
@@ -248,11 +254,14 @@ class LogCleaner:
         view: memoryview,
         h: BatchHeader,
         offset_map: dict[bytes, int],
+        producer_last: dict[int, int],
         drop_tombstones: bool,
         stats: CleanerStats,
     ) -> bytes | None:
         """The batch bytes to keep: unchanged if every record survives, rebuilt with the survivors
-        (same offsets, same last offset delta) otherwise, None if nothing survives."""
+        (same offsets, same last offset delta) otherwise, None if nothing survives — except the
+        newest batch of an idempotent producer, kept as an empty batch (as Kafka's cleaner does)
+        so that a restart replaying the log still knows the producer's epoch and sequence."""
         if h.is_control:
             return bytes(view)
         batch = _decode(view)
@@ -269,21 +278,17 @@ class LogCleaner:
                     continue
             keep.append(rec)
         stats.records_retained += len(keep)
+        if not keep:
+            last_offset = h.base_offset + h.last_offset_delta
+            if h.producer_id < 0 or producer_last.get(h.producer_id) != last_offset:
+                return None
+            if not batch.records:
+                return bytes(view)  # already empty, still the producer's newest
+            stats.empty_batches_retained += 1
+            return build_empty_batch(h)
         if len(keep) == len(batch.records):
             return bytes(view)
-        if not keep:
-            return None
-        builder = RecordBatchBuilder(
-            compression=batch.compression,
-            base_offset=batch.base_offset,
-            timestamp_type=batch.timestamp_type,
-            producer_id=batch.producer_id,
-            producer_epoch=batch.producer_epoch,
-            base_sequence=batch.base_sequence,
-            is_transactional=batch.is_transactional,
-            is_control=False,
-            partition_leader_epoch=batch.partition_leader_epoch,
-        )
+        builder = RecordBatchBuilder.like(h)
         for rec in keep:
             builder.append_with_offset(rec.offset, rec.key, rec.value, rec.headers, rec.timestamp)
         out = builder.build(last_offset_delta=batch.last_offset_delta)

@@ -55,6 +55,16 @@ class LogProducers:
             self._producer_state = state
         return state
 
+    def producer_last_offsets(self) -> dict[int, int]:
+        """Producer id -> last offset of its newest batch: the batches compaction must not remove
+        entirely, or a restart that replays the log would forget the producer's sequence."""
+        with self._lock:
+            return {
+                pid: e.batches[-1].last_offset
+                for pid, e in self._producer_state_locked().entries()
+                if e.batches
+            }
+
     def _snapshot_producers(self, *, fsync: bool = False) -> None:
         """Under the lock: save the producer state as of the log end (when it has been built)."""
         state = self._producer_state

@@ -8,10 +8,12 @@ import random
 import threading
 from pathlib import Path
 
+import pytest
 from storage_helpers import batches, read_all
 
 from kafkalite.records.batch import build_batch
 from kafkalite.storage import Log, LogCleaner, LogConfig
+from kafkalite.storage.errors import OutOfOrderSequence
 
 COMPACT = dict(cleanup_policy="compact", segment_bytes=1500, index_interval_bytes=200)
 
@@ -251,4 +253,55 @@ def test_active_segment_rolls_by_max_compaction_lag(tmp_path: Path) -> None:
     lg.append(build_batch([(b"k", b"old", [], 10_000)]))
     lg.append(build_batch([(b"k", b"new", [], 16_000)]))  # 6 s after the segment's first record
     assert len(lg.segments) == 2
+    lg.close()
+
+
+def _idem(pid: int, seq: int, key: bytes, value: bytes) -> bytes:
+    return build_batch([(key, value)], producer_id=pid, producer_epoch=0, base_sequence=seq)
+
+
+def _fill_until_rolled(lg: Log, segments: int) -> None:
+    i = 0
+    while len(lg.segments) < segments:
+        lg.append(build_batch([(b"filler-%d" % (i % 4), b"x" * 200)]))
+        i += 1
+
+
+def test_an_idempotent_producers_last_batch_survives_as_an_empty_batch(tmp_path: Path) -> None:
+    cfg = LogConfig(**COMPACT, delete_retention_ms=10**12)  # type: ignore[arg-type]
+    lg = Log.open(tmp_path / "c-0", cfg)
+    first = lg.append(_idem(7, 0, b"a", b"a1")).first_offset
+    last = lg.append(_idem(7, 1, b"b", b"b1")).first_offset
+    lg.append(
+        build_batch([(b"a", b"a2"), (b"b", b"b2")])
+    )  # supersedes both of producer 7's records
+    _fill_until_rolled(lg, 3)
+    stats = LogCleaner().clean(lg, force=True)
+    assert stats is not None and stats.empty_batches_retained == 1
+    producer_batches = [b for b in batches(read_all(lg)) if b.producer_id == 7]
+    assert [(b.base_offset, b.last_offset_delta, b.base_sequence) for b in producer_batches] == [
+        (last, 0, 1)
+    ]  # the older batch is gone, the newest stays with its offsets and sequence but no records
+    assert producer_batches[0].records == []
+    assert first not in _records(lg) and last not in _records(lg)
+    _fill_until_rolled(lg, len(lg.segments) + 1)
+    again = LogCleaner().clean(lg, force=True)  # still the producer's newest batch: kept as it is
+    assert again is not None and again.empty_batches_retained == 0
+    assert [b.base_offset for b in batches(read_all(lg)) if b.producer_id == 7] == [last]
+
+    # a restart with no producer snapshot replays the headers: the empty batch still fences
+    lg.close(flush=False)
+    for snap in (tmp_path / "c-0").glob("*.snapshot"):
+        snap.unlink()
+    lg = Log.open(tmp_path / "c-0", cfg)
+    assert lg.append(_idem(7, 1, b"b", b"b1")).num_batches == 0  # a retry of seq 1: a duplicate
+    with pytest.raises(OutOfOrderSequence):
+        lg.append(_idem(7, 5, b"c", b"gap"))
+    nxt = lg.append(_idem(7, 2, b"c", b"c1")).first_offset
+
+    # once a newer batch of the producer exists, the empty one goes at the next cleaning
+    lg.append(build_batch([(b"c", b"c2")]))
+    _fill_until_rolled(lg, len(lg.segments) + 2)
+    LogCleaner().clean(lg, force=True)
+    assert [b.base_offset for b in batches(read_all(lg)) if b.producer_id == 7] == [nxt]
     lg.close()

@@ -136,14 +136,7 @@ def _recompress(buf: bytearray, pos: int, codec: int) -> bytes:
         batch = decode_batch(buf, pos)
     except DecodeError as exc:
         raise _Reject(ErrorCode.CORRUPT_MESSAGE, f"record batch at byte {pos}: {exc}") from None
-    builder = RecordBatchBuilder(
-        compression=codec,
-        timestamp_type=batch.timestamp_type,
-        producer_id=batch.producer_id,
-        producer_epoch=batch.producer_epoch,
-        base_sequence=batch.base_sequence,
-        is_transactional=batch.is_transactional,
-    )
+    builder = RecordBatchBuilder.like(parse_batch_header(buf, pos), compression=codec)
     for rec in batch.records:
         builder.append_with_offset(rec.offset, rec.key, rec.value, rec.headers, rec.timestamp)
     return builder.build(last_offset_delta=batch.last_offset_delta)
