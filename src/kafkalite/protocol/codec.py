@@ -71,6 +71,9 @@ def _nullable_struct_codec(rd: p.ReadFn, wr: p.WriteFn) -> tuple[p.ReadFn, p.Wri
     return read, write
 
 
+_FIELD_ERRORS = (EncodeError, TypeError, AttributeError, _struct.error, ValueError)
+
+
 class StructCodec:
     """Compiled field readers/writers of one struct at one version."""
 
@@ -169,15 +172,12 @@ class StructCodec:
         return obj, pos
 
     def write(self, out: bytearray, obj: Any) -> None:
-        for name, _, wr in self.regular:
-            try:
+        name = ""
+        try:
+            for name, _, wr in self.regular:
                 wr(out, getattr(obj, name))
-            except EncodeError as exc:
-                raise EncodeError(f"{self.schema.name}.{name}: {exc}") from None
-            except (TypeError, AttributeError, _struct.error, ValueError) as exc:
-                raise EncodeError(
-                    f"{self.schema.name}.{name} at v{self.version}: {type(exc).__name__}: {exc}"
-                ) from None
+        except _FIELD_ERRORS as exc:
+            raise self._field_error(name, exc) from None
         for fdecl in self.absent:
             if not fdecl.ignorable and fdecl.tag is None:
                 val = getattr(obj, fdecl.name, None)
@@ -199,15 +199,19 @@ class StructCodec:
                 tmp = bytearray()
                 try:
                     wr(tmp, val)
-                except EncodeError as exc:
-                    raise EncodeError(f"{self.schema.name}.{name}: {exc}") from None
-                except (TypeError, AttributeError, _struct.error, ValueError) as exc:
-                    raise EncodeError(
-                        f"{self.schema.name}.{name} at v{self.version}: {type(exc).__name__}: {exc}"
-                    ) from None
+                except _FIELD_ERRORS as exc:
+                    raise self._field_error(name, exc) from None
                 present.append((tag, bytes(tmp)))
             p.write_uvarint(out, len(present))
             for tag, data in present:
                 p.write_uvarint(out, tag)
                 p.write_uvarint(out, len(data))
                 out += data
+
+    def _field_error(self, name: str, exc: Exception) -> EncodeError:
+        """The EncodeError for field `name` that failed to encode, naming the struct (and version)."""
+        if isinstance(exc, EncodeError):
+            return EncodeError(f"{self.schema.name}.{name}: {exc}")
+        return EncodeError(
+            f"{self.schema.name}.{name} at v{self.version}: {type(exc).__name__}: {exc}"
+        )
