@@ -41,12 +41,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import statistics
 import struct
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -55,47 +52,16 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from peers import BROKER_PIDS, CpuMeter, free_port, tansu_binary, tansu_broker, wait_port
+from peers import (
+    BROKER_PIDS,
+    CpuMeter,
+    kafkalite_broker,
+    tansu_binary,
+    tansu_broker,
+)
 from replay_proxy import replay_proxy
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@contextlib.contextmanager
-def kafkalite_broker() -> Iterator[str]:
-    port = free_port()
-    with tempfile.TemporaryDirectory(prefix="bench-kafkalite-") as d:
-        env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "kafkalite.cli.main",
-                "serve",
-                "--data-dir",
-                d,
-                "--listen",
-                f"127.0.0.1:{port}",
-                "--log-level",
-                "warning",
-                "--override",
-                "message.max.bytes=10485760",
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            wait_port(port, proc)
-            BROKER_PIDS[f"127.0.0.1:{port}"] = proc.pid
-            yield f"127.0.0.1:{port}"
-        finally:
-            BROKER_PIDS.pop(f"127.0.0.1:{port}", None)
-            proc.terminate()
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
 
 
 def create_topic(bs: str, name: str) -> None:

