@@ -95,10 +95,15 @@ class IOThread:
             return
 
         async def _cancel_all() -> None:
-            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            # a task being cancelled may start another (a connection's read loop): a few rounds, so
+            # the loop closes with nothing pending ("Task was destroyed but it is pending")
+            for _ in range(5):
+                tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+                if not tasks:
+                    return
+                for t in tasks:
+                    t.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
 
         try:
             self.submit(_cancel_all()).result(timeout)
