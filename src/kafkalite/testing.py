@@ -1,6 +1,5 @@
-"""Embedded broker for tests and notebooks: `with Broker(tmp_path) as b: b.bootstrap_servers`, plus pytest fixtures.
-
-The broker's asyncio server runs in a background thread; `pytest_plugins = ["kafkalite.testing"]` adds the fixtures.
+"""Embedded broker for tests and notebooks: `with Broker(tmp_path) as b: b.bootstrap_servers`, plus pytest
+fixtures (`kafkalite_broker`, `kafkalite_session_broker`).
 """
 
 from __future__ import annotations
@@ -160,7 +159,7 @@ class Broker:
         self.call(self.server.create_topic, name, partitions, cfg)
 
     def topics(self) -> list[str]:
-        return sorted(t.name for t in self.server.metadata.topics())
+        return sorted(t.name for t in self.server.metadata_store.topics())
 
 
 def _prop_str(v: Any) -> str:

@@ -78,7 +78,7 @@ class Pump:
 
 def group_state(b: Broker, group: str) -> tuple[str, int, str | None, int]:
     def read() -> tuple[str, int, str | None, int]:
-        g = b.server.group_coordinator.groups[group]
+        g = b.server.groups.coordinator.groups[group]
         return str(g.state), g.generation_id, g.protocol_name, len(g.members)
 
     return b.call(read)  # type: ignore[no-any-return]

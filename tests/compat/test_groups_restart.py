@@ -57,11 +57,11 @@ def test_offsets_and_group_survive_a_clean_restart(tmp_path: Path) -> None:
         c.subscribe([topic])
         assert consume_exactly(c, first) == first
         c.commit(asynchronous=False)
-        before = b.call(lambda: b.server.group_coordinator.groups[group].persisted_view())
+        before = b.call(lambda: b.server.groups.coordinator.groups[group].persisted_view())
         # a static member's close does not leave: the group stays Stable with its member
         c.close()
     with Broker(data, **GROUP_BROKER_PROPS) as b:
-        g = b.call(lambda: b.server.group_coordinator.groups[group])
+        g = b.call(lambda: b.server.groups.coordinator.groups[group])
         assert str(g.state) == "Stable"
         assert b.call(g.persisted_view) == before
         second = produce_numbered(b.bootstrap_servers, topic, 80, 20, 4)

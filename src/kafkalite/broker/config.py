@@ -227,7 +227,73 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "Largest session timeout a member may ask for.",
         ),
         _d("offsets.topic.num.partitions", T_INT, "50", "Partitions of __consumer_offsets."),
-        _d("offsets.topic.replication.factor", T_SHORT, "1", "Replication of __consumer_offsets."),
+        _d(
+            "offsets.topic.replication.factor",
+            T_SHORT,
+            "3",
+            "Replication of __consumer_offsets in a cluster (a single-node broker has one replica).",
+        ),
+        _d(
+            "offsets.commit.timeout.ms",
+            T_INT,
+            "5000",
+            "How long an offset commit waits for the ISR of its __consumer_offsets partition.",
+        ),
+        # -- cluster mode (ZooKeeper)
+        _d(
+            "zookeeper.connect",
+            T_STRING,
+            None,
+            "host:port[,host:port...][/chroot] of ZooKeeper; set = cluster mode, unset = single node.",
+        ),
+        _d(
+            "zookeeper.session.timeout.ms",
+            T_INT,
+            "18000",
+            "ZooKeeper session timeout: a broker silent this long is declared dead.",
+        ),
+        _d(
+            "zookeeper.connection.timeout.ms",
+            T_INT,
+            None,
+            "How long to wait for a ZooKeeper connection (default: the session timeout).",
+        ),
+        _d("broker.rack", T_STRING, None, "Rack of this broker, for rack-aware replica placement."),
+        _d(
+            "replica.lag.time.max.ms",
+            T_LONG,
+            "30000",
+            "A follower that has not caught up for this long leaves the ISR.",
+        ),
+        _d("num.replica.fetchers", T_INT, "1", "Fetcher loops per source broker."),
+        _d("replica.fetch.max.bytes", T_INT, "1048576", "Bytes per partition in a follower fetch."),
+        _d(
+            "replica.fetch.response.max.bytes",
+            T_INT,
+            "10485760",
+            "Bytes of a whole follower fetch response.",
+        ),
+        _d("replica.fetch.wait.max.ms", T_INT, "500", "Long-poll time of a follower fetch."),
+        _d("replica.fetch.min.bytes", T_INT, "1", "Bytes a follower fetch waits for."),
+        _d("replica.fetch.backoff.ms", T_INT, "1000", "Pause after a failed follower fetch."),
+        _d(
+            "controlled.shutdown.enable",
+            T_BOOLEAN,
+            "true",
+            "On SIGTERM, move leadership away (ControlledShutdown) before stopping.",
+        ),
+        _d(
+            "controlled.shutdown.max.retries",
+            T_INT,
+            "3",
+            "ControlledShutdown attempts before stopping anyway.",
+        ),
+        _d(
+            "controlled.shutdown.retry.backoff.ms",
+            T_LONG,
+            "5000",
+            "Pause between ControlledShutdown attempts.",
+        ),
         _d(
             "offsets.retention.minutes",
             T_INT,
@@ -278,7 +344,6 @@ DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(syns[0] for syns, _ in TOPIC_
 # Kafka broker settings kafkalite does not model but knows to be static (read-only in Kafka).
 STATIC_KAFKA_CONFIGS: frozenset[str] = frozenset(
     {
-        "zookeeper.connect",
         "process.roles",
         "controller.quorum.voters",
         "controller.listener.names",
@@ -452,6 +517,12 @@ class BrokerConfig:
         if "node.id" in self.props and "broker.id" not in self.props:
             return int(self.props["node.id"])
         return int(self.get("broker.id"))
+
+    @property
+    def zookeeper_connect(self) -> str | None:
+        """Set: cluster mode (ZooKeeper); None: a single-node broker."""
+        zk = self.get("zookeeper.connect")
+        return str(zk).strip() or None if zk else None
 
     @property
     def listeners(self) -> list[Listener]:

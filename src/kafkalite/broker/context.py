@@ -18,9 +18,12 @@ if TYPE_CHECKING:
 class FileRegion(Protocol):
     """What storage's FileSlice offers: an open file descriptor, a position and a length."""
 
-    fileno: int
-    position: int
-    length: int
+    @property
+    def fileno(self) -> int: ...
+    @property
+    def position(self) -> int: ...
+    @property
+    def length(self) -> int: ...
 
     def read_bytes(self) -> bytes: ...
 
@@ -30,7 +33,7 @@ class RequestContext:
     broker: BrokerServer
     header: RequestHeader
     api_version: int
-    connection: Any  # broker.connection.Connection (or a test stand-in)
+    connection: Any  # broker.connection.Connection, or a test's stand-in with the same fields
     received_ns: int = 0
 
     @property

@@ -1,4 +1,5 @@
-"""The request dispatch table: API key -> handler module under broker/apis, discovered at import time.
+"""The request dispatch table: API key -> handler module under broker/apis, discovered at startup
+(a module that fails to import, or defines no handler, fails the broker's start).
 
 ApiVersions answers are generated from this table; modules may narrow versions (MIN_VERSION / MAX_VERSION).
 """
@@ -75,28 +76,33 @@ class DispatchTable:
             self.entries[e.key] = e
 
     @classmethod
-    def discover(cls, package: str = "kafkalite.broker.apis") -> DispatchTable:
+    def discover(
+        cls, package: str = "kafkalite.broker.apis", *, cluster_mode: bool = False
+    ) -> DispatchTable:
+        """Every handler module of `package`. Modules marked `CLUSTER_ONLY = True` (the inter-broker
+        APIs: LeaderAndIsr, UpdateMetadata, ...) are left out of a single-node broker, whose
+        ApiVersions then does not offer them and which closes a connection that sends them."""
         pkg = importlib.import_module(package)
         entries: list[HandlerEntry] = []
         for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
             if info.name.startswith("_"):
                 continue
-            try:
-                module = importlib.import_module(f"{package}.{info.name}")
-            except ImportError as exc:
-                # a handler whose message family has not landed yet: leave that API out
-                log.warning("handler module %s not loaded: %s", info.name, exc)
-                continue
+            # a handler module that cannot be imported is a broken build: startup fails loudly
+            # rather than silently leaving that API out of ApiVersions
+            module = importlib.import_module(f"{package}.{info.name}")
             entry = _entry_of(module)
-            if entry is not None:
-                entries.append(entry)
+            if entry is None:
+                raise TypeError(
+                    f"{module.__name__} is in {package} but defines no API and handle(); "
+                    "helpers belong in modules whose name starts with '_'"
+                )
+            if getattr(module, "CLUSTER_ONLY", False) and not cluster_mode:
+                continue
+            entries.append(entry)
         return cls(entries)
 
     def get(self, key: int) -> HandlerEntry | None:
         return self.entries.get(key)
-
-    def modules(self) -> list[ModuleType]:
-        return [e.module for e in self.entries.values()]
 
     def version_ranges(self) -> list[tuple[int, int, int]]:
         return sorted((e.key, e.min_version, e.max_version) for e in self.entries.values())

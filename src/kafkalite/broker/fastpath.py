@@ -239,15 +239,23 @@ _IIQIQI = struct.Struct(">iiqiqi")
 _IIQQI = struct.Struct(">iiqqi")
 _IHQQQ_PART = struct.Struct(">ihqqq")
 _IHI = struct.Struct(">ihi")
+_IQQI = struct.Struct(">iqqi")
 
 
 class FetchPartitionView:
-    __slots__ = ("fetch_offset", "partition", "partition_max_bytes")
+    __slots__ = ("current_leader_epoch", "fetch_offset", "partition", "partition_max_bytes")
 
-    def __init__(self, partition: int, fetch_offset: int, partition_max_bytes: int) -> None:
+    def __init__(
+        self,
+        partition: int,
+        fetch_offset: int,
+        partition_max_bytes: int,
+        current_leader_epoch: int = -1,
+    ) -> None:
         self.partition = partition
         self.fetch_offset = fetch_offset
         self.partition_max_bytes = partition_max_bytes
+        self.current_leader_epoch = current_leader_epoch
 
 
 class FetchTopicView:
@@ -266,6 +274,7 @@ class FetchRequestView:
         "max_bytes",
         "max_wait_ms",
         "min_bytes",
+        "replica_id",
         "session_epoch",
         "session_id",
         "topics",
@@ -276,6 +285,7 @@ class FetchRequestView:
         self.min_bytes = 0
         self.max_bytes = 0
         self.isolation_level = 0
+        self.replica_id = -1  # a follower broker's id; -1 for consumers
         self.session_id = 0
         self.session_epoch = -1
         self.topics: list[FetchTopicView] = []
@@ -328,7 +338,8 @@ def _decode_fetch(buf: bytes, pos: int, version: int) -> FetchRequestView:
     by_id = version >= 13
     req = FetchRequestView()
     if version <= 14:
-        pos += 4  # replica id
+        req.replica_id = _I.unpack_from(buf, pos)[0]
+        pos += 4
     if version >= 7:
         (
             req.max_wait_ms,
@@ -360,20 +371,22 @@ def _decode_fetch(buf: bytes, pos: int, version: int) -> FetchRequestView:
         parts = []
         for _ in range(nparts):
             if version >= 12:
-                partition, _epoch, offset, _last_epoch, _lso, pmax = _IIQIQI.unpack_from(buf, pos)
+                partition, epoch, offset, _last_epoch, _lso, pmax = _IIQIQI.unpack_from(buf, pos)
                 pos += _IIQIQI.size
             elif version >= 9:
-                partition, _epoch, offset, _lso, pmax = _IIQQI.unpack_from(buf, pos)
+                partition, epoch, offset, _lso, pmax = _IIQQI.unpack_from(buf, pos)
                 pos += _IIQQI.size
             elif version >= 5:
-                partition, offset, _lso, pmax = struct.unpack_from(">iqqi", buf, pos)
+                partition, offset, _lso, pmax = _IQQI.unpack_from(buf, pos)
                 pos += 24
             else:
                 partition, offset, pmax = _IQI.unpack_from(buf, pos)
                 pos += _IQI.size
+            if version < 9:
+                epoch = -1
             if flexible:
                 pos = _skip_tags(buf, pos)
-            parts.append(FetchPartitionView(partition, offset, pmax))
+            parts.append(FetchPartitionView(partition, offset, pmax, epoch))
         if flexible:
             pos = _skip_tags(buf, pos)
         req.topics.append(FetchTopicView(name, topic_id, parts))

@@ -1,6 +1,5 @@
-"""The broker process: listeners, request decoding and dispatch, topic lifecycle, startup and graceful shutdown.
-
-BrokerServer owns the config, metadata store, LogManager, delayed operations and the dispatch table.
+"""The broker process: typed components started in an explicit order, listeners, request decoding and
+dispatch, topic lifecycle, graceful shutdown.
 """
 
 from __future__ import annotations
@@ -20,13 +19,17 @@ from kafkalite.broker.context import RequestContext, SlicedResponse
 from kafkalite.broker.dispatch import DispatchTable
 from kafkalite.broker.dynamic_config import DynamicBrokerConfig
 from kafkalite.broker.fetch_session import FetchSessionCache
+from kafkalite.broker.groups import GroupCoordinatorComponent
 from kafkalite.broker.purgatory import DelayedOperations
 from kafkalite.cluster.metadata import (
+    LocalMetadataStore,
     MetadataError,
     MetadataStore,
     TopicInfo,
     ensure_meta_properties,
 )
+from kafkalite.cluster.metadata_cache import BrokerEndpoint, MetadataCache, local_topic_metadata
+from kafkalite.cluster.replica_manager import ReplicaManager
 from kafkalite.protocol import primitives as p
 from kafkalite.protocol.exceptions import DecodeError
 from kafkalite.protocol.headers import (
@@ -37,24 +40,34 @@ from kafkalite.protocol.headers import (
     request_header_version,
     response_header_version,
 )
+from kafkalite.storage import Log, LogManager
 
 log = logging.getLogger("kafkalite.broker")
 _SIZE = struct.Struct(">i")
 
 
 class BrokerServer:
+    """One broker: typed components created here and started in a fixed order by `start()` —
+    metadata store, dynamic configs, LogManager (recovery), ReplicaManager and MetadataCache, the
+    group coordinator, then the listeners — and stopped in the reverse order."""
+
+    log_manager: LogManager
+    replica_manager: ReplicaManager
+    dynamic_config: DynamicBrokerConfig
+
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.broker_id = config.broker_id
         self.log_dirs = config.log_dirs
-        self.metadata = MetadataStore(self.log_dirs[0])
+        self.metadata_store: MetadataStore = LocalMetadataStore(self.log_dirs[0])
+        self.metadata_cache = MetadataCache(self.broker_id)
         self.delayed = DelayedOperations()
         self.fetch_sessions = FetchSessionCache(
             int(config.get("max.incremental.fetch.session.cache.slots"))
         )
-        self.dispatch = DispatchTable.discover()
-        self.log_manager: Any = None
-        self.group_coordinator: Any = None
+        self.cluster_mode = config.zookeeper_connect is not None
+        self.dispatch = DispatchTable.discover(cluster_mode=self.cluster_mode)
+        self.groups = GroupCoordinatorComponent(self)
         self.cluster_id = ""
         self.connections: set[Connection] = set()
         self.advertised: list[Listener] = []
@@ -66,19 +79,18 @@ class BrokerServer:
         self._stopping: asyncio.Event | None = None
         self._reaper: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._hooks_started: list[Any] = []
+        self._groups_started = False
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
-        from kafkalite.storage import LogManager
-
         self._loop = asyncio.get_running_loop()
         if self._stopping is None:
             self._stopping = asyncio.Event()
         for d in self.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
         self.cluster_id = ensure_meta_properties(self.log_dirs, self.broker_id)
-        self.metadata.load()
+        self.metadata_cache.cluster_id = self.cluster_id
+        self.metadata_store.load()
         # dynamic broker configs (AlterConfigs on a BROKER resource, kept in the data dir) are part of
         # the log defaults from the first log opened
         self.dynamic_config = DynamicBrokerConfig(self.config, self.log_dirs[0])
@@ -94,15 +106,26 @@ class BrokerServer:
             cleaner_enable=bool(cfg.get("log.cleaner.enable")),
         )
         await asyncio.to_thread(self.log_manager.startup)
+        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.delayed.notify)
+        self.replica_manager.adopt_loaded_logs(self.log_manager.logs())
         self._reconcile_logs()
         self.log_manager.start_background()
-        for module in self.dispatch.modules():
-            hook = getattr(module, "on_startup", None)
-            if hook is not None:
-                res = hook(self)
-                if asyncio.iscoroutine(res):
-                    await res
-                self._hooks_started.append(module)
+        await self._start_listeners()
+        self.metadata_cache.set_brokers([self.local_endpoint()], self.broker_id)
+        await self.groups.start()
+        self._groups_started = True
+        self._reaper = self._loop.create_task(self._reap_idle())
+        log.info(
+            "kafkalite broker %d started: cluster id %s, %d topics, data in %s",
+            self.broker_id,
+            self.cluster_id,
+            len(self.metadata_store.topics()),
+            ", ".join(map(str, self.log_dirs)),
+        )
+        self.started.set()
+
+    async def _start_listeners(self) -> None:
+        assert self._loop is not None
         self.advertised = []
         listeners = self.config.listeners
         adv = self.config.advertised_listeners
@@ -118,51 +141,47 @@ class BrokerServer:
             log.info(
                 "listening on %s:%d (advertised %s)", lst.host, port, self.advertised[-1].url()
             )
-        self._reaper = self._loop.create_task(self._reap_idle())
-        log.info(
-            "kafkalite broker %d started: cluster id %s, %d topics, data in %s",
-            self.broker_id,
-            self.cluster_id,
-            len(self.metadata.topics()),
-            ", ".join(map(str, self.log_dirs)),
-        )
-        self.started.set()
+
+    def local_endpoint(self) -> BrokerEndpoint:
+        lst = self.advertised[0]
+        rack = self.config.get("broker.rack", None)
+        return BrokerEndpoint(self.broker_id, lst.host, lst.port, str(rack) if rack else None)
 
     @property
     def port(self) -> int:
         return self.advertised[0].port
 
     def _reconcile_logs(self) -> None:
-        """Topics whose logs exist on disk but not in the metadata file are registered again."""
+        """Single-node mode: topics whose logs exist on disk but not in the metadata file are
+        registered again; every partition of every topic is created (if missing) and led here."""
         seen: dict[str, int] = {}
         for lg in self.log_manager.logs():
-            tp = getattr(lg, "topic_partition", None)
-            topic, part = (
-                tp if tp is not None else (getattr(lg, "topic", None), getattr(lg, "partition", 0))
-            )
-            if topic is None:
-                continue
-            seen[topic] = max(seen.get(topic, 0), int(part) + 1)
+            seen[lg.topic] = max(seen.get(lg.topic, 0), lg.partition + 1)
         for topic, count in seen.items():
-            info = self.metadata.get(topic)
+            info = self.metadata_store.get(topic)
             if info is None:
                 log.warning(
                     "log directory of topic %s has no metadata entry; registering it again", topic
                 )
+                found = self.log_manager.get_log(topic, 0)
                 try:
-                    self.metadata.create_topic(
-                        topic,
-                        count,
-                        topic_id=getattr(self.log_manager.get_log(topic, 0), "topic_id", None),
+                    self.metadata_store.create_topic(
+                        topic, count, topic_id=found.topic_id if found is not None else None
                     )
                 except MetadataError as exc:
                     log.error("cannot register topic %s found on disk: %s", topic, exc)
             elif info.partitions < count:
-                self.metadata.set_partitions(topic, count)
-        for info in self.metadata.topics():
-            for part in range(info.partitions):
-                if self.log_manager.get_log(info.name, part) is None:
-                    self.log_manager.get_or_create_log(info.name, part, info.configs, info.topic_id)
+                self.metadata_store.set_partitions(topic, count)
+        for info in self.metadata_store.topics():
+            self._host_local_topic(info)
+
+    def _host_local_topic(self, info: TopicInfo) -> None:
+        """Single-node mode: lead every partition of `info` here and publish it in the cache."""
+        for part in range(info.partitions):
+            self.replica_manager.create_local_leader(info.name, part, info.topic_id, info.configs)
+        self.metadata_cache.put_topic(
+            local_topic_metadata(info.name, info.topic_id, info.partitions, self.broker_id)
+        )
 
     async def stop(self, grace: float = 10.0) -> None:
         """Stop accepting, let in-flight requests finish, close connections, flush and close logs."""
@@ -180,19 +199,15 @@ class BrokerServer:
         self._servers.clear()
         if self._reaper is not None:
             self._reaper.cancel()
-        for module in reversed(self._hooks_started):
-            hook = getattr(module, "on_shutdown", None)
-            if hook is not None:
-                try:
-                    res = hook(self)
-                    if asyncio.iscoroutine(res):
-                        await res
-                except Exception:
-                    log.exception("shutdown hook of %s failed", module.__name__)
-        self._hooks_started.clear()
-        if self.log_manager is not None:
+        if self._groups_started:
+            self._groups_started = False
+            try:
+                await self.groups.stop()
+            except Exception:
+                log.exception("stopping the group coordinator failed")
+        if hasattr(self, "log_manager"):
             await asyncio.to_thread(self.log_manager.shutdown)
-            self.log_manager = None
+            del self.log_manager
         log.info("kafkalite broker %d stopped", self.broker_id)
 
     def request_stop(self) -> None:
@@ -244,43 +259,36 @@ class BrokerServer:
                     conn.close()
 
     # ------------------------------------------------------------------ topics
-    def topic_configs(self, info: TopicInfo) -> dict[str, str]:
-        return info.configs
-
     def create_topic(
         self, name: str, partitions: int | None = None, configs: dict[str, str] | None = None
     ) -> TopicInfo:
         """Create a topic and its logs (raises MetadataError)."""
-        info = self.metadata.create_topic(name, partitions or self.config.num_partitions, configs)
-        for part in range(info.partitions):
-            self.log_manager.get_or_create_log(info.name, part, info.configs, info.topic_id)
+        info = self.metadata_store.create_topic(
+            name, partitions or self.config.num_partitions, configs
+        )
+        self._host_local_topic(info)
         log.info(
             "created topic %s with %d partitions (id %s)", name, info.partitions, info.topic_id
         )
         return info
 
     def delete_topic(self, name: str) -> TopicInfo:
-        info = self.metadata.delete_topic(name)
-        self.log_manager.delete_topic(name)
-        for part in range(info.partitions):
-            self.delayed.notify((name, part))
+        info = self.metadata_store.delete_topic(name)
+        self.metadata_cache.remove_topic(name)
+        self.replica_manager.delete_topic(name)
         log.info("deleted topic %s", name)
         return info
 
     def add_partitions(self, name: str, count: int) -> TopicInfo:
-        info = self.metadata.set_partitions(name, count)
-        for part in range(info.partitions):
-            self.log_manager.get_or_create_log(info.name, part, info.configs, info.topic_id)
+        info = self.metadata_store.set_partitions(name, count)
+        self._host_local_topic(info)
         return info
 
-    def get_log(self, topic: str, partition: int) -> Any:
-        info = self.metadata.get(topic)
-        if info is None or not 0 <= partition < info.partitions:
-            return None
-        lg = self.log_manager.get_log(topic, partition)
-        if lg is None:
-            lg = self.log_manager.get_or_create_log(topic, partition, info.configs, info.topic_id)
-        return lg
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        """The log of a partition hosted here (tests and tools; handlers go through the
+        ReplicaManager)."""
+        p = self.replica_manager.get_partition(topic, partition)
+        return p.log if p is not None else None
 
     # ------------------------------------------------------------------ requests
     async def handle_frame(self, conn: Connection, frame: bytes) -> list[Any] | None:

@@ -128,5 +128,5 @@ def check_topic_overrides(broker: Any, overrides: dict[str, str]) -> str | None:
 
 def apply_topic_overrides(broker: Any, topic: str, overrides: dict[str, str]) -> None:
     """Persist new overrides (metadata store and log manager) and apply them to the topic's logs."""
-    broker.metadata.set_configs(topic, overrides)
+    broker.metadata_store.set_configs(topic, overrides)
     broker.log_manager.set_topic_config(topic, overrides)

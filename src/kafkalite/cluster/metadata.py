@@ -1,4 +1,5 @@
-"""Single-node metadata store kept in a local file: topics, partition counts, topic ids and config overrides.
+"""MetadataStore, the write side of cluster metadata (topics, partition counts, topic ids, config
+overrides): `LocalMetadataStore` keeps a single node's in a local file; cluster mode's lives in ZooKeeper.
 
 Also owns meta.properties (cluster id, broker id) in each log directory. Writes are atomic (temp file + rename).
 """
@@ -13,6 +14,7 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 METADATA_FILE = "kafkalite-metadata.json"
 META_PROPERTIES = "meta.properties"
@@ -114,7 +116,28 @@ def ensure_meta_properties(log_dirs: list[Path], broker_id: int) -> str:
     return cluster_id
 
 
-class MetadataStore:
+class MetadataStore(Protocol):
+    """Where topics are created, deleted, grown and configured. Handlers read the MetadataCache;
+    these writes reach it through the broker (single node) or the controller (cluster)."""
+
+    def load(self) -> None: ...
+    def topics(self) -> list[TopicInfo]: ...
+    def get(self, name: str) -> TopicInfo | None: ...
+    def by_id(self, topic_id: uuid.UUID) -> TopicInfo | None: ...
+    def __contains__(self, name: object) -> bool: ...
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        configs: dict[str, str] | None = None,
+        topic_id: uuid.UUID | None = None,
+    ) -> TopicInfo: ...
+    def delete_topic(self, name: str) -> TopicInfo: ...
+    def set_partitions(self, name: str, count: int) -> TopicInfo: ...
+    def set_configs(self, name: str, configs: dict[str, str]) -> TopicInfo: ...
+
+
+class LocalMetadataStore:
     """Topics of a single-node cluster, persisted in `<dir>/kafkalite-metadata.json`. Thread-safe."""
 
     def __init__(self, directory: Path) -> None:

@@ -1,4 +1,4 @@
-"""Offset checkpoint files (recovery-point, log-start-offset, cleaner-offset): `0`, a count, then
+"""Offset checkpoint files (recovery-point, replication-offset, log-start-offset, cleaner-offset): `0`, a count, then
 `topic partition offset` lines, replaced atomically (write temp, fsync, rename, fsync dir).
 """
 
@@ -12,6 +12,7 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"  # high watermarks
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 _VERSION = 0

@@ -63,3 +63,10 @@ class InvalidProducerBatch(StorageError):
     """An idempotent producer's batch arrived with other batches in one append."""
 
     error_code = ErrorCode.INVALID_RECORD
+
+
+class UnexpectedAppendOffset(StorageError):
+    """A replica append whose first batch starts below the log end (the follower and its leader
+    disagree about where the log ends: it must truncate first)."""
+
+    error_code = ErrorCode.UNKNOWN_SERVER_ERROR

@@ -24,11 +24,13 @@ from kafkalite.records.header import (
     set_partition_leader_epoch,
 )
 from kafkalite.storage.config import LogConfig
+from kafkalite.storage.epoch_cache import LeaderEpochFileCache
 from kafkalite.storage.errors import (
     CorruptRecord,
     InvalidProducerBatch,
     LogClosed,
     RecordBatchTooLarge,
+    UnexpectedAppendOffset,
 )
 from kafkalite.storage.loader import load_segments
 from kafkalite.storage.log_producers import LogProducers
@@ -40,7 +42,7 @@ from kafkalite.storage.producer_snapshot import (
 from kafkalite.storage.producer_state import (
     ProducerStateManager,
 )
-from kafkalite.storage.segment import LogSegment
+from kafkalite.storage.segment import LogSegment, read_header
 from kafkalite.storage.types import (
     MIN_FD_GRACE_MS,
     AppendInfo,
@@ -112,6 +114,7 @@ class Log(LogReads, LogProducers, LogRetention):
         self._bases: tuple[int, ...] = ()
         self._snapshot: tuple[tuple[LogSegment, ...], tuple[int, ...]] = ((), ())
         self._leo = 0
+        self._hw = 0
         self._log_start = 0
         self._recovery_point = 0
         self._dir_dirty = False
@@ -124,6 +127,8 @@ class Log(LogReads, LogProducers, LogRetention):
         self.clock: Callable[[], int] = now_ms
         # idempotent producers' last batches; built from the log on first need (None: not yet)
         self._producer_state: ProducerStateManager | None = None
+        self.leader_epoch_cache = LeaderEpochFileCache(directory)
+        self._latest_epoch = -1  # == leader_epoch_cache.latest_epoch, for the append fast path
 
     # -- opening --------------------------------------------------------------------------------
     @classmethod
@@ -135,15 +140,19 @@ class Log(LogReads, LogProducers, LogRetention):
         *,
         recovery_point: int = 0,
         log_start_offset: int = 0,
+        high_watermark: int = 0,
     ) -> Log:
         """Open (creating if needed) and recover the log in `directory`.
 
         Segments at or after `recovery_point` are scanned batch by batch and truncated at the
-        first torn/corrupt batch (later segments are dropped)."""
+        first torn/corrupt batch (later segments are dropped). The high watermark (from the
+        replication-offset checkpoint) is clamped into the recovered log."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         self = cls(directory, config if config is not None else LogConfig(), topic_id)
         self._load(recovery_point, log_start_offset)
+        self._hw = min(max(high_watermark, self._log_start), self._leo)
+        self._load_epochs()
         self._write_partition_metadata()
         return self
 
@@ -169,6 +178,35 @@ class Log(LogReads, LogProducers, LogRetention):
         self._recovery_point = min(max(recovery_point, 0), leo)
         self._dir_dirty = True
         self.first_dirty_offset = self._log_start
+
+    def _load_epochs(self) -> None:
+        """The leader-epoch cache from its checkpoint, or rebuilt from the batches' partition
+        leader epochs when the file is missing or damaged; cut to the recovered log either way."""
+        entries = LeaderEpochFileCache.read_file(self.dir)
+        if entries is None:
+            entries = self._epochs_from_batches()
+        cache = LeaderEpochFileCache(self.dir, entries)
+        cache.truncate_from_end(self._leo)
+        cache.truncate_from_start(self._log_start)
+        if (entries and cache.entries() != entries) or not cache.path.exists():
+            cache.flush()
+        self.leader_epoch_cache = cache
+        self._latest_epoch = cache.latest_epoch
+
+    def _epochs_from_batches(self) -> list[tuple[int, int]]:
+        out: list[tuple[int, int]] = []
+        for seg in self._segments:
+            pos = 0
+            while True:
+                h = read_header(seg.fd, pos, seg.size)
+                if h is None:
+                    break
+                if h.partition_leader_epoch >= 0 and (
+                    not out or h.partition_leader_epoch > out[-1][0]
+                ):
+                    out.append((h.partition_leader_epoch, h.base_offset))
+                pos += h.size
+        return out
 
     def _write_partition_metadata(self) -> None:
         if self.topic_id is None:
@@ -210,7 +248,32 @@ class Log(LogReads, LogProducers, LogRetention):
 
     @property
     def high_watermark(self) -> int:
-        return self._leo
+        """Offsets below it are on every in-sync replica: consumers read only below it."""
+        return self._hw
+
+    def update_high_watermark(self, offset: int) -> int:
+        """Set the high watermark (the Partition decides it), clamped to [log start, log end]."""
+        with self._lock:
+            self._hw = min(max(offset, self._log_start), self._leo)
+            return self._hw
+
+    def maybe_increment_high_watermark(self, offset: int) -> bool:
+        """Move the high watermark forward only; returns whether it moved."""
+        with self._lock:
+            new = min(offset, self._leo)
+            if new > self._hw:
+                self._hw = new
+                return True
+            return False
+
+    @property
+    def latest_epoch(self) -> int:
+        return self._latest_epoch
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """OffsetForLeaderEpoch: (largest epoch <= `epoch`, where the next one starts, or the log
+        end for the latest); (-1, -1) when unknown."""
+        return self.leader_epoch_cache.end_offset_for(epoch, self._leo)
 
     @property
     def recovery_point(self) -> int:
@@ -279,7 +342,23 @@ class Log(LogReads, LogProducers, LogRetention):
         end offset."""
         if assign_offsets:
             return AppendInfo(*self.append_as_leader(records, leader_epoch))
-        return AppendInfo(*self._append_batches(records, leader_epoch, False))
+        return self.append_as_follower(records)
+
+    def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
+        """A replica's append: the leader's batches byte for byte, keeping their offsets and
+        partition leader epochs; the first must start at our log end (UnexpectedAppendOffset)."""
+        return AppendInfo(*self._append_batches(records, -1, False))
+
+    def begin_leader_epoch(self, epoch: int) -> None:
+        """This replica becomes leader at `epoch`: the epoch starts at the current log end."""
+        with self._lock:
+            if epoch > self._latest_epoch:
+                self._assign_epoch(epoch, self._leo)
+
+    def _assign_epoch(self, epoch: int, start_offset: int) -> None:
+        """Caller holds the lock: a new leader epoch begins at `start_offset`."""
+        self.leader_epoch_cache.assign(epoch, start_offset)
+        self._latest_epoch = self.leader_epoch_cache.latest_epoch
 
     def append_as_leader(
         self, records: bytes | bytearray | memoryview, leader_epoch: int = 0
@@ -302,6 +381,8 @@ class Log(LogReads, LogProducers, LogRetention):
                         raise LogClosed(f"log {self.dir.name} is closed")
                     first = self._leo
                     last = first + lod
+                    if leader_epoch > self._latest_epoch:
+                        self._assign_epoch(leader_epoch, first)
                     seg = self._active
                     pos = seg.size
                     # seg.roll_ts: the newest batch timestamp that cannot trigger segment.ms (-1
@@ -389,7 +470,11 @@ class Log(LogReads, LogProducers, LogRetention):
                     h.base_offset = nxt
                     h.partition_leader_epoch = leader_epoch
                 elif h.base_offset < nxt:
-                    raise CorruptRecord(f"batch offset {h.base_offset} is below the log end {nxt}")
+                    # later offsets may be missing (the leader's log was compacted): not earlier
+                    raise UnexpectedAppendOffset(
+                        f"{self.dir.name}: replica batch starts at offset {h.base_offset}, "
+                        f"below the log end {nxt}"
+                    )
                 if log_append_time >= 0:
                     set_max_timestamp_and_type(buf, pos, h.size, log_append_time, True)
                     h.max_timestamp = log_append_time
@@ -399,6 +484,11 @@ class Log(LogReads, LogProducers, LogRetention):
                 nxt = h.base_offset + h.last_offset_delta + 1
             if not assign_offsets:
                 first = headers[0][1].base_offset
+                for _, h in headers:
+                    if h.partition_leader_epoch > self._latest_epoch:
+                        self._assign_epoch(h.partition_leader_epoch, h.base_offset)
+            elif leader_epoch > self._latest_epoch:
+                self._assign_epoch(leader_epoch, first)
             seg = self._maybe_roll(total, headers[0][1], nxt - 1)
             seg.append(buf, headers)
             self._leo = nxt

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kafkalite.storage.config import LogConfig
+from kafkalite.storage.epoch_cache import LeaderEpochFileCache
 from kafkalite.storage.errors import OffsetOutOfRange
 from kafkalite.storage.producer_snapshot import delete_snapshots_above
 from kafkalite.storage.producer_state import ProducerStateManager
@@ -32,6 +33,9 @@ class LogRetention:
     _lock: threading.RLock
     _segments: tuple[LogSegment, ...]
     _leo: int
+    _hw: int
+    _latest_epoch: int
+    leader_epoch_cache: LeaderEpochFileCache
     _log_start: int
     _recovery_point: int
     _dir_dirty: bool
@@ -87,6 +91,7 @@ class LogRetention:
         self._log_start = max(self._log_start, keep[0].base_offset)
         if self.first_dirty_offset < self._log_start:
             self.first_dirty_offset = self._log_start
+        self.leader_epoch_cache.truncate_from_start(self._log_start)
         self._schedule_delete(doomed)
         log.info(
             "%s: deleted %d segment(s) (%s); log start now %d",
@@ -113,17 +118,28 @@ class LogRetention:
             cfg = self.config
             if not cfg.delete:
                 return deleted
+            # retention deletes only segments wholly below the high watermark: never a record a
+            # follower may still need or a consumer has not been allowed to see
+            hw = self.high_watermark
             if cfg.retention_ms >= 0:
                 segs = self._segments
                 n = 0
-                while n < len(segs) - 1 and t - segs[n].largest_timestamp() > cfg.retention_ms:
+                while (
+                    n < len(segs) - 1
+                    and segs[n + 1].base_offset <= hw
+                    and t - segs[n].largest_timestamp() > cfg.retention_ms
+                ):
                     n += 1
                 deleted += self._delete_prefix(n, "retention.ms")
             if cfg.retention_bytes >= 0:
                 segs = self._segments
                 excess = sum(s.size for s in segs) - cfg.retention_bytes
                 n = 0
-                while n < len(segs) - 1 and excess - segs[n].size >= 0:
+                while (
+                    n < len(segs) - 1
+                    and segs[n + 1].base_offset <= hw
+                    and excess - segs[n].size >= 0
+                ):
                     excess -= segs[n].size
                     n += 1
                 deleted += self._delete_prefix(n, "retention.bytes")
@@ -143,6 +159,7 @@ class LogRetention:
                 self._log_start = offset
                 if self.first_dirty_offset < offset:
                     self.first_dirty_offset = offset
+                self.leader_epoch_cache.truncate_from_start(offset)
                 segs = self._segments
                 n = 0
                 while n < len(segs) - 1 and segs[n + 1].base_offset <= offset:
@@ -151,7 +168,8 @@ class LogRetention:
             return self._log_start
 
     def truncate_to(self, offset: int) -> None:
-        """Remove every batch holding offsets >= `offset` (follower truncation)."""
+        """Remove every batch holding offsets >= `offset` (follower truncation: the high watermark
+        and the leader-epoch cache are cut to the new log end)."""
         with self._lock:
             if offset >= self._leo:
                 return
@@ -166,7 +184,10 @@ class LogRetention:
                 self._pending_deletes.append((self.clock() + MIN_FD_GRACE_MS, s))
             # an emptied tail segment is named after the next offset to append
             self._leo = tail.next_offset if tail.size else tail.base_offset
+            self._hw = min(self._hw, self._leo)
             self._recovery_point = min(self._recovery_point, self._leo)
+            self.leader_epoch_cache.truncate_from_end(self._leo)
+            self._latest_epoch = self.leader_epoch_cache.latest_epoch
             if self._producer_state is not None:
                 self._producer_state.truncate_to(self._leo)
             delete_snapshots_above(self.dir, self._leo)
@@ -181,8 +202,10 @@ class LogRetention:
             for s in old:
                 s.change_suffix("", DELETED_SUFFIX)
                 self._pending_deletes.append((self.clock() + MIN_FD_GRACE_MS, s))
-            self._leo = self._log_start = self._recovery_point = offset
+            self._leo = self._log_start = self._recovery_point = self._hw = offset
             self.first_dirty_offset = offset
+            self.leader_epoch_cache.clear()
+            self._latest_epoch = -1
             self._producer_state = ProducerStateManager()
             delete_snapshots_above(self.dir, -1)
             self._dir_dirty = True

@@ -20,6 +20,7 @@ from kafkalite.storage.checkpoint import (
     CLEANER_OFFSET_CHECKPOINT,
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
     OffsetCheckpointFile,
 )
 from kafkalite.storage.cleaner import LogCleaner
@@ -102,11 +103,12 @@ class LogManager:
     # -- startup --------------------------------------------------------------------------------
     def startup(self) -> None:
         """Lock the dirs, finish interrupted deletes, load and recover every log (in parallel)."""
-        jobs: list[tuple[Path, TopicPartition, int, int, int]] = []
+        jobs: list[tuple[Path, TopicPartition, int, int, int, int]] = []
         for d in self.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
             self._lock_dir(d)
             rp = OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT).read()
+            hws = OffsetCheckpointFile(d / REPLICATION_OFFSET_CHECKPOINT).read()
             lso = OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT).read()
             cleaner = OffsetCheckpointFile(d / CLEANER_OFFSET_CHECKPOINT).read()
             for entry in sorted(os.listdir(d)):
@@ -122,12 +124,22 @@ class LogManager:
                 if tp in self._log_dir_of:
                     raise KafkaStorageError(f"duplicate log directories for {tp}: {path}")
                 self._log_dir_of[tp] = d
-                jobs.append((path, tp, rp.get(tp, 0), lso.get(tp, 0), cleaner.get(tp, 0)))
+                jobs.append(
+                    (path, tp, rp.get(tp, 0), lso.get(tp, 0), cleaner.get(tp, 0), hws.get(tp, 0))
+                )
         self._load_topic_configs()
 
-        def load(job: tuple[Path, TopicPartition, int, int, int]) -> tuple[TopicPartition, Log]:
-            path, tp, rp_, lso_, dirty = job
-            lg = Log.open(path, self.topic_config(tp[0]), recovery_point=rp_, log_start_offset=lso_)
+        def load(
+            job: tuple[Path, TopicPartition, int, int, int, int],
+        ) -> tuple[TopicPartition, Log]:
+            path, tp, rp_, lso_, dirty, hw = job
+            lg = Log.open(
+                path,
+                self.topic_config(tp[0]),
+                recovery_point=rp_,
+                log_start_offset=lso_,
+                high_watermark=hw,
+            )
             lg.clock = self.clock
             lg.first_dirty_offset = max(lg.log_start_offset, min(dirty, lg.log_end_offset))
             return tp, lg
@@ -349,7 +361,8 @@ class LogManager:
         return n
 
     def checkpoint(self) -> None:
-        """Write recovery-point, log-start-offset and cleaner-offset checkpoints for every dir."""
+        """Write recovery-point, replication-offset (high watermark), log-start-offset and
+        cleaner-offset checkpoints for every dir."""
         with self._checkpoint_lock:
             with self._lock:
                 items = [(tp, lg, self._log_dir_of.get(tp)) for tp, lg in self._logs.items()]
@@ -357,6 +370,9 @@ class LogManager:
                 mine = [(tp, lg) for tp, lg, ld in items if ld == d]
                 OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT).write(
                     {tp: lg.recovery_point for tp, lg in mine}
+                )
+                OffsetCheckpointFile(d / REPLICATION_OFFSET_CHECKPOINT).write(
+                    {tp: lg.high_watermark for tp, lg in mine}
                 )
                 OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT).write(
                     {tp: lg.log_start_offset for tp, lg in mine}

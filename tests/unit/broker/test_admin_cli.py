@@ -28,10 +28,10 @@ def create(client, name, partitions=1, configs=None, validate_only=False):  # ty
 
 def test_create_topics_errors_and_validate_only(client, topic, broker):
     assert create(client, topic, 2, validate_only=True).error_code == 0
-    assert broker.server.metadata.get(topic) is None
+    assert broker.server.metadata_store.get(topic) is None
     r = create(client, topic, 2, {"cleanup.policy": "compact"})
     assert r.error_code == 0 and r.num_partitions == 2
-    assert r.topic_id == broker.server.metadata.get(topic).topic_id
+    assert r.topic_id == broker.server.metadata_store.get(topic).topic_id
     assert create(client, topic).error_code == ErrorCode.TOPIC_ALREADY_EXISTS
     assert create(client, topic + "x", 0).error_code == ErrorCode.INVALID_PARTITIONS
     assert (
@@ -92,7 +92,7 @@ def test_alter_configs_replaces_and_incremental_edits(client, topic, broker):
         configs=[alt.AlterConfigsResource.AlterableConfig(name="segment.bytes", value="1000000")],
     )
     assert client.send(alt(resources=[res], validate_only=False)).responses[0].error_code == 0
-    assert broker.server.metadata.get(topic).configs == {"segment.bytes": "1000000"}
+    assert broker.server.metadata_store.get(topic).configs == {"segment.bytes": "1000000"}
     assert broker.server.get_log(topic, 0).config.segment_bytes == 1000000
     inc = APIS[44].request
     ops = [
@@ -110,7 +110,7 @@ def test_alter_configs_replaces_and_incremental_edits(client, topic, broker):
         )
     )
     assert r.responses[0].error_code == 0
-    assert broker.server.metadata.get(topic).configs == {"cleanup.policy": "compact"}
+    assert broker.server.metadata_store.get(topic).configs == {"cleanup.policy": "compact"}
     bad = [
         inc.AlterConfigsResource.AlterableConfig(name="retention.ms", config_operation=2, value="1")
     ]
@@ -141,7 +141,7 @@ def test_delete_topic_partitions_records_cluster_logdirs(client, topic, broker):
             validate_only=False,
         )
     )
-    assert r.results[0].error_code == 0 and broker.server.metadata.get(topic).partitions == 3
+    assert r.results[0].error_code == 0 and broker.server.metadata_store.get(topic).partitions == 3
     dc = client.send(APIS[60].request(include_cluster_authorized_operations=False))
     assert dc.cluster_id == broker.cluster_id and dc.brokers[0].port == broker.port
     ld = client.send(APIS[35].request(topics=None))
@@ -150,7 +150,7 @@ def test_delete_topic_partitions_records_cluster_logdirs(client, topic, broker):
     dt = APIS[20].request
     r = client.send(dt(topics=[dt.DeleteTopicState(name=topic)], timeout_ms=1000), version=6)
     assert r.responses[0].error_code == 0 and r.responses[0].topic_id is not None
-    assert broker.server.metadata.get(topic) is None
+    assert broker.server.metadata_store.get(topic) is None
     r = client.send(dt(topic_names=[topic], timeout_ms=1000), version=3)
     assert r.responses[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
@@ -264,7 +264,7 @@ def test_cli_topics_produce_consume(broker, topic, capsys, monkeypatch):
         )
         == 0
     )
-    assert broker.server.metadata.get(topic).partitions == 4
+    assert broker.server.metadata_store.get(topic).partitions == 4
     assert main(["topics", "--bootstrap-server", bs, "delete", topic]) == 0
     assert main(["topics", "--bootstrap-server", bs, "delete", topic]) == 1
     assert "UNKNOWN_TOPIC_OR_PARTITION" in capsys.readouterr().err

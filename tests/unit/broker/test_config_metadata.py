@@ -8,8 +8,8 @@ import pytest
 
 from kafkalite.broker.config import BrokerConfig, ConfigError, Listener, parse_properties_text
 from kafkalite.cluster.metadata import (
+    LocalMetadataStore,
     MetadataError,
-    MetadataStore,
     ensure_meta_properties,
     new_cluster_id,
     topic_name_error,
@@ -65,7 +65,7 @@ def test_topic_names():
 
 
 def test_metadata_store_persists_ids_and_configs(tmp_path):
-    store = MetadataStore(tmp_path)
+    store = LocalMetadataStore(tmp_path)
     store.load()
     info = store.create_topic("orders", 3, {"retention.ms": "1000"})
     assert isinstance(info.topic_id, uuid.UUID)
@@ -77,7 +77,7 @@ def test_metadata_store_persists_ids_and_configs(tmp_path):
     with pytest.raises(MetadataError):
         store.create_topic("a_b", 1)  # collides with a.b in metric names, as in Kafka
     store.set_partitions("orders", 5)
-    again = MetadataStore(tmp_path)
+    again = LocalMetadataStore(tmp_path)
     again.load()
     got = again.get("orders")
     assert got is not None and (got.topic_id, got.partitions, got.configs) == (
@@ -87,7 +87,7 @@ def test_metadata_store_persists_ids_and_configs(tmp_path):
     )
     assert again.by_id(info.topic_id) is got
     again.delete_topic("orders")
-    third = MetadataStore(tmp_path)
+    third = LocalMetadataStore(tmp_path)
     third.load()
     assert third.get("orders") is None and third.get("a.b") is not None
 

@@ -219,7 +219,7 @@ def test_kip74_first_batch_even_if_larger_than_max_bytes(client, topic):
 
 def test_fetch_by_topic_id(broker, client, topic):
     broker.create_topic(topic, 2)
-    tid = broker.server.metadata.get(topic).topic_id
+    tid = broker.server.metadata_store.get(topic).topic_id
     produce(client, topic, build_batch([(None, b"by-id")]), partition=1)
     resp, part = fetch(client, "", 0, version=13, partition=1, topic_id=tid)
     assert resp.responses[0].topic_id == tid
@@ -312,7 +312,7 @@ def test_fetch_versions_decode(client, topic, version):
 
 
 def test_clients_cannot_produce_to_internal_topics(client, broker):
-    if broker.server.metadata.get("__consumer_offsets") is None:
+    if broker.server.metadata_store.get("__consumer_offsets") is None:
         pytest.skip("no group coordinator in this build")
     assert (
         produce(client, "__consumer_offsets", build_batch([(None, b"x")])).error_code

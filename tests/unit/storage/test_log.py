@@ -16,7 +16,12 @@ from storage_helpers import batches, make_batch, open_log, read_all
 from kafkalite.records.batch import build_batch
 from kafkalite.records.header import iter_batch_headers
 from kafkalite.storage import Log, LogConfig
-from kafkalite.storage.errors import CorruptRecord, OffsetOutOfRange, RecordBatchTooLarge
+from kafkalite.storage.errors import (
+    CorruptRecord,
+    OffsetOutOfRange,
+    RecordBatchTooLarge,
+    UnexpectedAppendOffset,
+)
 
 
 def test_append_assigns_offsets_in_place(tmp_path: Path) -> None:
@@ -26,7 +31,9 @@ def test_append_assigns_offsets_in_place(tmp_path: Path) -> None:
     assert (a.first_offset, a.last_offset) == (0, 2)
     assert (b.first_offset, b.last_offset) == (3, 4)
     assert a.log_append_time == -1 and a.max_timestamp == 1000
-    assert lg.log_end_offset == lg.high_watermark == 5
+    # the high watermark is the Partition's to move (the ISR decides it), not the append's
+    assert lg.log_end_offset == 5 and lg.high_watermark == 0
+    assert lg.update_high_watermark(99) == 5 and lg.high_watermark == 5
     got = batches(read_all(lg))
     assert [x.base_offset for x in got] == [0, 3]
     assert [r.offset for x in got for r in x.records] == [0, 1, 2, 3, 4]
@@ -222,6 +229,7 @@ def test_reads_survive_segment_deletion(tmp_path: Path) -> None:
     sl = lg.read(0, 10**6).slice
     assert sl is not None
     before = sl.read_bytes()
+    lg.update_high_watermark(lg.log_end_offset)
     lg.delete_records(10)
     assert any(n.endswith(".deleted") for n in os.listdir(lg.dir))
     assert sl.read_bytes() == before  # the descriptor stays valid until the delayed removal
@@ -326,7 +334,7 @@ def test_replica_append_keeps_offsets_and_truncate(tmp_path: Path) -> None:
     for pos, h in iter_batch_headers(blob):
         follower.append(blob[pos : pos + h.size], assign_offsets=False)
     assert follower.log_end_offset == 24 and read_all(follower) == blob
-    with pytest.raises(CorruptRecord):
+    with pytest.raises(UnexpectedAppendOffset):
         follower.append(blob[: next(iter_batch_headers(blob))[1].size], assign_offsets=False)
     # truncation removes whole batches holding offsets >= the target
     follower.truncate_to(9)
@@ -380,6 +388,7 @@ def test_concurrent_append_read_flush_retention(tmp_path: Path) -> None:
         for i in range(1500):
             raw = make_batch(1, value_size=100, tag=i)
             info = lg.append(raw)
+            lg.update_high_watermark(info.last_offset + 1)
             written[info.first_offset] = raw[61:]
         stop.set()
 

@@ -93,6 +93,7 @@ def test_delete_topic(tmp_path: Path) -> None:
             "kept-0",
             "topic-configs",
             "recovery-point-offset-checkpoint",
+            "replication-offset-checkpoint",
             "log-start-offset-checkpoint",
             "cleaner-offset-checkpoint",
         ]
@@ -144,6 +145,7 @@ def test_background_threads(tmp_path: Path) -> None:
         old = m.get_or_create_log("old", 0, {"retention.ms": "1000"})
         for i in range(20):
             old.append(make_batch(1, value_size=100, timestamp=1000 + i))
+        old.update_high_watermark(old.log_end_offset)
         lazy = m.get_or_create_log("lazy", 0, {"flush.ms": "10"})
         lazy.append(make_batch(3))
         compacted = m.get_or_create_log(

@@ -12,9 +12,13 @@ from kafkalite.storage import Log, LogConfig, LogManager
 from kafkalite.storage.errors import OffsetOutOfRange
 
 
-def _fill(lg: Log, n: int, ts0: int = 0, value_size: int = 100) -> None:
+def _fill(lg: Log, n: int, ts0: int = 0, value_size: int = 100, *, committed: bool = True) -> None:
+    """Append `n` one-record batches; `committed`: the high watermark follows (as the Partition of
+    a single-replica leader moves it)."""
     for i in range(n):
         lg.append(make_batch(1, value_size=value_size, timestamp=ts0 + i * 1000, tag=i))
+    if committed:
+        lg.update_high_watermark(lg.log_end_offset)
 
 
 def _names(lg: Log, suffix: str) -> list[str]:
@@ -72,6 +76,20 @@ def test_retention_by_size(tmp_path: Path) -> None:
     assert lg.size_in_bytes - lg.segments[0].size < 1500
     assert lg.size_in_bytes < total_before
     assert read_all(lg)  # still readable from the new start
+    lg.close()
+
+
+def test_retention_never_deletes_at_or_above_the_high_watermark(tmp_path: Path) -> None:
+    lg = Log.open(tmp_path / "t-0", LogConfig(segment_bytes=600, retention_ms=1, retention_bytes=0))
+    _fill(lg, 40, committed=False)
+    assert lg.delete_old_segments(10**12) == 0  # nothing is committed yet: nothing may go
+    lg.update_high_watermark(10)
+    lg.delete_old_segments(10**12)
+    assert 0 < lg.log_start_offset <= 10  # only segments wholly below the HW went
+    assert all(s.base_offset >= lg.log_start_offset for s in lg.segments)
+    assert lg.segments[0].next_offset > 10 or lg.segments[1].base_offset > 10
+    with pytest.raises(OffsetOutOfRange):
+        lg.delete_records(11)  # DeleteRecords beyond the high watermark is refused
     lg.close()
 
 

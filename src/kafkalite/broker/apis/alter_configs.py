@@ -28,7 +28,7 @@ def alter_topic(
     ctx: RequestContext, name: str, new: dict[str, str], validate_only: bool
 ) -> tuple[int, str | None]:
     broker = ctx.broker
-    info = broker.metadata.get(name)
+    info = broker.metadata_store.get(name)
     if info is None:
         return int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), f"Topic '{name}' does not exist"
     why = check_topic_overrides(broker, new)

@@ -21,7 +21,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     for t in request.topics:
         r = _Result(name=t.name, error_code=0, error_message=None)
         results.append(r)
-        info = broker.metadata.get(t.name)
+        info = broker.metadata_store.get(t.name)
         if info is None:
             r.error_code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             r.error_message = f"The topic '{t.name}' does not exist."

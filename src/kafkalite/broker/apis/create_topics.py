@@ -56,7 +56,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             )
         elif (why := topic_name_error(t.name)) is not None:
             err = (ErrorCode.INVALID_TOPIC_EXCEPTION, why)
-        elif t.name in broker.metadata:
+        elif t.name in broker.metadata_store:
             err = (ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists.")
         elif partitions <= 0:
             err = (ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")

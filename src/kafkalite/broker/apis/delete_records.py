@@ -9,6 +9,7 @@ import logging
 from typing import Any
 
 from kafkalite.broker.context import RequestContext
+from kafkalite.cluster.errors import ReplicaError, UnknownTopicOrPartition
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.admin import DELETE_RECORDS, DeleteRecordsResponse
 
@@ -27,9 +28,13 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         for p in t.partitions:
             r = _Part(partition_index=p.partition_index, low_watermark=-1, error_code=0)
             parts.append(r)
-            lg = broker.get_log(t.name, p.partition_index)
-            if lg is None:
-                r.error_code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            try:
+                lg = broker.replica_manager.leader_partition(t.name, p.partition_index).log
+            except ReplicaError as exc:
+                known = broker.metadata_cache.partition(t.name, p.partition_index) is not None
+                r.error_code = int(exc.error_code)
+                if isinstance(exc, UnknownTopicOrPartition) and known:
+                    r.error_code = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
                 continue
             offset = lg.high_watermark if p.offset == -1 else p.offset
             if offset < 0 or offset > lg.high_watermark:

@@ -31,7 +31,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     for name, tid in wanted:
         r = _Result(name=name, topic_id=tid or ZERO, error_code=0, error_message=None)
         results.append(r)
-        info = broker.metadata.by_id(tid) if tid is not None else broker.metadata.get(name or "")
+        info = (
+            broker.metadata_store.by_id(tid)
+            if tid is not None
+            else broker.metadata_store.get(name or "")
+        )
         if info is None:
             r.error_code = int(
                 ErrorCode.UNKNOWN_TOPIC_ID

@@ -1,4 +1,4 @@
-"""DescribeCluster (key 60): the cluster id, the controller and the brokers (this one) with endpoints.
+"""DescribeCluster (key 60): the cluster id, the controller and the live brokers with endpoints.
 
 Only the broker endpoint type (1) is served; a controller endpoint request gets UNSUPPORTED_ENDPOINT_TYPE.
 """
@@ -26,14 +26,17 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             controller_id=-1,
             brokers=[],
         )
-    lst = b.advertised[0]
+    cache = b.metadata_cache
     return DescribeClusterResponse(
         throttle_time_ms=0,
         error_code=0,
         error_message=None,
         endpoint_type=1,
         cluster_id=b.cluster_id,
-        controller_id=b.broker_id,
-        brokers=[_Broker(broker_id=b.broker_id, host=lst.host, port=lst.port, rack=None)],
+        controller_id=cache.controller_id,
+        brokers=[
+            _Broker(broker_id=n.broker_id, host=n.host, port=n.port, rack=n.rack)
+            for n in cache.alive_brokers()
+        ],
         cluster_authorized_operations=-2147483648,
     )

@@ -52,7 +52,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         )
         results.append(r)
         if res.resource_type == RESOURCE_TOPIC:
-            info = broker.metadata.get(res.resource_name)
+            info = broker.metadata_store.get(res.resource_name)
             if info is None:
                 r.error_code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 r.error_message = f"Topic '{res.resource_name}' does not exist"

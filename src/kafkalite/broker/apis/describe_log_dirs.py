@@ -18,39 +18,30 @@ _Topic = _Result.DescribeLogDirsTopic
 _Part = _Topic.DescribeLogDirsPartition
 
 
-def _log_dir_of(lg: Any) -> Path | None:
-    d = getattr(lg, "dir", None) or getattr(lg, "directory", None)
-    return Path(d).parent if d is not None else None
-
-
 async def handle(ctx: RequestContext, request: Any) -> Any:
     broker = ctx.broker
     wanted: dict[str, set[int]] | None = None
     if request.topics is not None:
         wanted = {t.topic: set(t.partitions) for t in request.topics}
     results = []
+    hosted = sorted(broker.replica_manager.partitions(), key=lambda p: p.key)
     for d in broker.log_dirs:
         by_topic: dict[str, list[Any]] = {}
-        for info in broker.metadata.topics():
-            if wanted is not None and info.name not in wanted:
+        root = Path(d).resolve()
+        for part in hosted:
+            if wanted is not None and part.partition not in wanted.get(part.topic, ()):
                 continue
-            for part in range(info.partitions):
-                if wanted is not None and part not in wanted[info.name]:
-                    continue
-                lg = broker.get_log(info.name, part)
-                if lg is None:
-                    continue
-                ld = _log_dir_of(lg)
-                if ld is not None and ld.resolve() != Path(d).resolve():
-                    continue
-                by_topic.setdefault(info.name, []).append(
-                    _Part(
-                        partition_index=part,
-                        partition_size=int(lg.size_in_bytes),
-                        offset_lag=0,
-                        is_future_key=False,
-                    )
+            lg = part.log
+            if lg.dir.parent.resolve() != root:
+                continue
+            by_topic.setdefault(part.topic, []).append(
+                _Part(
+                    partition_index=part.partition,
+                    partition_size=int(lg.size_in_bytes),
+                    offset_lag=max(0, lg.high_watermark - lg.log_end_offset),
+                    is_future_key=False,
                 )
+            )
         try:
             usage = shutil.disk_usage(d)
             total, free = usage.total, usage.free
@@ -59,7 +50,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         results.append(
             _Result(
                 error_code=0,
-                log_dir=str(Path(d).resolve()),
+                log_dir=str(root),
                 topics=[_Topic(name=n, partitions=ps) for n, ps in sorted(by_topic.items())],
                 total_bytes=total,
                 usable_bytes=free,

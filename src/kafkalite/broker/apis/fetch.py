@@ -1,4 +1,5 @@
-"""Fetch (key 1): read record batches up to the high watermark, long-polling until min_bytes or max_wait.
+"""Fetch (key 1): consumers read below the high watermark, follower brokers up to the log end (their
+fetch offset moves the leader's high watermark); long-polls until min_bytes or max_wait.
 
 Data leaves as file regions (sendfile) for v4+; v0-3 get message sets down-converted to magic 0/1.
 """
@@ -17,6 +18,8 @@ from kafkalite.broker.fastpath import (
     decode_fetch,
     encode_fetch_response,
 )
+from kafkalite.cluster.errors import ReplicaError, UnknownTopicOrPartition
+from kafkalite.cluster.partition import Partition
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.fetch import FETCH, FetchResponse
 
@@ -30,31 +33,42 @@ MAX_WAIT_MS = 30_000
 
 
 class _Target:
-    __slots__ = ("topic", "topic_id", "partition", "offset", "max_bytes", "log", "error")
+    __slots__ = ("topic", "topic_id", "partition", "offset", "max_bytes", "part", "error", "epoch")
 
     def __init__(
-        self, topic: str | None, topic_id: Any, partition: int, offset: int, max_bytes: int
+        self,
+        topic: str | None,
+        topic_id: Any,
+        partition: int,
+        offset: int,
+        max_bytes: int,
+        epoch: int,
     ) -> None:
         self.topic = topic
         self.topic_id = topic_id
         self.partition = partition
         self.offset = offset
         self.max_bytes = max_bytes
-        self.log: Any = None
+        self.epoch = epoch
+        self.part: Partition | None = None
         self.error = ErrorCode.NO_ERROR
 
 
-def _resolve(ctx: RequestContext, topics: list[Any]) -> list[list[_Target]]:
+def _resolve(ctx: RequestContext, topics: list[Any], replica_id: int) -> list[list[_Target]]:
+    """Each requested partition with the hosted Partition to read, or the error to answer.
+    Consumers read from the leader only; a follower broker (replica_id >= 0) from its leader."""
     broker = ctx.broker
+    cache = broker.metadata_cache
+    rm = broker.replica_manager
     by_id = ctx.api_version >= 13
     out: list[list[_Target]] = []
     for t in topics:
         if by_id:
-            info = broker.metadata.by_id(t.topic_id)
+            info = cache.topic_by_id(t.topic_id)
             name = info.name if info is not None else None
         else:
             name = t.topic
-            info = broker.metadata.get(name)
+            info = cache.topic(name)
         group: list[_Target] = []
         for p in t.partitions:
             tgt = _Target(
@@ -63,28 +77,46 @@ def _resolve(ctx: RequestContext, topics: list[Any]) -> list[list[_Target]]:
                 p.partition,
                 p.fetch_offset,
                 p.partition_max_bytes,
+                p.current_leader_epoch,
             )
             if info is None:
                 tgt.error = (
                     ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 )
+            elif info.partition(p.partition) is None:
+                tgt.error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
-                tgt.log = broker.get_log(info.name, p.partition)
-                if tgt.log is None:
-                    tgt.error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                try:
+                    part = rm.leader_partition(info.name, p.partition, p.current_leader_epoch)
+                    if replica_id >= 0:
+                        rm.update_follower_fetch_state(part, replica_id, p.fetch_offset)
+                    tgt.part = part
+                except ReplicaError as exc:
+                    tgt.error = (
+                        ErrorCode.NOT_LEADER_OR_FOLLOWER
+                        if isinstance(exc, UnknownTopicOrPartition)
+                        else exc.error_code
+                    )
             group.append(tgt)
         out.append(group)
     return out
 
 
-def _has_data(targets: list[_Target], min_bytes: int) -> bool:
+def _limit(part: Partition, follower: bool) -> int:
+    """Consumers read below the high watermark; followers up to the log end."""
+    lg = part.log
+    return lg.log_end_offset if follower else lg.high_watermark
+
+
+def _has_data(targets: list[_Target], min_bytes: int, follower: bool) -> bool:
     """Whether the partitions hold at least `min_bytes` new bytes (or any error to report)."""
     total = 0
     for tgt in targets:
-        lg = tgt.log
-        if lg is None or tgt.error:
+        part = tgt.part
+        if part is None or tgt.error or not part.is_leader:
             return True
-        hw = lg.high_watermark
+        lg = part.log
+        hw = _limit(part, follower)
         if tgt.offset > hw or tgt.offset < lg.log_start_offset:
             return True  # out of range: answer now
         if tgt.offset < hw:
@@ -111,13 +143,15 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         if err:
             return FetchResult([], error_code=err)
     topics = request.topics if session is None or full else session.as_topics()
-    groups = _resolve(ctx, topics)
+    replica_id = request.replica_id if version <= 14 else -1
+    follower = replica_id >= 0
+    groups = _resolve(ctx, topics, replica_id)
     flat = [t for g in groups for t in g]
     max_wait = min(max(request.max_wait_ms, 0), MAX_WAIT_MS)
-    if max_wait > 0 and flat and not _has_data(flat, request.min_bytes):
+    if max_wait > 0 and flat and not _has_data(flat, request.min_bytes, follower):
         keys = [(t.topic, t.partition) for t in flat]
         await broker.delayed.wait_until(
-            keys, lambda: _has_data(flat, request.min_bytes), max_wait / 1000
+            keys, lambda: _has_data(flat, request.min_bytes, follower), max_wait / 1000
         )
         if ctx.connection.closed:
             return None
@@ -141,11 +175,17 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         for tgt in group:
             pr = FetchPartitionResult(tgt.partition, tgt.error)
             parts_out.append(pr)
-            lg = tgt.log
-            if tgt.error or lg is None:
+            part = tgt.part
+            if tgt.error or part is None:
                 pr.records = None if version >= 4 else b""
                 continue
+            if not part.is_leader:  # leadership moved while the fetch waited
+                pr.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+                pr.records = None if version >= 4 else b""
+                continue
+            lg = part.log
             hw = lg.high_watermark
+            limit_offset = _limit(part, follower)
             pr.high_watermark = hw
             pr.last_stable_offset = hw
             pr.log_start_offset = lg.log_start_offset
@@ -153,7 +193,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             if limit <= 0 and not first:
                 continue
             try:
-                info = lg.read(tgt.offset, max(limit, 0), max_offset=hw, min_one_message=first)
+                info = lg.read(
+                    tgt.offset, max(limit, 0), max_offset=limit_offset, min_one_message=first
+                )
             except Exception as exc:
                 code = getattr(exc, "error_code", None)
                 if code is None:

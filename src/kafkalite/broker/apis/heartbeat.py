@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafkalite.broker.apis import _groups
+from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.groups import HEARTBEAT, HeartbeatResponse

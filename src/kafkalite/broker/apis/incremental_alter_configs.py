@@ -103,7 +103,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     msg: str | None
     for res in request.resources:
         if res.resource_type == RESOURCE_TOPIC:
-            info = ctx.broker.metadata.get(res.resource_name)
+            info = ctx.broker.metadata_store.get(res.resource_name)
             if info is None:
                 code, msg = (
                     int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),

@@ -9,6 +9,7 @@ import logging
 from typing import Any
 
 from kafkalite.broker.context import RequestContext
+from kafkalite.cluster.errors import ReplicaError, UnknownTopicOrPartition
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.offsets import LIST_OFFSETS, ListOffsetsResponse
 
@@ -59,10 +60,17 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 leader_epoch=-1,
             )
             parts.append(pr)
-            lg = broker.get_log(t.name, p.partition_index)
-            if lg is None:
-                pr.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            try:
+                part = broker.replica_manager.leader_partition(
+                    t.name, p.partition_index, p.current_leader_epoch if v >= 4 else -1
+                )
+            except ReplicaError as exc:
+                known = broker.metadata_cache.partition(t.name, p.partition_index) is not None
+                pr.error_code = exc.error_code
+                if isinstance(exc, UnknownTopicOrPartition) and known:
+                    pr.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
                 continue
+            lg = part.log
             if v == 0 and p.timestamp not in (LATEST, EARLIEST):
                 # v0 by time is answered from segment boundaries in Kafka; the closest we give is the lookup
                 pass
@@ -80,5 +88,5 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             else:
                 pr.timestamp, pr.offset = ts, off
                 if v >= 4 and off >= 0:
-                    pr.leader_epoch = 0
+                    pr.leader_epoch = part.leader_epoch
     return ListOffsetsResponse(throttle_time_ms=0, topics=topics_out)

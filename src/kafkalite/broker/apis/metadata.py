@@ -1,4 +1,5 @@
-"""Metadata (key 3): this broker, the cluster id, topics with partitions, leaders, replicas, ISR and topic ids.
+"""Metadata (key 3): live brokers, the cluster id and controller, topics with each partition's leader,
+leader epoch, replicas, ISR and offline replicas — read from the MetadataCache.
 
 Unknown topics are auto-created when `auto.create.topics.enable` and the request allow it; names are validated.
 """
@@ -10,7 +11,8 @@ import uuid
 from typing import Any
 
 from kafkalite.broker.context import RequestContext
-from kafkalite.cluster.metadata import MetadataError, TopicInfo, topic_name_error
+from kafkalite.cluster.metadata import MetadataError, topic_name_error
+from kafkalite.cluster.metadata_cache import TopicMetadata
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.metadata import METADATA, MetadataResponse
 
@@ -23,7 +25,7 @@ _Topic = MetadataResponse.MetadataResponseTopic
 _Partition = _Topic.MetadataResponsePartition
 
 
-def auto_create(ctx: RequestContext, name: str) -> tuple[TopicInfo | None, ErrorCode]:
+def auto_create(ctx: RequestContext, name: str) -> tuple[TopicMetadata | None, ErrorCode]:
     """Auto-create `name` if allowed; (info, NO_ERROR) or (None, error code for the response)."""
     broker = ctx.broker
     if topic_name_error(name):
@@ -31,17 +33,21 @@ def auto_create(ctx: RequestContext, name: str) -> tuple[TopicInfo | None, Error
     if not broker.config.auto_create_topics:
         return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     try:
-        return broker.create_topic(name), ErrorCode.NO_ERROR
+        broker.create_topic(name)
     except MetadataError as exc:
-        info = broker.metadata.get(name)
+        info = broker.metadata_cache.topic(name)
         if info is not None:  # created concurrently
             return info, ErrorCode.NO_ERROR
         log.warning("auto-creation of topic %r refused: %s", name, exc)
         return None, ErrorCode.INVALID_TOPIC_EXCEPTION
+    created = broker.metadata_cache.topic(name)
+    if created is None:  # cluster mode: the controller has not announced it yet
+        return None, ErrorCode.LEADER_NOT_AVAILABLE
+    return created, ErrorCode.NO_ERROR
 
 
-def topic_entry(ctx: RequestContext, info: TopicInfo) -> Any:
-    node = ctx.broker.broker_id
+def topic_entry(ctx: RequestContext, info: TopicMetadata) -> Any:
+    alive = ctx.broker.metadata_cache.is_alive
     return _Topic(
         error_code=0,
         name=info.name,
@@ -49,23 +55,25 @@ def topic_entry(ctx: RequestContext, info: TopicInfo) -> Any:
         is_internal=info.internal,
         partitions=[
             _Partition(
-                error_code=0,
-                partition_index=i,
-                leader_id=node,
-                leader_epoch=0,
-                replica_nodes=[node],
-                isr_nodes=[node],
-                offline_replicas=[],
+                error_code=0 if pm.has_leader else ErrorCode.LEADER_NOT_AVAILABLE,
+                partition_index=pm.partition,
+                leader_id=pm.leader,
+                leader_epoch=pm.leader_epoch,
+                replica_nodes=list(pm.replicas),
+                isr_nodes=list(pm.isr),
+                offline_replicas=[r for r in pm.replicas if not alive(r)],
             )
-            for i in range(info.partitions)
+            for pm in info.partitions
         ],
         topic_authorized_operations=-2147483648,
     )
 
 
 def brokers(ctx: RequestContext) -> list[Any]:
-    lst = ctx.broker.advertised[0]
-    return [_Broker(node_id=ctx.broker.broker_id, host=lst.host, port=lst.port, rack=None)]
+    return [
+        _Broker(node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
+        for b in ctx.broker.metadata_cache.alive_brokers()
+    ]
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
@@ -74,16 +82,14 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     topics_out: list[Any] = []
     allow_auto = request.allow_auto_topic_creation if version >= 4 else True
     if request.topics is None or (version == 0 and not request.topics):
-        topics_out = [
-            topic_entry(ctx, t) for t in sorted(broker.metadata.topics(), key=lambda t: t.name)
-        ]
+        topics_out = [topic_entry(ctx, t) for t in broker.metadata_cache.topics()]
     else:
         for req_topic in request.topics:
             name = req_topic.name
             tid = getattr(req_topic, "topic_id", None)
             info = None
             if name is None and tid is not None and tid != ZERO_UUID:
-                info = broker.metadata.by_id(tid)
+                info = broker.metadata_cache.topic_by_id(tid)
                 if info is None:
                     topics_out.append(
                         _Topic(
@@ -95,7 +101,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                     )
                     continue
             elif name is not None:
-                info = broker.metadata.get(name)
+                info = broker.metadata_cache.topic(name)
             if info is None:
                 if name is None:
                     topics_out.append(
@@ -118,7 +124,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         throttle_time_ms=0,
         brokers=brokers(ctx),
         cluster_id=broker.cluster_id,
-        controller_id=broker.broker_id,
+        controller_id=broker.metadata_cache.controller_id,
         topics=topics_out,
         cluster_authorized_operations=-2147483648,
     )

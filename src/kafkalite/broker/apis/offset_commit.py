@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafkalite.broker.apis import _groups
+from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
 from kafkalite.coordinator.types import OffsetCommitPartition, TopicPartition
 from kafkalite.protocol.errors import ErrorCode
@@ -19,8 +19,7 @@ _Part = _Topic.OffsetCommitResponsePartition
 
 
 def _partition_exists(ctx: RequestContext, topic: str, partition: int) -> bool:
-    info = ctx.broker.metadata.get(topic)
-    return info is not None and 0 <= partition < info.partitions
+    return ctx.broker.metadata_cache.partition(topic, partition) is not None
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafkalite.broker.apis import _groups
+from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
 from kafkalite.coordinator.types import TopicPartition
 from kafkalite.protocol.errors import ErrorCode
@@ -27,10 +27,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     errors: dict[TopicPartition, ErrorCode] = {}
     wanted: list[TopicPartition] = []
     for t in request.topics:
-        info = ctx.broker.metadata.get(t.name)
+        info = ctx.broker.metadata_cache.topic(t.name)
         for p in t.partitions:
             tp = TopicPartition(t.name, p.partition_index)
-            if info is None or not 0 <= p.partition_index < info.partitions:
+            if info is None or info.partition(p.partition_index) is None:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 wanted.append(tp)

@@ -1,6 +1,6 @@
 """Produce (key 0): validate record batches per batch (framing, CRC-32C, size, timestamps), append, answer.
 
-acks 0/1/-1 (one node: -1 completes on local append plus the flush policy); legacy message sets are up-converted.
+acks 0/1/-1 through the ReplicaManager (-1 waits until the ISR has the batch); legacy message sets are up-converted.
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from typing import Any
 from kafkalite.broker.apis.metadata import auto_create
 from kafkalite.broker.context import RequestContext
 from kafkalite.broker.fastpath import can_encode_fast, decode_produce, encode_produce_response
+from kafkalite.cluster.errors import ReplicaError
 from kafkalite.cluster.metadata import topic_name_error
+from kafkalite.cluster.partition import Partition
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.exceptions import DecodeError
 from kafkalite.protocol.messages.produce import PRODUCE, ProduceResponse
@@ -227,16 +229,19 @@ def validate(blob: bytes | bytearray, cfg: Any, now_ms: int) -> bytearray:
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     broker = ctx.broker
+    rm = broker.replica_manager
+    cache = broker.metadata_cache
     acks = request.acks
     topics_out: list[Any] = []
-    flushes: list[Any] = []
+    flushes: list[Partition] = []
+    waiting: list[tuple[_PartResp, Partition, int]] = []  # acks=all answers awaiting the ISR
     bad_acks = acks not in (0, 1, -1)
     now_ms = int(time.time() * 1000)
     for tdata in request.topic_data:
         name = tdata.name
         parts_out: list[Any] = []
         topics_out.append(_TopicResp(name=name, partition_responses=parts_out))
-        info = broker.metadata.get(name)
+        info = cache.topic(name)
         topic_code = ErrorCode.NO_ERROR
         if bad_acks:
             topic_code = ErrorCode.INVALID_REQUIRED_ACKS
@@ -253,14 +258,21 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             if topic_code:
                 pr.error_code = topic_code
                 continue
-            lg = broker.get_log(name, pdata.index)
-            if lg is None:
-                pr.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            part = rm.get_partition(name, pdata.index)
+            if part is None or not part.is_leader:
+                known = info is not None and info.partition(pdata.index) is not None
+                pr.error_code = (
+                    ErrorCode.NOT_LEADER_OR_FOLLOWER
+                    if known
+                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                )
                 continue
             try:
-                data = validate(pdata.records, lg.config, now_ms)
+                data = validate(pdata.records, part.log.config, now_ms)
                 # a plain tuple of AppendInfo's fields: no result object per batch
-                first, _, append_time, _, log_start, _, _ = lg.append_as_leader(data, 0)
+                first, last, append_time, _, log_start, _, _ = part.append_records_to_leader(
+                    data, acks
+                )
             except _Reject as rej:
                 pr.error_code = rej.code
                 pr.error_message = rej.message
@@ -276,6 +288,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                     rej.message,
                 )
                 continue
+            except ReplicaError as exc:
+                pr.error_code = exc.error_code
+                pr.error_message = str(exc)
+                continue
             except Exception as exc:
                 code = getattr(exc, "error_code", None)
                 if code is None:
@@ -288,18 +304,36 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             pr.base_offset = first
             pr.log_append_time_ms = append_time
             pr.log_start_offset = log_start
-            broker.delayed.notify((name, pdata.index))
-            if _needs_flush(lg):
-                flushes.append(lg)
+            broker.delayed.notify(part.key)
+            if acks == -1 and part.log.high_watermark <= last:
+                waiting.append((pr, part, last + 1))
+            if part.log.needs_flush:
+                flushes.append(part)
     if flushes:
-        await asyncio.gather(*(asyncio.to_thread(lg.flush) for lg in flushes))
+        await asyncio.gather(*(asyncio.to_thread(p.log.flush) for p in flushes))
+    if waiting:
+        await _await_replication(ctx, waiting, request.timeout_ms)
     if acks == 0:
         return None
     return _Response(topics_out)
 
 
-def _needs_flush(lg: Any) -> bool:
-    nf = getattr(lg, "needs_flush", None)
-    if nf is None:
-        return False
-    return bool(nf() if callable(nf) else nf)
+async def _await_replication(
+    ctx: RequestContext, waiting: list[tuple[_PartResp, Partition, int]], timeout_ms: int
+) -> None:
+    """acks=all: answer once every partition's high watermark has passed its batch (every ISR
+    member has it), or with REQUEST_TIMED_OUT after the request's timeout (Kafka's DelayedProduce)."""
+
+    def all_done() -> bool:
+        return all(p.acks_all_done(required)[0] for _, p, required in waiting)
+
+    await ctx.broker.delayed.wait_until(
+        [p.key for _, p, _ in waiting], all_done, max(timeout_ms, 0) / 1000
+    )
+    for pr, p, required in waiting:
+        done, code = p.acks_all_done(required)
+        if not done:
+            pr.error_code = ErrorCode.REQUEST_TIMED_OUT
+            pr.error_message = "the in-sync replicas did not acknowledge in time"
+        elif code:
+            pr.error_code = ErrorCode(code)

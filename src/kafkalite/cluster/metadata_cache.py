@@ -1,0 +1,178 @@
+"""MetadataCache: what every handler reads about the cluster — live brokers, the controller, and each
+partition's leader, leader epoch, replicas, ISR and offline replicas. Writes go through a MetadataStore.
+
+Single-node mode fills it from the local store (this broker leads everything at epoch 0); cluster mode
+from the controller's UpdateMetadata requests. Readers get immutable snapshots; updates swap whole maps.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from kafkalite.cluster.metadata import INTERNAL_TOPICS
+
+NO_LEADER = -1
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerEndpoint:
+    """A live broker as clients see it (its advertised listener) and its rack."""
+
+    broker_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionMetadata:
+    """One partition's leadership as the controller last announced it."""
+
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    offline_replicas: tuple[int, ...] = ()
+    partition_epoch: int = 0
+
+    @property
+    def has_leader(self) -> bool:
+        return self.leader != NO_LEADER
+
+
+@dataclass(frozen=True, slots=True)
+class TopicMetadata:
+    name: str
+    topic_id: uuid.UUID
+    partitions: tuple[PartitionMetadata, ...] = field(default=())
+
+    @property
+    def partition_count(self) -> int:
+        return len(self.partitions)
+
+    @property
+    def internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS
+
+    def partition(self, index: int) -> PartitionMetadata | None:
+        if 0 <= index < len(self.partitions):
+            return self.partitions[index]
+        return None
+
+
+class MetadataCache:
+    """The read side of cluster metadata. Thread-safe: readers see a consistent snapshot of each map."""
+
+    def __init__(self, local_broker_id: int) -> None:
+        self.local_broker_id = local_broker_id
+        self.cluster_id = ""
+        self.controller_id = NO_LEADER
+        self._brokers: dict[int, BrokerEndpoint] = {}
+        self._topics: dict[str, TopicMetadata] = {}
+        self._by_id: dict[uuid.UUID, TopicMetadata] = {}
+        self._lock = threading.Lock()
+
+    # -- reads -------------------------------------------------------------------------------------
+    def alive_brokers(self) -> list[BrokerEndpoint]:
+        return sorted(self._brokers.values(), key=lambda b: b.broker_id)
+
+    def broker(self, broker_id: int) -> BrokerEndpoint | None:
+        return self._brokers.get(broker_id)
+
+    def is_alive(self, broker_id: int) -> bool:
+        return broker_id in self._brokers
+
+    def topics(self) -> list[TopicMetadata]:
+        return sorted(self._topics.values(), key=lambda t: t.name)
+
+    def topic(self, name: str) -> TopicMetadata | None:
+        return self._topics.get(name)
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
+        return self._by_id.get(topic_id)
+
+    def partition(self, topic: str, index: int) -> PartitionMetadata | None:
+        t = self._topics.get(topic)
+        return t.partition(index) if t is not None else None
+
+    def leader_endpoint(self, topic: str, index: int) -> BrokerEndpoint | None:
+        pm = self.partition(topic, index)
+        if pm is None or not pm.has_leader:
+            return None
+        return self._brokers.get(pm.leader)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._topics
+
+    # -- writes (the broker's metadata listener, never handlers) -----------------------------------
+    def set_brokers(self, brokers: Iterable[BrokerEndpoint], controller_id: int) -> None:
+        new = {b.broker_id: b for b in brokers}
+        with self._lock:
+            self._brokers = new
+            self.controller_id = controller_id
+
+    def put_topic(self, topic: TopicMetadata) -> None:
+        with self._lock:
+            topics = dict(self._topics)
+            old = topics.get(topic.name)
+            topics[topic.name] = topic
+            by_id = dict(self._by_id)
+            if old is not None and old.topic_id != topic.topic_id:
+                by_id.pop(old.topic_id, None)
+            by_id[topic.topic_id] = topic
+            self._topics, self._by_id = topics, by_id
+
+    def update_partitions(self, states: Iterable[PartitionMetadata]) -> None:
+        """Replace the named partitions' states (topics must already be known; others are ignored)."""
+        with self._lock:
+            topics = dict(self._topics)
+            by_topic: dict[str, dict[int, PartitionMetadata]] = {}
+            for st in states:
+                by_topic.setdefault(st.topic, {})[st.partition] = st
+            for name, parts in by_topic.items():
+                t = topics.get(name)
+                if t is None:
+                    continue
+                count = max(t.partition_count, max(parts) + 1)
+                merged = [parts.get(i) or t.partition(i) for i in range(count)]
+                topics[name] = TopicMetadata(
+                    name,
+                    t.topic_id,
+                    tuple(
+                        pm if pm is not None else _offline(name, i) for i, pm in enumerate(merged)
+                    ),
+                )
+            by_id = {t.topic_id: t for t in topics.values()}
+            self._topics, self._by_id = topics, by_id
+
+    def remove_topic(self, name: str) -> TopicMetadata | None:
+        with self._lock:
+            topics = dict(self._topics)
+            old = topics.pop(name, None)
+            if old is None:
+                return None
+            by_id = dict(self._by_id)
+            by_id.pop(old.topic_id, None)
+            self._topics, self._by_id = topics, by_id
+            return old
+
+
+def _offline(topic: str, index: int) -> PartitionMetadata:
+    return PartitionMetadata(topic, index, NO_LEADER, -1, (), ())
+
+
+def local_topic_metadata(
+    name: str, topic_id: uuid.UUID, partitions: int, broker_id: int
+) -> TopicMetadata:
+    """A topic of a single-node cluster: this broker leads every partition at leader epoch 0."""
+    me = (broker_id,)
+    return TopicMetadata(
+        name,
+        topic_id,
+        tuple(PartitionMetadata(name, i, broker_id, 0, me, me) for i in range(partitions)),
+    )
