@@ -17,11 +17,8 @@ _FAMILIES = (
     "admin",
     "txn",
     "sasl",
+    "cluster",
 )
 
 for _name in _FAMILIES:
-    try:
-        importlib.import_module(f"{__name__}.{_name}")
-    except ModuleNotFoundError as _exc:  # a family not yet written
-        if _exc.name != f"{__name__}.{_name}":
-            raise
+    importlib.import_module(f"{__name__}.{_name}")
