@@ -1,0 +1,389 @@
+"""KafkaZkClient: kazoo against a real ZooKeeper in Kafka's layout — cluster id, ephemeral broker
+registration (its czxid is the broker epoch), controller election with a bumped controller epoch,
+topics, partition states updated by compare-and-set on the znode version, configs, deletions, watches.
+
+Synchronous (kazoo's API): the broker calls it through asyncio.to_thread; watch callbacks run on
+kazoo's thread and are hopped onto the event loop with `asyncio_callback`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import (
+    BadVersionError,
+    KazooException,
+    NodeExistsError,
+    NoNodeError,
+)
+from kazoo.handlers.threading import KazooTimeoutError
+
+from kafkalite.cluster import zk_data as zd
+from kafkalite.cluster.metadata import new_cluster_id
+
+log = logging.getLogger("kafkalite.cluster.zk")
+
+TopicPartition = tuple[str, int]
+
+
+class ZkError(Exception):
+    """A ZooKeeper operation failed in a way a person must act on (the message says how)."""
+
+
+def asyncio_callback(loop: asyncio.AbstractEventLoop, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap `fn` so that calling it from kazoo's thread runs it on `loop`."""
+
+    def hop(*args: Any) -> None:
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(fn, *args)
+
+    return hop
+
+
+def split_chroot(connect: str) -> tuple[str, str]:
+    """`host:port,host:port/chroot` -> ("host:port,host:port", "/chroot" or "")."""
+    hosts, sep, chroot = connect.partition("/")
+    return hosts, ("/" + chroot.rstrip("/")) if sep and chroot.strip("/") else ""
+
+
+class KafkaZkClient:
+    def __init__(
+        self,
+        connect: str,
+        *,
+        session_timeout_ms: int = 18_000,
+        connection_timeout_ms: int = 18_000,
+    ) -> None:
+        self.connect = connect
+        self.hosts, self.chroot = split_chroot(connect)
+        self.session_timeout_ms = session_timeout_ms
+        self.connection_timeout_ms = connection_timeout_ms
+        self.zk = KazooClient(
+            hosts=self.hosts + self.chroot,
+            timeout=session_timeout_ms / 1000,
+            connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
+            command_retry={"max_tries": 3, "delay": 0.1, "max_delay": 1.0},
+        )
+
+    # -- connection ---------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Connect (creating the chroot if missing, as Kafka does) and make Kafka's persistent paths."""
+        timeout = self.connection_timeout_ms / 1000
+        if self.chroot:
+            root = KazooClient(hosts=self.hosts, timeout=self.session_timeout_ms / 1000)
+            try:
+                root.start(timeout)
+                root.ensure_path(self.chroot)
+            except KazooTimeoutError:
+                raise ZkError(
+                    f"cannot reach ZooKeeper at {self.hosts} within "
+                    f"zookeeper.connection.timeout.ms={self.connection_timeout_ms}"
+                ) from None
+            finally:
+                root.stop()
+                root.close()
+        try:
+            self.zk.start(timeout)
+        except KazooTimeoutError:
+            self.zk.stop()
+            raise ZkError(
+                f"cannot reach ZooKeeper at {self.connect} within "
+                f"zookeeper.connection.timeout.ms={self.connection_timeout_ms}"
+            ) from None
+        for path in zd.PERSISTENT_PATHS:
+            self.zk.ensure_path(path)
+
+    def close(self) -> None:
+        try:
+            self.zk.stop()
+        finally:
+            self.zk.close()
+
+    @property
+    def connected(self) -> bool:
+        return bool(self.zk.connected)
+
+    def add_session_listener(self, fn: Callable[[str], None]) -> None:
+        """`fn("connected" | "suspended" | "lost")` on every session state change (kazoo's thread);
+        after "lost" the session's ephemeral znodes are gone and must be created again."""
+
+        def listener(state: str) -> None:
+            name = {
+                KazooState.CONNECTED: "connected",
+                KazooState.SUSPENDED: "suspended",
+                KazooState.LOST: "lost",
+            }.get(state, str(state))
+            fn(name)
+
+        self.zk.add_listener(listener)
+
+    # -- cluster id ---------------------------------------------------------------------------------
+    def get_or_create_cluster_id(self) -> str:
+        try:
+            data, _ = self.zk.get(zd.CLUSTER_ID)
+            return zd.decode_cluster_id(data)
+        except NoNodeError:
+            pass
+        proposed = new_cluster_id()
+        try:
+            self.zk.create(zd.CLUSTER_ID, zd.encode_cluster_id(proposed), makepath=True)
+            return proposed
+        except NodeExistsError:  # another broker was first
+            data, _ = self.zk.get(zd.CLUSTER_ID)
+            return zd.decode_cluster_id(data)
+
+    # -- brokers --------------------------------------------------------------------------------------
+    def register_broker(self, broker_id: int, host: str, port: int, rack: str | None) -> int:
+        """Create the ephemeral registration; returns the broker epoch (the znode's czxid)."""
+        path = zd.broker_path(broker_id)
+        try:
+            self.zk.create(path, zd.encode_broker(host, port, rack), ephemeral=True, makepath=True)
+        except NodeExistsError:
+            data, stat = self.zk.get(path)
+            if stat.ephemeralOwner == self.zk.client_id[0]:
+                return int(stat.czxid)  # ours already (a retried create)
+            raise ZkError(
+                f"broker.id={broker_id} is already registered in ZooKeeper by a live broker "
+                f"({zd.decode_broker(broker_id, data).host}); give this broker another id"
+            ) from None
+        _, stat = self.zk.get(path)
+        return int(stat.czxid)
+
+    def live_brokers(self) -> dict[int, zd.BrokerRegistration]:
+        out: dict[int, zd.BrokerRegistration] = {}
+        for child in self.zk.get_children(zd.BROKER_IDS):
+            if not child.isdigit():
+                continue
+            bid = int(child)
+            try:
+                data, stat = self.zk.get(zd.broker_path(bid))
+            except NoNodeError:
+                continue  # gone meanwhile
+            try:
+                out[bid] = zd.decode_broker(bid, data, int(stat.czxid))
+            except zd.ZkDataError as exc:
+                log.warning("ignoring broker registration: %s", exc)
+        return out
+
+    def broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
+        try:
+            data, _ = self.zk.get(zd.broker_path(broker_id))
+        except NoNodeError:
+            return None
+        reg = zd.decode_broker(broker_id, data)
+        return reg.host, reg.port
+
+    # -- controller -------------------------------------------------------------------------------------
+    def read_controller(self) -> tuple[int, int] | None:
+        """(controller id, controller epoch), or None while no controller is elected."""
+        try:
+            data, _ = self.zk.get(zd.CONTROLLER)
+            epoch_data, _ = self.zk.get(zd.CONTROLLER_EPOCH)
+        except NoNodeError:
+            return None
+        return zd.decode_controller(data), zd.decode_controller_epoch(epoch_data)
+
+    def try_elect_controller(self, broker_id: int) -> tuple[int, int] | None:
+        """Become controller if nobody is: create the ephemeral /controller, then bump
+        /controller_epoch by compare-and-set. Returns (epoch, epoch znode version) or None."""
+        try:
+            self.zk.create(zd.CONTROLLER, zd.encode_controller(broker_id), ephemeral=True)
+        except NodeExistsError:
+            return None
+        while True:
+            try:
+                data, stat = self.zk.get(zd.CONTROLLER_EPOCH)
+            except NoNodeError:
+                try:
+                    self.zk.create(zd.CONTROLLER_EPOCH, b"1")
+                    return 1, 0
+                except NodeExistsError:
+                    continue
+            epoch = zd.decode_controller_epoch(data) + 1
+            try:
+                new = self.zk.set(zd.CONTROLLER_EPOCH, str(epoch).encode(), version=stat.version)
+                return epoch, int(new.version)
+            except BadVersionError:
+                continue
+
+    def resign_controller(self, broker_id: int) -> None:
+        try:
+            data, stat = self.zk.get(zd.CONTROLLER)
+            if zd.decode_controller(data) == broker_id:
+                self.zk.delete(zd.CONTROLLER, version=stat.version)
+        except (NoNodeError, BadVersionError):
+            pass
+
+    # -- topics ------------------------------------------------------------------------------------------
+    def topic_names(self) -> list[str]:
+        return sorted(self.zk.get_children(zd.BROKER_TOPICS))
+
+    def topics(self) -> dict[str, zd.TopicAssignment]:
+        out: dict[str, zd.TopicAssignment] = {}
+        for name in self.topic_names():
+            a = self.topic(name)
+            if a is not None:
+                out[name] = a
+        return out
+
+    def topic(self, name: str) -> zd.TopicAssignment | None:
+        try:
+            data, _ = self.zk.get(zd.topic_path(name))
+        except NoNodeError:
+            return None
+        return zd.decode_topic(name, data)
+
+    def create_topic(
+        self,
+        name: str,
+        topic_id: uuid.UUID,
+        assignment: dict[int, tuple[int, ...]],
+        config: dict[str, str],
+    ) -> None:
+        """Config first, then the assignment (whose creation the controller watches), as Kafka."""
+        if self.zk.exists(zd.topic_path(name)):
+            raise ZkError(f"Topic '{name}' already exists.")
+        self.zk.ensure_path(zd.CONFIG_TOPICS)
+        cfg_path = zd.topic_config_path(name)
+        try:
+            self.zk.create(cfg_path, zd.encode_config(config))
+        except NodeExistsError:
+            self.zk.set(cfg_path, zd.encode_config(config))
+        try:
+            self.zk.create(zd.topic_path(name), zd.encode_topic(topic_id, assignment))
+        except NodeExistsError:
+            raise ZkError(f"Topic '{name}' already exists.") from None
+
+    def set_topic_assignment(
+        self, name: str, topic_id: uuid.UUID, assignment: dict[int, tuple[int, ...]]
+    ) -> None:
+        self.zk.set(zd.topic_path(name), zd.encode_topic(topic_id, assignment))
+
+    def topic_config(self, name: str) -> dict[str, str]:
+        path = zd.topic_config_path(name)
+        try:
+            data, _ = self.zk.get(path)
+        except NoNodeError:
+            return {}
+        return zd.decode_config(path, data)
+
+    def set_topic_config(self, name: str, config: dict[str, str]) -> None:
+        path = zd.topic_config_path(name)
+        try:
+            self.zk.set(path, zd.encode_config(config))
+        except NoNodeError:
+            self.zk.create(path, zd.encode_config(config), makepath=True)
+        self.zk.create(
+            f"{zd.CONFIG_CHANGES}/config_change_",
+            zd.encode_config_change(f"topics/{name}"),
+            sequence=True,
+            makepath=True,
+        )
+
+    def mark_topic_for_deletion(self, name: str) -> None:
+        try:
+            self.zk.create(zd.delete_topic_path(name), b"", makepath=True)
+        except NodeExistsError:
+            pass
+
+    def topics_to_delete(self) -> list[str]:
+        return sorted(self.zk.get_children(zd.DELETE_TOPICS))
+
+    def delete_topic_znodes(self, name: str) -> None:
+        for path in (zd.topic_path(name), zd.topic_config_path(name), zd.delete_topic_path(name)):
+            try:
+                self.zk.delete(path, recursive=True)
+            except NoNodeError:
+                pass
+
+    # -- partition states ----------------------------------------------------------------------------------
+    def partition_states(
+        self, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, zd.PartitionStateZNode]:
+        out: dict[TopicPartition, zd.PartitionStateZNode] = {}
+        for t, p in partitions:
+            try:
+                data, stat = self.zk.get(zd.partition_state_path(t, p))
+            except NoNodeError:
+                continue
+            out[(t, p)] = zd.decode_partition_state(t, p, data, int(stat.version))
+        return out
+
+    def write_partition_states(
+        self,
+        states: dict[TopicPartition, tuple[int, int, tuple[int, ...], int]],
+        controller_epoch: int,
+    ) -> tuple[dict[TopicPartition, int], list[TopicPartition]]:
+        """Write (leader, leader epoch, isr, expected version) per partition: version -1 creates the
+        znode, otherwise a compare-and-set on the znode version. Returns (new versions of those
+        written, partitions whose version did not match or that exist/vanished unexpectedly)."""
+        done: dict[TopicPartition, int] = {}
+        failed: list[TopicPartition] = []
+        for (t, p), (leader, epoch, isr, version) in states.items():
+            path = zd.partition_state_path(t, p)
+            data = zd.encode_partition_state(leader, epoch, isr, controller_epoch)
+            try:
+                if version < 0:
+                    self.zk.create(path, data, makepath=True)
+                    done[(t, p)] = 0
+                else:
+                    stat = self.zk.set(path, data, version=version)
+                    done[(t, p)] = int(stat.version)
+            except (BadVersionError, NodeExistsError, NoNodeError):
+                failed.append((t, p))
+        return done, failed
+
+    # -- ISR change notifications (brokers before KIP-497 wrote these) --------------------------------------
+    def isr_change_notifications(self) -> dict[str, list[TopicPartition]]:
+        out: dict[str, list[TopicPartition]] = {}
+        for child in self.zk.get_children(zd.ISR_CHANGE_NOTIFICATION):
+            path = f"{zd.ISR_CHANGE_NOTIFICATION}/{child}"
+            try:
+                data, _ = self.zk.get(path)
+                out[path] = zd.decode_isr_change(path, data)
+            except NoNodeError:
+                continue
+            except zd.ZkDataError as exc:
+                log.warning("ignoring ISR change notification: %s", exc)
+                out[path] = []
+        return out
+
+    def delete_znode(self, path: str) -> None:
+        try:
+            self.zk.delete(path, recursive=True)
+        except NoNodeError:
+            pass
+
+    # -- watches ---------------------------------------------------------------------------------------------
+    def watch_children(self, path: str, fn: Callable[[list[str]], None]) -> None:
+        """`fn(children)` now and on every change of `path`'s children (kazoo's thread)."""
+        self.zk.ensure_path(path)
+
+        def on_change(children: list[str]) -> bool:
+            try:
+                fn(list(children))
+            except Exception:
+                log.exception("watch callback on %s failed", path)
+            return True
+
+        self.zk.ChildrenWatch(path, on_change)
+
+    def watch_data(self, path: str, fn: Callable[[bytes | None], None]) -> None:
+        """`fn(data or None when absent)` now and on every change of `path` (kazoo's thread)."""
+
+        def on_change(data: bytes | None, stat: Any) -> bool:
+            try:
+                fn(data)
+            except Exception:
+                log.exception("watch callback on %s failed", path)
+            return True
+
+        self.zk.DataWatch(path, on_change)
+
+
+__all__ = ["KafkaZkClient", "KazooException", "ZkError", "asyncio_callback", "split_chroot"]

@@ -1,0 +1,309 @@
+"""Kafka's ZooKeeper layout (ZK mode, Kafka 3.x): the znode paths and the JSON each holds — cluster id,
+broker registrations, controller and its epoch, topic assignments and partition states, topic configs,
+topic deletion, ISR change notifications. Pure: encoding and decoding only, no ZooKeeper client.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+CLUSTER_ID = "/cluster/id"
+BROKER_IDS = "/brokers/ids"
+BROKER_SEQID = "/brokers/seqid"
+BROKER_TOPICS = "/brokers/topics"
+CONTROLLER = "/controller"
+CONTROLLER_EPOCH = "/controller_epoch"
+CONFIG_TOPICS = "/config/topics"
+CONFIG_BROKERS = "/config/brokers"
+CONFIG_CHANGES = "/config/changes"
+DELETE_TOPICS = "/admin/delete_topics"
+REASSIGN_PARTITIONS = "/admin/reassign_partitions"
+PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
+ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
+LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification"
+LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
+
+# the persistent paths a Kafka cluster creates at startup
+PERSISTENT_PATHS = (
+    BROKER_IDS,
+    BROKER_TOPICS,
+    BROKER_SEQID,
+    CONFIG_TOPICS,
+    CONFIG_BROKERS,
+    CONFIG_CHANGES,
+    DELETE_TOPICS,
+    ISR_CHANGE_NOTIFICATION,
+    LOG_DIR_EVENT_NOTIFICATION,
+    "/config/clients",
+    "/config/users",
+)
+
+
+class ZkDataError(ValueError):
+    """A znode holds something that is not the JSON Kafka writes there."""
+
+    def __init__(self, path: str, why: str) -> None:
+        super().__init__(f"znode {path}: {why}")
+        self.path = path
+
+
+def broker_path(broker_id: int) -> str:
+    return f"{BROKER_IDS}/{broker_id}"
+
+
+def topic_path(topic: str) -> str:
+    return f"{BROKER_TOPICS}/{topic}"
+
+
+def partitions_path(topic: str) -> str:
+    return f"{BROKER_TOPICS}/{topic}/partitions"
+
+
+def partition_state_path(topic: str, partition: int) -> str:
+    return f"{BROKER_TOPICS}/{topic}/partitions/{partition}/state"
+
+
+def topic_config_path(topic: str) -> str:
+    return f"{CONFIG_TOPICS}/{topic}"
+
+
+def delete_topic_path(topic: str) -> str:
+    return f"{DELETE_TOPICS}/{topic}"
+
+
+def _load(path: str, data: bytes) -> dict[str, Any]:
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ZkDataError(path, f"not JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise ZkDataError(path, "not a JSON object")
+    return doc
+
+
+def _dump(doc: dict[str, Any]) -> bytes:
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+def _int(path: str, doc: dict[str, Any], key: str) -> int:
+    v = doc.get(key)
+    if isinstance(v, bool) or not isinstance(v, (int, str)):
+        raise ZkDataError(path, f"{key!r} is missing or not a number")
+    try:
+        return int(v)
+    except ValueError:
+        raise ZkDataError(path, f"{key!r} is not a number: {v!r}") from None
+
+
+def _int_list(path: str, doc: dict[str, Any], key: str) -> tuple[int, ...]:
+    v = doc.get(key)
+    if not isinstance(v, list) or not all(isinstance(x, int) for x in v):
+        raise ZkDataError(path, f"{key!r} is not a list of broker ids")
+    return tuple(v)
+
+
+def _now_ms() -> str:
+    return str(int(time.time() * 1000))
+
+
+# -- /cluster/id ------------------------------------------------------------------------------------
+def encode_cluster_id(cluster_id: str) -> bytes:
+    return _dump({"version": "1", "id": cluster_id})
+
+
+def decode_cluster_id(data: bytes) -> str:
+    doc = _load(CLUSTER_ID, data)
+    cid = doc.get("id")
+    if not isinstance(cid, str) or not cid:
+        raise ZkDataError(CLUSTER_ID, "no cluster id")
+    return cid
+
+
+# -- topic ids: Kafka writes a Uuid as 22 characters of URL-safe base64 ------------------------------
+def encode_topic_id(topic_id: uuid.UUID) -> str:
+    return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
+
+
+def decode_topic_id(text: str) -> uuid.UUID:
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+
+
+# -- /brokers/ids/<id> ---------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class BrokerRegistration:
+    broker_id: int
+    host: str
+    port: int
+    rack: str | None = None
+    epoch: int = -1  # the ephemeral znode's czxid (Kafka's broker epoch)
+
+
+def encode_broker(host: str, port: int, rack: str | None) -> bytes:
+    doc: dict[str, Any] = {
+        "features": {},
+        "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT"},
+        "endpoints": [f"PLAINTEXT://{host}:{port}"],
+        "jmx_port": -1,
+        "port": port,
+        "host": host,
+        "version": 5,
+        "timestamp": _now_ms(),
+    }
+    if rack is not None:
+        doc["rack"] = rack
+    return _dump(doc)
+
+
+def decode_broker(broker_id: int, data: bytes, epoch: int = -1) -> BrokerRegistration:
+    path = broker_path(broker_id)
+    doc = _load(path, data)
+    host, port = doc.get("host"), doc.get("port")
+    endpoints = doc.get("endpoints")
+    if isinstance(endpoints, list) and endpoints and isinstance(endpoints[0], str):
+        # "PLAINTEXT://host:port": the first listener is the one clients and brokers use here
+        hostport = endpoints[0].split("://", 1)[-1]
+        h, _, p = hostport.rpartition(":")
+        if p.isdigit():
+            host, port = h.strip("[]"), int(p)
+    if not isinstance(host, str) or not isinstance(port, int):
+        raise ZkDataError(path, "no endpoint")
+    rack = doc.get("rack")
+    return BrokerRegistration(broker_id, host, port, rack if isinstance(rack, str) else None, epoch)
+
+
+# -- /controller and /controller_epoch -------------------------------------------------------------------
+def encode_controller(broker_id: int) -> bytes:
+    return _dump({"version": 1, "brokerid": broker_id, "timestamp": _now_ms()})
+
+
+def decode_controller(data: bytes) -> int:
+    return _int(CONTROLLER, _load(CONTROLLER, data), "brokerid")
+
+
+def decode_controller_epoch(data: bytes) -> int:
+    try:
+        return int(data.decode().strip())
+    except (UnicodeDecodeError, ValueError):
+        raise ZkDataError(CONTROLLER_EPOCH, f"not an integer: {data[:40]!r}") from None
+
+
+# -- /brokers/topics/<topic> -------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class TopicAssignment:
+    topic: str
+    topic_id: uuid.UUID
+    partitions: dict[int, tuple[int, ...]]  # partition -> replicas, preferred leader first
+
+
+def encode_topic(topic_id: uuid.UUID, partitions: dict[int, tuple[int, ...]]) -> bytes:
+    return _dump(
+        {
+            "version": 3,
+            "topic_id": encode_topic_id(topic_id),
+            "partitions": {str(p): list(r) for p, r in sorted(partitions.items())},
+            "adding_replicas": {},
+            "removing_replicas": {},
+        }
+    )
+
+
+def decode_topic(topic: str, data: bytes) -> TopicAssignment:
+    path = topic_path(topic)
+    doc = _load(path, data)
+    parts = doc.get("partitions")
+    if not isinstance(parts, dict):
+        raise ZkDataError(path, "no partitions")
+    out: dict[int, tuple[int, ...]] = {}
+    for k, v in parts.items():
+        if not k.isdigit() or not isinstance(v, list) or not all(isinstance(x, int) for x in v):
+            raise ZkDataError(path, f"partition {k!r} has no replica list")
+        out[int(k)] = tuple(v)
+    tid = doc.get("topic_id")
+    try:
+        topic_id = decode_topic_id(tid) if isinstance(tid, str) else uuid.UUID(int=0)
+    except ValueError:
+        raise ZkDataError(path, f"bad topic id {tid!r}") from None
+    return TopicAssignment(topic, topic_id, out)
+
+
+# -- /brokers/topics/<topic>/partitions/<p>/state ------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class PartitionStateZNode:
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    controller_epoch: int
+    version: int = -1  # the znode's version: the partition epoch compared on every update
+
+
+def encode_partition_state(
+    leader: int, leader_epoch: int, isr: tuple[int, ...], controller_epoch: int
+) -> bytes:
+    return _dump(
+        {
+            "controller_epoch": controller_epoch,
+            "leader": leader,
+            "version": 1,
+            "leader_epoch": leader_epoch,
+            "isr": list(isr),
+        }
+    )
+
+
+def decode_partition_state(
+    topic: str, partition: int, data: bytes, version: int = -1
+) -> PartitionStateZNode:
+    path = partition_state_path(topic, partition)
+    doc = _load(path, data)
+    return PartitionStateZNode(
+        _int(path, doc, "leader"),
+        _int(path, doc, "leader_epoch"),
+        _int_list(path, doc, "isr"),
+        _int(path, doc, "controller_epoch"),
+        version,
+    )
+
+
+# -- /config/topics/<topic> and /config/changes ---------------------------------------------------------------
+def encode_config(config: dict[str, str]) -> bytes:
+    return _dump({"version": 1, "config": dict(sorted(config.items()))})
+
+
+def decode_config(path: str, data: bytes) -> dict[str, str]:
+    doc = _load(path, data)
+    cfg = doc.get("config", {})
+    if not isinstance(cfg, dict):
+        raise ZkDataError(path, "config is not an object")
+    return {str(k): str(v) for k, v in cfg.items()}
+
+
+def encode_config_change(entity_path: str) -> bytes:
+    return _dump({"version": 2, "entity_path": entity_path})
+
+
+# -- /isr_change_notification ------------------------------------------------------------------------------
+def encode_isr_change(partitions: list[tuple[str, int]]) -> bytes:
+    return _dump(
+        {"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in partitions]}
+    )
+
+
+def decode_isr_change(path: str, data: bytes) -> list[tuple[str, int]]:
+    doc = _load(path, data)
+    parts = doc.get("partitions")
+    if not isinstance(parts, list):
+        raise ZkDataError(path, "no partitions")
+    out: list[tuple[str, int]] = []
+    for e in parts:
+        if not isinstance(e, dict):
+            raise ZkDataError(path, "a partition entry is not an object")
+        t, p = e.get("topic"), e.get("partition")
+        if not isinstance(t, str) or not isinstance(p, int):
+            raise ZkDataError(path, "a partition entry has no topic or partition")
+        out.append((t, p))
+    return out
