@@ -1,0 +1,685 @@
+"""ControllerMachine: the controller's decisions as a function of events — brokers joining and dying,
+new topics, deletions, controlled shutdown, AlterPartition — returning effects (ZooKeeper writes,
+LeaderAndIsr / UpdateMetadata / StopReplica to brokers, replies) for KafkaController to carry out.
+
+Partition leadership changes only after its ZooKeeper write succeeded (PartitionStatesWritten).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from kafkalite.cluster.controller.election import (
+    controlled_shutdown_leader,
+    initial_leader,
+    offline_partition_leader,
+    preferred_replica_leader,
+)
+from kafkalite.cluster.controller.states import (
+    NO_LEADER,
+    LeaderIsr,
+    PartitionState,
+    ReplicaState,
+    TopicPartition,
+    partition_transition,
+    replica_transition,
+)
+from kafkalite.protocol.errors import ErrorCode
+
+log = logging.getLogger("kafkalite.cluster.controller")
+
+P, R = PartitionState, ReplicaState
+LEADER_DURING_DELETE = -2
+
+
+# -- inputs ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BrokerInfo:
+    broker_id: int
+    host: str
+    port: int
+    rack: str | None
+    epoch: int
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    name: str
+    topic_id: uuid.UUID
+    assignment: dict[int, tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class Startup:
+    """This broker won the election: the whole cluster as ZooKeeper has it."""
+
+    epoch: int
+    brokers: dict[int, BrokerInfo]
+    topics: dict[str, TopicInfo]
+    states: dict[TopicPartition, LeaderIsr]
+    deleting: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class BrokersChanged:
+    brokers: dict[int, BrokerInfo]
+
+
+@dataclass(frozen=True)
+class TopicsChanged:
+    topics: dict[str, TopicInfo]
+
+
+@dataclass(frozen=True)
+class TopicDeletionRequested:
+    names: frozenset[str]
+
+
+@dataclass(frozen=True)
+class PartitionStatesWritten:
+    """What the driver's ZooKeeper write of a WritePartitionStates did: new znode versions, and the
+    partitions whose compare-and-set lost (someone else wrote them)."""
+
+    tag: str
+    done: dict[TopicPartition, int]
+    failed: tuple[TopicPartition, ...] = ()
+
+
+@dataclass(frozen=True)
+class PartitionStatesReloaded:
+    states: dict[TopicPartition, LeaderIsr]
+
+
+@dataclass(frozen=True)
+class ControlledShutdownRequested:
+    broker_id: int
+    broker_epoch: int
+    request_id: int
+
+
+@dataclass(frozen=True)
+class AlterPartitionItem:
+    tp: TopicPartition
+    leader_epoch: int
+    new_isr: tuple[int, ...]
+    partition_epoch: int
+
+
+@dataclass(frozen=True)
+class AlterPartitionRequested:
+    broker_id: int
+    broker_epoch: int
+    items: tuple[AlterPartitionItem, ...]
+    request_id: int
+
+
+@dataclass(frozen=True)
+class PreferredLeaderElectionRequested:
+    partitions: frozenset[TopicPartition] | None = None  # None: every partition
+
+
+Event = (
+    Startup
+    | BrokersChanged
+    | TopicsChanged
+    | TopicDeletionRequested
+    | PartitionStatesWritten
+    | PartitionStatesReloaded
+    | ControlledShutdownRequested
+    | AlterPartitionRequested
+    | PreferredLeaderElectionRequested
+)
+
+
+# -- outputs -----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class WritePartitionStates:
+    """Write each partition's new LeaderIsr; `partition_epoch` is the version expected (-1: create)."""
+
+    tag: str
+    states: dict[TopicPartition, LeaderIsr]
+    controller_epoch: int
+
+
+@dataclass(frozen=True)
+class ReadPartitionStates:
+    partitions: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    """What a broker is told about one partition."""
+
+    state: LeaderIsr
+    replicas: tuple[int, ...]
+    offline: tuple[int, ...] = ()
+    is_new: bool = False
+
+
+@dataclass(frozen=True)
+class SendLeaderAndIsr:
+    broker_id: int
+    controller_epoch: int
+    partitions: dict[TopicPartition, PartitionInfo]
+    topic_ids: dict[str, uuid.UUID]
+
+
+@dataclass(frozen=True)
+class SendUpdateMetadata:
+    broker_ids: tuple[int, ...]
+    controller_epoch: int
+    partitions: dict[TopicPartition, PartitionInfo]
+    brokers: tuple[BrokerInfo, ...]
+    topic_ids: dict[str, uuid.UUID]
+
+
+@dataclass(frozen=True)
+class SendStopReplica:
+    broker_id: int
+    controller_epoch: int
+    partitions: tuple[TopicPartition, ...]
+    delete: bool
+
+
+@dataclass(frozen=True)
+class DeleteTopicZNodes:
+    topic: str
+
+
+@dataclass(frozen=True)
+class ReplyControlledShutdown:
+    request_id: int
+    error: ErrorCode
+    remaining: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True)
+class ReplyAlterPartition:
+    request_id: int
+    error: ErrorCode
+    results: dict[TopicPartition, tuple[ErrorCode, LeaderIsr | None]]
+
+
+Effect = (
+    WritePartitionStates
+    | ReadPartitionStates
+    | SendLeaderAndIsr
+    | SendUpdateMetadata
+    | SendStopReplica
+    | DeleteTopicZNodes
+    | ReplyControlledShutdown
+    | ReplyAlterPartition
+)
+
+
+@dataclass
+class _Pending:
+    """What to do once a WritePartitionStates comes back."""
+
+    kind: str  # "elect" | "alter" | "shutdown"
+    states: dict[TopicPartition, LeaderIsr]
+    new: frozenset[TopicPartition] = frozenset()
+    request_id: int = -1
+    broker_id: int = -1
+    rejected: dict[TopicPartition, ErrorCode] = field(default_factory=dict)
+
+
+def _without_brokers(st: LeaderIsr, dead: set[int]) -> LeaderIsr:
+    """Dead brokers leave the ISR, except that an ISR never empties: when every member is gone the
+    last leader (or first member) stays, as Kafka keeps it, so no out-of-sync replica leads later.
+    A dead leader leaves the partition leaderless (NO_LEADER) at a new leader epoch."""
+    isr = tuple(r for r in st.isr if r not in dead)
+    if not isr:
+        isr = (st.leader,) if st.leader in st.isr else st.isr[:1]
+    leader = NO_LEADER if st.leader in dead else st.leader
+    return LeaderIsr(leader, st.leader_epoch + 1, isr, st.partition_epoch)
+
+
+class ControllerMachine:
+    """The controller's state (Kafka's ControllerContext) and its reactions to events."""
+
+    def __init__(self, broker_id: int, unclean: Callable[[str], bool] = lambda _t: False) -> None:
+        self.broker_id = broker_id
+        self.unclean = unclean
+        self.epoch = -1
+        self.brokers: dict[int, BrokerInfo] = {}
+        self.shutting_down: set[int] = set()
+        self.topics: dict[str, TopicInfo] = {}
+        self.leadership: dict[TopicPartition, LeaderIsr] = {}
+        self.partition_states: dict[TopicPartition, PartitionState] = {}
+        self.replica_states: dict[tuple[TopicPartition, int], ReplicaState] = {}
+        self.deleting: set[str] = set()
+        self._pending: dict[str, _Pending] = {}
+        self._writing: set[TopicPartition] = set()  # partitions with a ZooKeeper write in flight
+        self._next_tag = 0
+
+    # -- queries ---------------------------------------------------------------------------------------
+    def replicas(self, tp: TopicPartition) -> tuple[int, ...]:
+        t = self.topics.get(tp[0])
+        return t.assignment.get(tp[1], ()) if t is not None else ()
+
+    def all_partitions(self) -> list[TopicPartition]:
+        return [(t.name, p) for t in self.topics.values() for p in sorted(t.assignment)]
+
+    @property
+    def live(self) -> set[int]:
+        return set(self.brokers)
+
+    def _tag(self) -> str:
+        self._next_tag += 1
+        return f"w{self._next_tag}"
+
+    # -- the one entry point --------------------------------------------------------------------------------
+    def handle(self, event: Event) -> list[Effect]:
+        if isinstance(event, Startup):
+            return self._startup(event)
+        if isinstance(event, BrokersChanged):
+            return self._brokers_changed(event.brokers)
+        if isinstance(event, TopicsChanged):
+            return self._topics_changed(event.topics)
+        if isinstance(event, TopicDeletionRequested):
+            return self._delete_topics(event.names)
+        if isinstance(event, PartitionStatesWritten):
+            return self._written(event)
+        if isinstance(event, PartitionStatesReloaded):
+            return self._reloaded(event.states)
+        if isinstance(event, ControlledShutdownRequested):
+            return self._controlled_shutdown(event)
+        if isinstance(event, AlterPartitionRequested):
+            return self._alter_partition(event)
+        return self._preferred_election(event.partitions)
+
+    # -- startup and membership -----------------------------------------------------------------------------
+    def _startup(self, ev: Startup) -> list[Effect]:
+        self.epoch = ev.epoch
+        self.brokers = dict(ev.brokers)
+        self.topics = dict(ev.topics)
+        self.leadership = dict(ev.states)
+        self.deleting = set(ev.deleting)
+        self.shutting_down.clear()
+        self._pending.clear()
+        self._writing.clear()
+        self.partition_states.clear()
+        self.replica_states.clear()
+        live = self.live
+        for tp in self.all_partitions():
+            st = self.leadership.get(tp)
+            if st is None:
+                self.partition_states[tp] = P.NEW
+            else:
+                self.partition_states[tp] = P.ONLINE if st.leader in live else P.OFFLINE
+            for r in self.replicas(tp):
+                self.replica_states[(tp, r)] = R.ONLINE if r in live else R.OFFLINE
+        effects: list[Effect] = []
+        # everyone learns the cluster first, then the partitions that need a leader get one
+        effects.append(self._update_metadata(tuple(sorted(live)), self.all_partitions()))
+        effects += self._send_leader_and_isr(
+            [tp for tp in self.all_partitions() if tp in self.leadership]
+        )
+        effects += self._elect(self._needing_leader())
+        if self.deleting:
+            effects += self._delete_topics(frozenset(self.deleting))
+        return effects
+
+    def _needing_leader(self) -> list[TopicPartition]:
+        return [
+            tp
+            for tp, s in self.partition_states.items()
+            if s in (P.NEW, P.OFFLINE) and tp[0] not in self.deleting
+        ]
+
+    def _brokers_changed(self, brokers: dict[int, BrokerInfo]) -> list[Effect]:
+        old = self.brokers
+        dead = {b for b in old if b not in brokers or brokers[b].epoch != old[b].epoch}
+        joined = {b for b in brokers if b not in old or brokers[b].epoch != old[b].epoch}
+        self.brokers = dict(brokers)
+        self.shutting_down -= dead
+        effects: list[Effect] = []
+        if dead:
+            log.info("brokers %s are gone", sorted(dead))
+            effects += self._on_brokers_dead(dead)
+        if joined:
+            log.info("brokers %s joined", sorted(joined))
+            effects += self._on_brokers_joined(joined)
+        return effects
+
+    def _on_brokers_dead(self, dead: set[int]) -> list[Effect]:
+        live = self.live
+        proposals: dict[TopicPartition, LeaderIsr] = {}
+        for tp in self.all_partitions():
+            if tp[0] in self.deleting:
+                continue
+            for r in self.replicas(tp):
+                if r in dead:
+                    replica_transition(self.replica_states, tp, r, R.OFFLINE)
+            st = self.leadership.get(tp)
+            if st is None:
+                continue
+            if st.leader in dead:
+                partition_transition(self.partition_states, tp, P.OFFLINE)
+                elected = offline_partition_leader(st, self.replicas(tp), live, self.unclean(tp[0]))
+                if elected is not None:
+                    proposals[tp] = elected
+                    continue
+            if st.leader in dead or any(r in dead for r in st.isr):
+                proposals[tp] = _without_brokers(st, dead)
+        return self._write("elect", proposals)
+
+    def _on_brokers_joined(self, joined: set[int]) -> list[Effect]:
+        hosted = [tp for tp in self.all_partitions() if any(r in joined for r in self.replicas(tp))]
+        for tp in hosted:
+            for r in self.replicas(tp):
+                if r in joined:
+                    replica_transition(self.replica_states, tp, r, R.ONLINE)
+        effects: list[Effect] = [
+            self._update_metadata(tuple(sorted(self.live)), self.all_partitions())
+        ]
+        effects += self._send_leader_and_isr(
+            [tp for tp in hosted if tp in self.leadership], only=joined
+        )
+        effects += self._elect(self._needing_leader())
+        return effects
+
+    # -- topics --------------------------------------------------------------------------------------
+    def _topics_changed(self, topics: dict[str, TopicInfo]) -> list[Effect]:
+        new_parts: list[TopicPartition] = []
+        for name, info in topics.items():
+            old = self.topics.get(name)
+            if old is not None and old.topic_id != info.topic_id and old.topic_id.int != 0:
+                log.warning("topic %s changed id %s -> %s", name, old.topic_id, info.topic_id)
+            self.topics[name] = info
+            for p in sorted(info.assignment):
+                tp = (name, p)
+                if tp not in self.partition_states and tp not in self.leadership:
+                    partition_transition(self.partition_states, tp, P.NEW)
+                    for r in info.assignment[p]:
+                        replica_transition(self.replica_states, tp, r, R.NEW)
+                    new_parts.append(tp)
+        for name in [n for n in self.topics if n not in topics]:
+            self._forget_topic(name)  # deleted behind our back
+        return self._elect(new_parts)
+
+    def _elect(self, tps: Iterable[TopicPartition]) -> list[Effect]:
+        """Leaders for partitions that have none (new or offline)."""
+        live = self.live - self.shutting_down
+        proposals: dict[TopicPartition, LeaderIsr] = {}
+        new: set[TopicPartition] = set()
+        for tp in tps:
+            replicas = self.replicas(tp)
+            st = self.leadership.get(tp)
+            if st is None:
+                elected = initial_leader(replicas, live)
+                if elected is not None:
+                    new.add(tp)
+            else:
+                elected = offline_partition_leader(st, replicas, live, self.unclean(tp[0]))
+            if elected is not None:
+                proposals[tp] = elected
+            else:
+                log.warning(
+                    "%s-%d has no live in-sync replica to lead it (replicas %s, ISR %s); it stays "
+                    "offline", tp[0], tp[1], list(replicas), list(st.isr) if st else [],
+                )  # fmt: skip
+        return self._write("elect", proposals, new=frozenset(new))
+
+    def _delete_topics(self, names: frozenset[str]) -> list[Effect]:
+        effects: list[Effect] = []
+        live = self.live
+        for name in sorted(names):
+            info = self.topics.get(name)
+            self.deleting.add(name)
+            if info is None:
+                effects.append(DeleteTopicZNodes(name))
+                self.deleting.discard(name)
+                continue
+            tps = [(name, p) for p in sorted(info.assignment)]
+            # brokers first forget the topic (leader -2), then replicas stop and delete their logs
+            parts = {
+                tp: PartitionInfo(LeaderIsr(LEADER_DURING_DELETE, -1, (), -1), self.replicas(tp))
+                for tp in tps
+            }
+            effects.append(
+                SendUpdateMetadata(
+                    tuple(sorted(live)),
+                    self.epoch,
+                    parts,
+                    tuple(self.brokers.values()),
+                    {name: info.topic_id},
+                )
+            )
+            by_broker: dict[int, list[TopicPartition]] = {}
+            for tp in tps:
+                for r in self.replicas(tp):
+                    if r in live:
+                        by_broker.setdefault(r, []).append(tp)
+            for b, bt in sorted(by_broker.items()):
+                effects.append(SendStopReplica(b, self.epoch, tuple(bt), True))
+            effects.append(DeleteTopicZNodes(name))
+            self._forget_topic(name)
+        return effects
+
+    def _forget_topic(self, name: str) -> None:
+        info = self.topics.pop(name, None)
+        self.deleting.discard(name)
+        if info is None:
+            return
+        for p in info.assignment:
+            tp = (name, p)
+            self.leadership.pop(tp, None)
+            self.partition_states.pop(tp, None)
+            for r in info.assignment[p]:
+                self.replica_states.pop((tp, r), None)
+
+    # -- controlled shutdown --------------------------------------------------------------------------
+    def _controlled_shutdown(self, ev: ControlledShutdownRequested) -> list[Effect]:
+        b = self.brokers.get(ev.broker_id)
+        if b is None:
+            return [ReplyControlledShutdown(ev.request_id, ErrorCode.BROKER_NOT_AVAILABLE, ())]
+        if ev.broker_epoch >= 0 and ev.broker_epoch != b.epoch:
+            return [ReplyControlledShutdown(ev.request_id, ErrorCode.STALE_BROKER_EPOCH, ())]
+        self.shutting_down.add(ev.broker_id)
+        live = self.live
+        proposals: dict[TopicPartition, LeaderIsr] = {}
+        stop: list[TopicPartition] = []
+        for tp in self.all_partitions():
+            st = self.leadership.get(tp)
+            replicas = self.replicas(tp)
+            if st is None or ev.broker_id not in replicas or len(replicas) <= 1:
+                continue
+            if st.leader == ev.broker_id:
+                elected = controlled_shutdown_leader(st, replicas, live, self.shutting_down)
+                if elected is not None:
+                    proposals[tp] = elected
+            elif ev.broker_id in st.isr and len(st.isr) > 1:
+                proposals[tp] = st.new_isr(tuple(r for r in st.isr if r != ev.broker_id))
+                stop.append(tp)
+        effects: list[Effect] = []
+        if stop:
+            effects.append(SendStopReplica(ev.broker_id, self.epoch, tuple(stop), False))
+        tag = self._tag()
+        proposals = {tp: s for tp, s in proposals.items() if tp not in self._writing}
+        pending = _Pending("shutdown", proposals, request_id=ev.request_id, broker_id=ev.broker_id)
+        if not proposals:
+            return [*effects, self._shutdown_reply(pending)]
+        self._pending[tag] = pending
+        self._writing.update(proposals)
+        return [*effects, WritePartitionStates(tag, proposals, self.epoch)]
+
+    def _shutdown_reply(self, pending: _Pending) -> ReplyControlledShutdown:
+        remaining = tuple(
+            tp
+            for tp in self.all_partitions()
+            if (st := self.leadership.get(tp)) is not None and st.leader == pending.broker_id
+        )
+        return ReplyControlledShutdown(pending.request_id, ErrorCode.NO_ERROR, remaining)
+
+    # -- AlterPartition (KIP-497) -------------------------------------------------------------------------
+    def _alter_partition(self, ev: AlterPartitionRequested) -> list[Effect]:
+        b = self.brokers.get(ev.broker_id)
+        if b is None or (ev.broker_epoch >= 0 and ev.broker_epoch != b.epoch):
+            return [ReplyAlterPartition(ev.request_id, ErrorCode.STALE_BROKER_EPOCH, {})]
+        rejected: dict[TopicPartition, ErrorCode] = {}
+        proposals: dict[TopicPartition, LeaderIsr] = {}
+        for item in ev.items:
+            tp = item.tp
+            st = self.leadership.get(tp)
+            if st is None or tp[0] in self.deleting:
+                rejected[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif st.leader != ev.broker_id or item.leader_epoch < st.leader_epoch:
+                rejected[tp] = ErrorCode.FENCED_LEADER_EPOCH
+            elif item.leader_epoch > st.leader_epoch or item.partition_epoch != st.partition_epoch:
+                rejected[tp] = ErrorCode.INVALID_UPDATE_VERSION
+            elif ev.broker_id not in item.new_isr or not set(item.new_isr) <= set(
+                self.replicas(tp)
+            ):
+                rejected[tp] = ErrorCode.INVALID_REQUEST
+            elif any(
+                r not in st.isr and (r not in self.brokers or r in self.shutting_down)
+                for r in item.new_isr
+            ):
+                rejected[tp] = ErrorCode.INELIGIBLE_REPLICA
+            elif tp in self._writing:
+                rejected[tp] = ErrorCode.OPERATION_NOT_ATTEMPTED  # another change is being written
+            elif tuple(item.new_isr) == st.isr:
+                rejected[tp] = ErrorCode.NO_ERROR  # nothing to change: answer with the state
+            else:
+                proposals[tp] = st.new_isr(tuple(item.new_isr))
+        pending = _Pending(
+            "alter", proposals, request_id=ev.request_id, broker_id=ev.broker_id, rejected=rejected
+        )
+        if not proposals:
+            return [self._alter_reply(pending, {})]
+        tag = self._tag()
+        self._pending[tag] = pending
+        self._writing.update(proposals)
+        return [WritePartitionStates(tag, proposals, self.epoch)]
+
+    def _alter_reply(self, pending: _Pending, failed: dict[TopicPartition, ErrorCode]) -> Effect:
+        results: dict[TopicPartition, tuple[ErrorCode, LeaderIsr | None]] = {}
+        for tp, code in {**pending.rejected, **failed}.items():
+            results[tp] = (code, self.leadership.get(tp) if code == ErrorCode.NO_ERROR else None)
+        for tp in pending.states:
+            if tp not in failed:
+                results[tp] = (ErrorCode.NO_ERROR, self.leadership.get(tp))
+        return ReplyAlterPartition(pending.request_id, ErrorCode.NO_ERROR, results)
+
+    # -- preferred leaders ------------------------------------------------------------------------------------
+    def _preferred_election(self, tps: frozenset[TopicPartition] | None) -> list[Effect]:
+        live = self.live - self.shutting_down
+        proposals: dict[TopicPartition, LeaderIsr] = {}
+        for tp in tps if tps is not None else self.all_partitions():
+            st = self.leadership.get(tp)
+            if st is None:
+                continue
+            elected = preferred_replica_leader(st, self.replicas(tp), live)
+            if elected is not None:
+                proposals[tp] = elected
+        return self._write("elect", proposals)
+
+    # -- writing and announcing --------------------------------------------------------------------------------
+    def _write(
+        self,
+        kind: str,
+        proposals: dict[TopicPartition, LeaderIsr],
+        new: frozenset[TopicPartition] = frozenset(),
+    ) -> list[Effect]:
+        # one write per partition at a time: a partition whose write is in flight is decided again
+        # when that write has come back (see _written)
+        proposals = {tp: s for tp, s in proposals.items() if tp not in self._writing}
+        if not proposals:
+            return []
+        tag = self._tag()
+        self._pending[tag] = _Pending(kind, proposals, new=new)
+        self._writing.update(proposals)
+        return [WritePartitionStates(tag, proposals, self.epoch)]
+
+    def _written(self, ev: PartitionStatesWritten) -> list[Effect]:
+        pending = self._pending.pop(ev.tag, None)
+        if pending is None:
+            return []
+        self._writing.difference_update(pending.states)
+        changed: list[TopicPartition] = []
+        for tp, version in ev.done.items():
+            proposed = pending.states.get(tp)
+            if proposed is None or tp[0] not in self.topics:
+                continue
+            self.leadership[tp] = LeaderIsr(
+                proposed.leader, proposed.leader_epoch, proposed.isr, version
+            )
+            target = P.ONLINE if proposed.leader != NO_LEADER else P.OFFLINE
+            if self.partition_states.get(tp) is P.NEW and target is P.ONLINE:
+                for r in self.replicas(tp):
+                    if r in self.brokers:
+                        replica_transition(self.replica_states, tp, r, R.ONLINE)
+            partition_transition(self.partition_states, tp, target)
+            changed.append(tp)
+        effects: list[Effect] = []
+        if pending.kind != "alter":
+            effects += self._send_leader_and_isr(changed, new=pending.new)
+        if changed:
+            effects.append(self._update_metadata(tuple(sorted(self.live)), changed))
+        if ev.failed:
+            effects.append(ReadPartitionStates(tuple(ev.failed)))
+        if pending.kind == "alter":
+            effects.append(
+                self._alter_reply(
+                    pending, {tp: ErrorCode.INVALID_UPDATE_VERSION for tp in ev.failed}
+                )
+            )
+        elif pending.kind == "shutdown":
+            effects.append(self._shutdown_reply(pending))
+        # a partition left without a leader while its write was in flight gets one now
+        effects += self._elect(self._needing_leader())
+        return effects
+
+    def _reloaded(self, states: dict[TopicPartition, LeaderIsr]) -> list[Effect]:
+        """Someone else wrote these partition states (a CAS lost): take ZooKeeper's word, then
+        elect again where the partition still has no live leader."""
+        for tp, st in states.items():
+            if tp[0] in self.topics:
+                self.leadership[tp] = st
+                self.partition_states[tp] = P.ONLINE if st.leader in self.brokers else P.OFFLINE
+        return self._elect([tp for tp in states if self.partition_states.get(tp) is P.OFFLINE])
+
+    def _info(self, tp: TopicPartition, is_new: bool = False) -> PartitionInfo:
+        replicas = self.replicas(tp)
+        st = self.leadership.get(tp) or LeaderIsr(NO_LEADER, -1, (), -1)
+        offline = tuple(r for r in replicas if r not in self.brokers)
+        return PartitionInfo(st, replicas, offline, is_new)
+
+    def _send_leader_and_isr(
+        self,
+        tps: Iterable[TopicPartition],
+        *,
+        new: frozenset[TopicPartition] = frozenset(),
+        only: set[int] | None = None,
+    ) -> list[Effect]:
+        """One LeaderAndIsr per live replica broker, for the partitions it hosts."""
+        by_broker: dict[int, dict[TopicPartition, PartitionInfo]] = {}
+        for tp in tps:
+            info = self._info(tp, tp in new)
+            for r in info.replicas:
+                if r in self.brokers and (only is None or r in only):
+                    by_broker.setdefault(r, {})[tp] = info
+        return [
+            SendLeaderAndIsr(b, self.epoch, parts, self._topic_ids(parts))
+            for b, parts in sorted(by_broker.items())
+        ]
+
+    def _update_metadata(
+        self, broker_ids: tuple[int, ...], tps: Iterable[TopicPartition]
+    ) -> SendUpdateMetadata:
+        parts = {tp: self._info(tp) for tp in tps}
+        return SendUpdateMetadata(
+            broker_ids,
+            self.epoch,
+            parts,
+            tuple(sorted(self.brokers.values(), key=lambda b: b.broker_id)),
+            self._topic_ids(parts),
+        )
+
+    def _topic_ids(self, parts: Iterable[TopicPartition]) -> dict[str, uuid.UUID]:
+        return {t: self.topics[t].topic_id for t, _ in parts if t in self.topics}
