@@ -1,5 +1,5 @@
 """Embedded broker for tests and notebooks: `with Broker(tmp_path) as b: b.bootstrap_servers`, plus pytest
-fixtures (`kafkalite_broker`, `kafkalite_session_broker`).
+fixtures (`kafkalite_broker`, `kafkalite_session_broker`, and `kafkalite_cluster` for a ZooKeeper cluster).
 """
 
 from __future__ import annotations
@@ -186,3 +186,12 @@ if pytest is not None:
         """One broker for the whole test session."""
         with Broker(tmp_path_factory.mktemp("kafkalite")) as b:
             yield b
+
+    @pytest.fixture
+    def kafkalite_cluster(tmp_path: Path) -> Iterator[Any]:
+        """A real ZooKeeper and three broker processes (a `kafkalite.local_cluster.LocalCluster`):
+        `.bootstrap_servers`, `.brokers[i].kill()` / `.pause()` / `.start()`, data in tmp_path."""
+        from kafkalite.local_cluster import LocalCluster
+
+        with LocalCluster(tmp_path / "cluster", 3) as cluster:
+            yield cluster

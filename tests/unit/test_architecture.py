@@ -32,6 +32,8 @@ ALLOWED: dict[str, set[str]] = {
         "client",
         "spark",
         "testing",
+        "local_cluster",
+        "zkserver",
     },
 }
 

@@ -122,21 +122,24 @@ class GroupCoordinatorComponent:
         self._ticker: asyncio.Task[None] | None = None
         self._loads: dict[int, asyncio.Task[None]] = {}
         self._waits: set[asyncio.Task[ErrorCode]] = set()
+        self._creating: asyncio.Task[None] | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------
     async def start(self) -> None:
         """Create `__consumer_offsets` if needed, start the coordinator and load what we lead."""
         broker = self.broker
         wanted = int(broker.config.get("offsets.topic.num.partitions", 50) or 50)
-        info = broker.metadata_store.get(OFFSETS_TOPIC)
-        if info is None:
+        info = await asyncio.to_thread(broker.metadata_store.get, OFFSETS_TOPIC)
+        if info is None and broker.zk_broker is None:
             info = broker.create_topic(OFFSETS_TOPIC, wanted, dict(OFFSETS_TOPIC_CONFIGS))
-        elif info.partitions != wanted:
+        # in a cluster the topic is created on first need (FindCoordinator), once enough brokers
+        # are alive for offsets.topic.replication.factor, as Kafka does
+        if info is not None and info.partitions != wanted:
             log.warning(
                 "%s has %d partitions (offsets.topic.num.partitions=%d); keeping %d so groups stay where they are",
                 OFFSETS_TOPIC, info.partitions, wanted, info.partitions,
             )  # fmt: skip
-        partitions = int(info.partitions)
+        partitions = int(info.partitions) if info is not None else wanted
         coordinator = GroupCoordinator(
             self._append, config=coordinator_config(broker, partitions), clock=_now_ms
         )
@@ -169,6 +172,40 @@ class GroupCoordinatorComponent:
         self._waits.clear()
         if self.coordinator is not None:
             self.coordinator.shutdown()
+
+    def ensure_offsets_topic(self) -> None:
+        """Cluster mode: create `__consumer_offsets` in ZooKeeper (in the background) when it does
+        not exist and enough brokers are alive for its replication factor."""
+        broker = self.broker
+        if broker.zk_broker is None or self._creating is not None:
+            return
+        rf = int(broker.config.get("offsets.topic.replication.factor"))
+        alive = len(broker.metadata_cache.alive_brokers())
+        if alive < rf:
+            log.info(
+                "%s not created yet: %d broker(s) alive, offsets.topic.replication.factor=%d",
+                OFFSETS_TOPIC, alive, rf,
+            )  # fmt: skip
+            return
+        coord = self.coordinator
+        partitions = (
+            coord.config.offsets_topic_num_partitions
+            if coord is not None
+            else int(broker.config.get("offsets.topic.num.partitions"))
+        )
+
+        def create() -> None:
+            try:
+                broker.metadata_store.create_topic(
+                    OFFSETS_TOPIC, partitions, dict(OFFSETS_TOPIC_CONFIGS), replication_factor=rf
+                )
+                log.info("created %s (%d partitions, RF %d)", OFFSETS_TOPIC, partitions, rf)
+            except Exception as exc:  # another broker was first, or ZooKeeper is away
+                log.info("creating %s: %s", OFFSETS_TOPIC, exc)
+
+        task = asyncio.get_running_loop().create_task(asyncio.to_thread(create))
+        self._creating = task
+        task.add_done_callback(lambda _t: setattr(self, "_creating", None))
 
     # -- following leadership ------------------------------------------------------------------------
     def on_leadership_change(self, change: LeadershipChange) -> None:

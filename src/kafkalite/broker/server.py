@@ -21,6 +21,7 @@ from kafkalite.broker.dynamic_config import DynamicBrokerConfig
 from kafkalite.broker.fetch_session import FetchSessionCache
 from kafkalite.broker.groups import GroupCoordinatorComponent
 from kafkalite.broker.purgatory import DelayedOperations
+from kafkalite.broker.zk_broker import ZkBroker
 from kafkalite.cluster.metadata import (
     LocalMetadataStore,
     MetadataError,
@@ -30,6 +31,7 @@ from kafkalite.cluster.metadata import (
 )
 from kafkalite.cluster.metadata_cache import BrokerEndpoint, MetadataCache, local_topic_metadata
 from kafkalite.cluster.replica_manager import ReplicaManager
+from kafkalite.cluster.zk_metadata_store import ZkMetadataStore
 from kafkalite.protocol import primitives as p
 from kafkalite.protocol.exceptions import DecodeError
 from kafkalite.protocol.headers import (
@@ -68,6 +70,10 @@ class BrokerServer:
         self.cluster_mode = config.zookeeper_connect is not None
         self.dispatch = DispatchTable.discover(cluster_mode=self.cluster_mode)
         self.groups = GroupCoordinatorComponent(self)
+        # cluster mode (zookeeper.connect set): registration, controller, replication
+        self.zk_broker: ZkBroker | None = None
+        if config.zookeeper_connect is not None:
+            self.zk_broker = ZkBroker(self, config.zookeeper_connect)
         self.cluster_id = ""
         self.connections: set[Connection] = set()
         self.advertised: list[Listener] = []
@@ -88,7 +94,13 @@ class BrokerServer:
             self._stopping = asyncio.Event()
         for d in self.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
-        self.cluster_id = ensure_meta_properties(self.log_dirs, self.broker_id)
+        zk_cluster_id = None
+        if self.zk_broker is not None:
+            zk_cluster_id = await self.zk_broker.connect()
+            self.metadata_store = ZkMetadataStore(
+                self.zk_broker.zk, int(self.config.get("default.replication.factor"))
+            )
+        self.cluster_id = ensure_meta_properties(self.log_dirs, self.broker_id, zk_cluster_id)
         self.metadata_cache.cluster_id = self.cluster_id
         self.metadata_store.load()
         # dynamic broker configs (AlterConfigs on a BROKER resource, kept in the data dir) are part of
@@ -108,12 +120,19 @@ class BrokerServer:
         await asyncio.to_thread(self.log_manager.startup)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.delayed.notify)
         self.replica_manager.adopt_loaded_logs(self.log_manager.logs())
-        self._reconcile_logs()
+        if self.zk_broker is None:
+            self._reconcile_logs()
         self.log_manager.start_background()
         await self._start_listeners()
-        self.metadata_cache.set_brokers([self.local_endpoint()], self.broker_id)
+        if self.zk_broker is None:
+            self.metadata_cache.set_brokers([self.local_endpoint()], self.broker_id)
+        else:
+            # until the controller's UpdateMetadata arrives, clients see this broker alone
+            self.metadata_cache.set_brokers([self.local_endpoint()], -1)
         await self.groups.start()
         self._groups_started = True
+        if self.zk_broker is not None:
+            await self.zk_broker.start()
         self._reaper = self._loop.create_task(self._reap_idle())
         log.info(
             "kafkalite broker %d started: cluster id %s, %d topics, data in %s",
@@ -184,7 +203,13 @@ class BrokerServer:
         )
 
     async def stop(self, grace: float = 10.0) -> None:
-        """Stop accepting, let in-flight requests finish, close connections, flush and close logs."""
+        """Stop accepting, let in-flight requests finish, close connections, flush and close logs.
+        In cluster mode leadership is handed over first (controlled shutdown)."""
+        if self.zk_broker is not None and self.started.is_set():
+            try:
+                await self.zk_broker.controlled_shutdown()
+            except Exception:
+                log.exception("controlled shutdown failed; stopping anyway")
         for srv in self._servers:
             srv.close()
         self.delayed.close()
@@ -199,6 +224,11 @@ class BrokerServer:
         self._servers.clear()
         if self._reaper is not None:
             self._reaper.cancel()
+        if self.zk_broker is not None:
+            try:
+                await self.zk_broker.stop()
+            except Exception:
+                log.exception("leaving the cluster failed")
         if self._groups_started:
             self._groups_started = False
             try:
@@ -260,13 +290,25 @@ class BrokerServer:
 
     # ------------------------------------------------------------------ topics
     def create_topic(
-        self, name: str, partitions: int | None = None, configs: dict[str, str] | None = None
+        self,
+        name: str,
+        partitions: int | None = None,
+        configs: dict[str, str] | None = None,
+        *,
+        replication_factor: int | None = None,
+        assignment: dict[int, tuple[int, ...]] | None = None,
     ) -> TopicInfo:
-        """Create a topic and its logs (raises MetadataError)."""
+        """Create a topic (raises MetadataError). A single node creates and leads its logs at once;
+        in a cluster the controller sees the new assignment in ZooKeeper and tells the replicas."""
         info = self.metadata_store.create_topic(
-            name, partitions or self.config.num_partitions, configs
+            name,
+            partitions or self.config.num_partitions,
+            configs,
+            replication_factor=replication_factor,
+            assignment=assignment,
         )
-        self._host_local_topic(info)
+        if self.zk_broker is None:
+            self._host_local_topic(info)
         log.info(
             "created topic %s with %d partitions (id %s)", name, info.partitions, info.topic_id
         )
@@ -274,14 +316,18 @@ class BrokerServer:
 
     def delete_topic(self, name: str) -> TopicInfo:
         info = self.metadata_store.delete_topic(name)
-        self.metadata_cache.remove_topic(name)
-        self.replica_manager.delete_topic(name)
-        log.info("deleted topic %s", name)
+        if self.zk_broker is None:
+            self.metadata_cache.remove_topic(name)
+            self.replica_manager.delete_topic(name)
+            log.info("deleted topic %s", name)
+        else:
+            log.info("topic %s marked for deletion", name)
         return info
 
     def add_partitions(self, name: str, count: int) -> TopicInfo:
         info = self.metadata_store.set_partitions(name, count)
-        self._host_local_topic(info)
+        if self.zk_broker is None:
+            self._host_local_topic(info)
         return info
 
     def get_log(self, topic: str, partition: int) -> Log | None:

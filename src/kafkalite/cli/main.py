@@ -60,7 +60,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from kafkalite.cli import clients, groups, pipeline, topics
+    from kafkalite.cli import clients, cluster, groups, pipeline, topics
 
     parser = argparse.ArgumentParser(
         prog="kafkalite", description="A Kafka-compatible broker in Python."
@@ -82,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=_serve)
 
     topics.add_parser(sub)
+    cluster.add_parser(sub)
     clients.add_parsers(sub)
     groups.add_parser(sub)
     pipeline.add_parser(sub)

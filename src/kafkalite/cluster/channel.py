@@ -155,6 +155,8 @@ class BrokerChannel:
             raise ChannelError(f"no connection to {self.host}:{self.port}")
         corr, frame = conn.send_request(request, version)
         fut: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
+        # a caller that timed out no longer awaits: its future's failure is expected, not news
+        fut.add_done_callback(_retrieve)
         self._waiters[corr] = fut
         try:
             writer.write(frame)
@@ -177,6 +179,11 @@ class BrokerChannel:
         if task is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+
+
+def _retrieve(fut: asyncio.Future[Response]) -> None:
+    if not fut.cancelled():
+        fut.exception()
 
 
 class ChannelManager:

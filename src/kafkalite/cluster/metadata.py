@@ -84,8 +84,11 @@ def _read_properties(path: Path) -> dict[str, str]:
     return out
 
 
-def ensure_meta_properties(log_dirs: list[Path], broker_id: int) -> str:
-    """Read or create meta.properties in every log dir; returns the cluster id (one per data set)."""
+def ensure_meta_properties(
+    log_dirs: list[Path], broker_id: int, expected_cluster_id: str | None = None
+) -> str:
+    """Read or create meta.properties in every log dir; returns the cluster id (one per data set).
+    In cluster mode `expected_cluster_id` is ZooKeeper's: data of another cluster is refused."""
     cluster_id: str | None = None
     for d in log_dirs:
         p = d / META_PROPERTIES
@@ -104,6 +107,14 @@ def ensure_meta_properties(log_dirs: list[Path], broker_id: int) -> str:
                     f"{p}: broker.id {bid} does not match configured broker.id {broker_id}; "
                     "use the matching broker.id or a fresh data directory"
                 )
+    if expected_cluster_id is not None:
+        if cluster_id is not None and cluster_id != expected_cluster_id:
+            raise MetadataError(
+                f"the data in {log_dirs[0]} belongs to cluster {cluster_id}, but ZooKeeper's "
+                f"cluster is {expected_cluster_id}: point zookeeper.connect at the right cluster "
+                "or use a fresh data directory"
+            )
+        cluster_id = expected_cluster_id
     if cluster_id is None:
         cluster_id = new_cluster_id()
     for d in log_dirs:
@@ -131,6 +142,9 @@ class MetadataStore(Protocol):
         partitions: int,
         configs: dict[str, str] | None = None,
         topic_id: uuid.UUID | None = None,
+        *,
+        replication_factor: int | None = None,
+        assignment: dict[int, tuple[int, ...]] | None = None,
     ) -> TopicInfo: ...
     def delete_topic(self, name: str) -> TopicInfo: ...
     def set_partitions(self, name: str, count: int) -> TopicInfo: ...
@@ -196,7 +210,18 @@ class LocalMetadataStore:
         partitions: int,
         configs: dict[str, str] | None = None,
         topic_id: uuid.UUID | None = None,
+        *,
+        replication_factor: int | None = None,
+        assignment: dict[int, tuple[int, ...]] | None = None,
     ) -> TopicInfo:
+        """A single node holds one replica of each partition: a replication factor or assignment
+        asking for anything else is refused."""
+        if replication_factor not in (None, -1, 1):
+            raise MetadataError(
+                f"Replication factor: {replication_factor} larger than available brokers: 1."
+            )
+        if assignment is not None:
+            partitions = len(assignment)
         err = topic_name_error(name)
         if err:
             raise MetadataError(err)

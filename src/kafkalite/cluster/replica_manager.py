@@ -142,6 +142,7 @@ class ReplicaManager:
         controller_epoch: int,
         states: Mapping[TopicPartition, LeaderAndIsrState],
         topic_ids: Mapping[str, uuid.UUID | None],
+        topic_configs: Mapping[str, Mapping[str, str]] | None = None,
     ) -> LeadershipChange:
         """Apply a LeaderAndIsr request. Partitions whose leader epoch is not newer than ours are
         left alone (STALE_CONTROLLER_EPOCH is the caller's check, per request)."""
@@ -161,7 +162,9 @@ class ReplicaManager:
                 change.errors[(topic, part)] = ErrorCode.STALE_CONTROLLER_EPOCH
                 continue
             try:
-                p = self._ensure_partition(topic, part, topic_ids.get(topic))
+                p = self._ensure_partition(
+                    topic, part, topic_ids.get(topic), (topic_configs or {}).get(topic)
+                )
             except Exception as exc:
                 log.error("cannot create the replica of %s-%d: %s", topic, part, exc)
                 change.errors[(topic, part)] = ErrorCode.KAFKA_STORAGE_ERROR

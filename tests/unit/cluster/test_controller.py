@@ -26,8 +26,8 @@ from kafkalite.cluster.controller.machine import (
     AlterPartitionRequested,
     BrokerInfo,
     BrokersChanged,
-    ControllerMachine,
     ControlledShutdownRequested,
+    ControllerMachine,
     DeleteTopicZNodes,
     PartitionStatesWritten,
     ReplyAlterPartition,
@@ -268,9 +268,7 @@ def test_random_failures_keep_leaders_live_and_epochs_growing(lives: list[set[in
     h = Harness((1, 2, 3, 4))
     h.create(assignment={0: (1, 2, 3), 1: (2, 3, 4), 2: (4, 1, 2)})
     epochs = {tp: s.leader_epoch for tp, s in h.m.leadership.items()}
-    gen = 0
-    for live in lives:
-        gen += 1
+    for gen, live in enumerate(lives, start=1):
         h.run(BrokersChanged({i: broker(i, 1000 * gen if i in live else 0) for i in live}))
         for tp, s in h.m.leadership.items():
             assert s.leader == NO_LEADER or (s.leader in live and s.leader in s.isr), (tp, s, live)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafkalite.broker.context import RequestContext
+from kafkalite.cluster.metadata import MetadataError
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.admin import CREATE_PARTITIONS, CreatePartitionsResponse
 
@@ -28,11 +29,17 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         elif t.count <= info.partitions:
             r.error_code = int(ErrorCode.INVALID_PARTITIONS)
             r.error_message = f"Topic currently has {info.partitions} partitions, which is higher than or equal to the requested {t.count}."
-        elif t.assignments is not None and any(
-            a.broker_ids != [broker.broker_id] for a in t.assignments
+        elif (
+            t.assignments is not None
+            and broker.zk_broker is None
+            and any(a.broker_ids != [broker.broker_id] for a in t.assignments)
         ):
             r.error_code = int(ErrorCode.INVALID_REPLICATION_ASSIGNMENT)
             r.error_message = f"Only broker {broker.broker_id} exists"
         elif not request.validate_only:
-            broker.add_partitions(t.name, t.count)
+            try:
+                broker.add_partitions(t.name, t.count)
+            except MetadataError as exc:
+                r.error_code = int(ErrorCode.INVALID_REPLICATION_ASSIGNMENT)
+                r.error_message = str(exc)
     return CreatePartitionsResponse(throttle_time_ms=0, results=results)

@@ -1,16 +1,20 @@
-"""CreateTopics (key 19): new topics with partition count, replication factor 1 and config overrides.
+"""CreateTopics (key 19): new topics with partition count, replication factor (up to the live brokers)
+or an explicit assignment, and config overrides; in a cluster it answers once leaders are announced.
 
 Supports validate_only; v5+ answers with the resulting configs, v7 with the topic id.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 import uuid
 from typing import Any
 
 from kafkalite.broker.context import RequestContext
 from kafkalite.broker.topic_configs import check_topic_overrides, topic_entries
+from kafkalite.cluster.controller.election import check_assignment
 from kafkalite.cluster.metadata import MetadataError, topic_name_error
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.admin import CREATE_TOPICS, CreateTopicsResponse
@@ -27,6 +31,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     seen: dict[str, int] = {}
     for t in request.topics:
         seen[t.name] = seen.get(t.name, 0) + 1
+    alive = {b.broker_id for b in broker.metadata_cache.alive_brokers()}
+    created: list[str] = []
     for t in request.topics:
         r = _Result(
             name=t.name,
@@ -60,16 +66,20 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             err = (ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{t.name}' already exists.")
         elif partitions <= 0:
             err = (ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
-        elif rf != 1:
+        elif rf <= 0:
             err = (
                 ErrorCode.INVALID_REPLICATION_FACTOR,
-                f"Replication factor: {rf} larger than available brokers: 1.",
+                "Replication factor must be larger than 0.",
             )
-        elif t.assignments and any(a.broker_ids != [broker.broker_id] for a in t.assignments):
+        elif rf > len(alive):
             err = (
-                ErrorCode.INVALID_REPLICATION_ASSIGNMENT,
-                f"Only broker {broker.broker_id} exists",
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                f"Replication factor: {rf} larger than available brokers: {len(alive)}.",
             )
+        elif t.assignments and (
+            why := check_assignment({a.partition_index: a.broker_ids for a in t.assignments}, alive)
+        ):
+            err = (ErrorCode.INVALID_REPLICATION_ASSIGNMENT, why)
         elif (why := check_topic_overrides(broker, overrides)) is not None:
             err = (ErrorCode.INVALID_CONFIG, why)
         if err is not None:
@@ -77,14 +87,22 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             log.info("CreateTopics %s from %s refused: %s", t.name, ctx.client_id, err[1])
             continue
         if not request.validate_only:
+            assignment = (
+                {a.partition_index: tuple(a.broker_ids) for a in t.assignments}
+                if t.assignments
+                else None
+            )
             try:
-                info = broker.create_topic(t.name, partitions, overrides)
+                info = broker.create_topic(
+                    t.name, partitions, overrides, replication_factor=rf, assignment=assignment
+                )
             except MetadataError as exc:
                 r.error_code, r.error_message = int(ErrorCode.INVALID_TOPIC_EXCEPTION), str(exc)
                 continue
             r.topic_id = info.topic_id
+            created.append(t.name)
         r.num_partitions = partitions
-        r.replication_factor = 1
+        r.replication_factor = rf
         if ctx.api_version >= 5:
             r.configs = [
                 _Cfg(
@@ -96,4 +114,24 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 )
                 for e in topic_entries(broker, overrides)
             ]
+    if created and broker.zk_broker is not None:
+        await _await_leaders(ctx, created, request.timeout_ms)
     return CreateTopicsResponse(throttle_time_ms=0, topics=results)
+
+
+async def _await_leaders(ctx: RequestContext, topics: list[str], timeout_ms: int) -> None:
+    """Cluster mode: answer once the controller has announced a leader for every new partition (or
+    the request's timeout passed: the topic exists and its leaders follow), as Kafka's
+    DelayedCreatePartitions does."""
+    cache = ctx.broker.metadata_cache
+    deadline = time.monotonic() + max(timeout_ms, 0) / 1000
+
+    def ready() -> bool:
+        for name in topics:
+            t = cache.topic(name)
+            if t is None or not t.partitions or not all(p.has_leader for p in t.partitions):
+                return False
+        return True
+
+    while not ready() and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)

@@ -39,6 +39,8 @@ def _lookup(
             )
         partition = coord.partition_for(key)
         node = broker.metadata_cache.leader_endpoint(OFFSETS_TOPIC, partition)
+        if node is None and OFFSETS_TOPIC not in broker.metadata_cache:
+            broker.groups.ensure_offsets_topic()
         if node is None:
             return (
                 ErrorCode.COORDINATOR_NOT_AVAILABLE,

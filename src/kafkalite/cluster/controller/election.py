@@ -5,7 +5,7 @@ replica placement for new topics (Kafka's rack-unaware and rack-aware assignment
 from __future__ import annotations
 
 import random
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from kafkalite.cluster.controller.states import NO_LEADER, LeaderIsr
 
@@ -178,7 +178,7 @@ def _assign_rack_aware(
 
 
 def check_assignment(
-    assignment: dict[int, Sequence[int]], known_brokers: Collection[int]
+    assignment: Mapping[int, Sequence[int]], known_brokers: Collection[int]
 ) -> str | None:
     """Why an explicit replica assignment is invalid (INVALID_REPLICATION_ASSIGNMENT), or None."""
     sizes = {len(r) for r in assignment.values()}

@@ -319,6 +319,11 @@ class ControllerMachine:
         effects += self._send_leader_and_isr(
             [tp for tp in self.all_partitions() if tp in self.leadership]
         )
+        # replicas on brokers that died while no controller watched leave their ISRs now, and
+        # partitions they led get a leader (Kafka's OfflineReplica transitions at startup)
+        gone = {r for tp in self.all_partitions() for r in self.replicas(tp)} - live
+        if gone:
+            effects += self._on_brokers_dead(gone)
         effects += self._elect(self._needing_leader())
         if self.deleting:
             effects += self._delete_topics(frozenset(self.deleting))

@@ -1,0 +1,385 @@
+"""ZkBroker: this broker's part in a ZooKeeper-mode cluster — registration, the controller's requests
+(LeaderAndIsr, UpdateMetadata, StopReplica) applied to ReplicaManager, MetadataCache and fetchers,
+ISR shrink/expand proposals (AlterPartition) and controlled shutdown (ControlledShutdown).
+
+The controller's decisions live in cluster.controller; this is the broker's edge of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kafkalite.cluster.channel import ChannelError, ChannelManager
+from kafkalite.cluster.kafka_controller import KafkaController
+from kafkalite.cluster.metadata_cache import BrokerEndpoint, PartitionMetadata, TopicMetadata
+from kafkalite.cluster.partition import LeaderAndIsrState, Partition
+from kafkalite.cluster.replica_fetcher import FetcherConfig, ReplicaFetcherManager
+from kafkalite.cluster.zk import KafkaZkClient
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.messages.cluster import (
+    AlterPartitionRequest,
+    ControlledShutdownRequest,
+)
+
+if TYPE_CHECKING:
+    from kafkalite.broker.server import BrokerServer
+
+log = logging.getLogger("kafkalite.broker.zk_broker")
+
+TopicPartition = tuple[str, int]
+LEADER_DURING_DELETE = -2  # UpdateMetadata's leader for a topic being deleted
+ALTER_PARTITION_VERSION = 1  # topic names (v2 moved to topic ids)
+CONTROLLED_SHUTDOWN_VERSION = 3
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True)
+class ControllerRequestCheck:
+    """Why a controller request was refused (None: accepted)."""
+
+    error: ErrorCode
+    reason: str
+
+
+class ZkBroker:
+    """Everything a broker does only in cluster mode, started after the listeners are up."""
+
+    def __init__(self, server: BrokerServer, zookeeper_connect: str) -> None:
+        self.server = server
+        cfg = server.config
+        self.broker_id = server.broker_id
+        session_ms = int(cfg.get("zookeeper.session.timeout.ms"))
+        conn_ms = cfg.get("zookeeper.connection.timeout.ms")
+        self.zk = KafkaZkClient(
+            zookeeper_connect,
+            session_timeout_ms=session_ms,
+            connection_timeout_ms=int(conn_ms) if conn_ms is not None else session_ms,
+        )
+        self.broker_epoch = -1
+        self.controller_id = -1
+        self.controller_epoch = -1
+        self.channels = ChannelManager(client_id=f"broker-{self.broker_id}")
+        self.fetchers: ReplicaFetcherManager | None = None
+        self.controller: KafkaController | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._pending_isr: dict[TopicPartition, tuple[int, ...]] = {}
+        self._alter_wake = asyncio.Event()
+        self.lag_time_max_ms = int(cfg.get("replica.lag.time.max.ms"))
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    async def connect(self) -> str:
+        """Connect to ZooKeeper; returns the cluster id (created by the first broker)."""
+        await asyncio.to_thread(self.zk.start)
+        return await asyncio.to_thread(self.zk.get_or_create_cluster_id)
+
+    async def start(self) -> None:
+        """Register this broker, start fetchers, the ISR checker and the controller candidacy."""
+        server = self.server
+        cfg = server.config
+        rm = server.replica_manager
+        rm.alter_isr = self.propose_isr
+        self.fetchers = ReplicaFetcherManager(
+            self.broker_id,
+            rm,
+            self._channel_for,
+            FetcherConfig(
+                fetch_max_bytes=int(cfg.get("replica.fetch.max.bytes")),
+                response_max_bytes=int(cfg.get("replica.fetch.response.max.bytes")),
+                fetch_wait_max_ms=int(cfg.get("replica.fetch.wait.max.ms")),
+                fetch_min_bytes=int(cfg.get("replica.fetch.min.bytes")),
+                backoff_ms=int(cfg.get("replica.fetch.backoff.ms")),
+                num_fetchers=int(cfg.get("num.replica.fetchers")),
+            ),
+        )
+        me = server.local_endpoint()
+        self.broker_epoch = await asyncio.to_thread(
+            self.zk.register_broker, self.broker_id, me.host, me.port, me.rack
+        )
+        log.info(
+            "registered broker %d in ZooKeeper (broker epoch %d)", self.broker_id, self.broker_epoch
+        )
+        loop = asyncio.get_running_loop()
+        self._tasks.append(loop.create_task(self._isr_expiration(), name="isr-expiration"))
+        self._tasks.append(loop.create_task(self._alter_partition_sender(), name="alter-partition"))
+        self.controller = KafkaController(
+            self.broker_id, self.zk, self.channels, self._unclean_allowed
+        )
+        await self.controller.start()
+
+    async def stop(self) -> None:
+        if self.controller is not None:
+            await self.controller.stop()
+        for t in self._tasks:
+            t.cancel()
+        for t in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        self._tasks.clear()
+        if self.fetchers is not None:
+            await self.fetchers.shutdown()
+        await self.channels.close_all()
+        await asyncio.to_thread(self.zk.close)
+
+    def _unclean_allowed(self, topic: str) -> bool:
+        """unclean.leader.election.enable of a topic (its override, else the broker's)."""
+        try:
+            override = self.zk.topic_config(topic).get("unclean.leader.election.enable")
+        except Exception:
+            override = None
+        value = (
+            override
+            if override is not None
+            else self.server.config.get("unclean.leader.election.enable")
+        )
+        return str(value).lower() == "true"
+
+    def _channel_for(self, broker_id: int) -> Any:
+        ep = self.server.metadata_cache.broker(broker_id)
+        if ep is None:
+            return None
+        return self.channels.get(broker_id, ep.host, ep.port)
+
+    # -- controller requests -------------------------------------------------------------------------
+    def check_controller_request(
+        self, controller_id: int, controller_epoch: int, broker_epoch: int, what: str, peer: str
+    ) -> ControllerRequestCheck | None:
+        """Kafka's checks on LeaderAndIsr / UpdateMetadata / StopReplica: an older controller epoch
+        is stale; so is a broker epoch older than this registration. A request claiming a newer
+        epoch must come from the controller ZooKeeper names (clients cannot forge leadership)."""
+        if controller_epoch < self.controller_epoch:
+            return ControllerRequestCheck(
+                ErrorCode.STALE_CONTROLLER_EPOCH,
+                f"{what} from {peer}: controller epoch {controller_epoch} is older than "
+                f"{self.controller_epoch}",
+            )
+        if 0 <= broker_epoch < self.broker_epoch:
+            return ControllerRequestCheck(
+                ErrorCode.STALE_BROKER_EPOCH,
+                f"{what} from {peer}: broker epoch {broker_epoch} is older than ours "
+                f"({self.broker_epoch})",
+            )
+        if controller_epoch > self.controller_epoch or controller_id != self.controller_id:
+            current = self.zk.read_controller()  # (controller id, epoch) as ZooKeeper has them
+            if current is None or current != (controller_id, controller_epoch):
+                return ControllerRequestCheck(
+                    ErrorCode.STALE_CONTROLLER_EPOCH,
+                    f"{what} from {peer} claims controller {controller_id} at epoch "
+                    f"{controller_epoch}, but ZooKeeper says {current}; ignored",
+                )
+            self.controller_id, self.controller_epoch = current
+        return None
+
+    async def apply_leader_and_isr(
+        self,
+        states: Mapping[TopicPartition, LeaderAndIsrState],
+        topic_ids: Mapping[str, uuid.UUID | None],
+    ) -> dict[TopicPartition, ErrorCode]:
+        server = self.server
+        rm = server.replica_manager
+        # a replica created here takes its topic's config overrides from ZooKeeper
+        new_topics = {t for (t, p) in states if rm.get_partition(t, p) is None}
+        configs: dict[str, dict[str, str]] = {}
+        for topic in new_topics:
+            try:
+                configs[topic] = await asyncio.to_thread(self.zk.topic_config, topic)
+            except Exception as exc:
+                log.warning("cannot read the config of topic %s: %s", topic, exc)
+        change = rm.become_leader_or_follower(self.controller_epoch, states, topic_ids, configs)
+        assert self.fetchers is not None
+        self.fetchers.remove_fetchers([p.key for p in change.became_leader])
+        self.fetchers.add_fetchers(change.became_follower)
+        for p in change.became_leader:
+            self._pending_isr.pop(p.key, None)
+        server.groups.on_leadership_change(change)
+        return change.errors
+
+    def apply_update_metadata(
+        self,
+        brokers: list[BrokerEndpoint],
+        states: list[PartitionMetadata],
+        topic_ids: Mapping[str, uuid.UUID],
+    ) -> None:
+        cache = self.server.metadata_cache
+        cache.set_brokers(brokers, self.controller_id)
+        deleted = {s.topic for s in states if s.leader == LEADER_DURING_DELETE}
+        for name in deleted:
+            cache.remove_topic(name)
+        by_topic: dict[str, list[PartitionMetadata]] = {}
+        for s in states:
+            if s.topic not in deleted:
+                by_topic.setdefault(s.topic, []).append(s)
+        for name, parts in by_topic.items():
+            tid = topic_ids.get(name)
+            existing = cache.topic(name)
+            if existing is None or (tid is not None and existing.topic_id != tid):
+                cache.put_topic(TopicMetadata(name, tid or uuid.UUID(int=0), ()))
+            cache.update_partitions(parts)
+
+    async def apply_stop_replica(
+        self, partitions: list[tuple[TopicPartition, bool]]
+    ) -> dict[TopicPartition, ErrorCode]:
+        assert self.fetchers is not None
+        rm = self.server.replica_manager
+        self.fetchers.remove_fetchers([tp for tp, _ in partitions])
+        out: dict[TopicPartition, ErrorCode] = {}
+        for (topic, part), delete in partitions:
+            try:
+                rm.stop_replica(topic, part, delete)
+                out[(topic, part)] = ErrorCode.NO_ERROR
+            except Exception as exc:
+                log.error("StopReplica of %s-%d failed: %s", topic, part, exc)
+                out[(topic, part)] = ErrorCode.KAFKA_STORAGE_ERROR
+        await self.fetchers.shutdown_idle()
+        return out
+
+    # -- ISR changes (KIP-497) -------------------------------------------------------------------------
+    def propose_isr(self, partition: Partition, new_isr: tuple[int, ...]) -> None:
+        """Ask the controller to change a partition's ISR; until it answers, the high watermark
+        counts the larger set (Partition.pending_isr)."""
+        if partition.pending_isr is not None or not partition.is_leader:
+            return
+        partition.pending_isr = new_isr
+        self._pending_isr[partition.key] = new_isr
+        self._alter_wake.set()
+
+    async def _isr_expiration(self) -> None:
+        """Every replica.lag.time.max.ms / 2: followers that fell behind leave the ISR."""
+        period = max(self.lag_time_max_ms / 2000, 0.05)
+        rm = self.server.replica_manager
+        while True:
+            await asyncio.sleep(period)
+            now = _now_ms()
+            for p in rm.leader_partitions():
+                out = p.out_of_sync_followers(now, self.lag_time_max_ms)
+                if out and p.pending_isr is None:
+                    shrunk = tuple(r for r in p.isr if r not in out)
+                    log.info(
+                        "%s-%d: shrinking ISR %s to %s (followers %s lag > %d ms)",
+                        p.topic, p.partition, list(p.isr), list(shrunk), sorted(out),
+                        self.lag_time_max_ms,
+                    )  # fmt: skip
+                    self.propose_isr(p, shrunk)
+
+    async def _alter_partition_sender(self) -> None:
+        while True:
+            await self._alter_wake.wait()
+            self._alter_wake.clear()
+            if not self._pending_isr:
+                continue
+            try:
+                await self._send_alter_partition()
+            except (TimeoutError, ChannelError, OSError) as exc:
+                log.warning("AlterPartition to the controller failed: %s; retrying", exc)
+                self.controller_id = -1  # ask ZooKeeper who the controller is now
+                await asyncio.sleep(0.5)
+                self._alter_wake.set()
+
+    async def _send_alter_partition(self) -> None:
+        rm = self.server.replica_manager
+        batch = dict(self._pending_isr)
+        T = AlterPartitionRequest.TopicData
+        P = T.PartitionData
+        by_topic: dict[str, list[Any]] = {}
+        for (topic, part), isr in batch.items():
+            p = rm.get_partition(topic, part)
+            if p is None or not p.is_leader:
+                self._pending_isr.pop((topic, part), None)
+                continue
+            by_topic.setdefault(topic, []).append(
+                P(
+                    partition_index=part,
+                    leader_epoch=p.leader_epoch,
+                    new_isr=list(isr),
+                    leader_recovery_state=0,
+                    partition_epoch=p.partition_epoch,
+                )
+            )
+        if not by_topic:
+            return
+        req = AlterPartitionRequest(
+            broker_id=self.broker_id,
+            broker_epoch=self.broker_epoch,
+            topics=[T(topic_name=t, partitions=ps) for t, ps in by_topic.items()],
+        )
+        resp = await self._send_to_controller(req, ALTER_PARTITION_VERSION)
+        if resp.error_code:
+            raise ChannelError(f"controller answered {ErrorCode.name_of(resp.error_code)}")
+        for t in resp.topics:
+            for r in t.partitions:
+                key = (t.topic_name, r.partition_index)
+                self._pending_isr.pop(key, None)
+                p = rm.get_partition(*key)
+                if p is None:
+                    continue
+                if r.error_code == 0 and p.is_leader and r.leader_epoch == p.leader_epoch:
+                    p.apply_isr(tuple(r.isr), r.partition_epoch)
+                    log.info(
+                        "%s-%d: ISR now %s (partition epoch %d)",
+                        key[0], key[1], list(p.isr), p.partition_epoch,
+                    )  # fmt: skip
+                else:
+                    p.pending_isr = None
+                    log.info(
+                        "%s-%d: ISR change refused: %s",
+                        key[0], key[1], ErrorCode.name_of(r.error_code),
+                    )  # fmt: skip
+
+    async def _send_to_controller(self, request: Any, version: int) -> Any:
+        if self.controller_id < 0:
+            current = await asyncio.to_thread(self.zk.read_controller)
+            if current is None:
+                raise ChannelError("no controller is elected")
+            self.controller_id, self.controller_epoch = current
+        ch = self._channel_for(self.controller_id)
+        if ch is None:
+            reg = await asyncio.to_thread(self.zk.broker_endpoint, self.controller_id)
+            if reg is None:
+                raise ChannelError(f"controller {self.controller_id} is not registered")
+            ch = self.channels.get(self.controller_id, reg[0], reg[1])
+        return await ch.send(request, version)
+
+    # -- controlled shutdown -------------------------------------------------------------------------------
+    async def controlled_shutdown(self) -> bool:
+        """Ask the controller to move leadership off this broker before it stops; True when it
+        leads nothing any more."""
+        cfg = self.server.config
+        if not bool(cfg.get("controlled.shutdown.enable")):
+            return False
+        retries = int(cfg.get("controlled.shutdown.max.retries"))
+        backoff = int(cfg.get("controlled.shutdown.retry.backoff.ms")) / 1000
+        for attempt in range(1, retries + 1):
+            try:
+                self.controller_id = -1  # ask ZooKeeper who it is now
+                resp = await self._send_to_controller(
+                    ControlledShutdownRequest(
+                        broker_id=self.broker_id, broker_epoch=self.broker_epoch
+                    ),
+                    CONTROLLED_SHUTDOWN_VERSION,
+                )
+            except (TimeoutError, ChannelError, OSError) as exc:
+                log.warning("controlled shutdown attempt %d failed: %s", attempt, exc)
+                await asyncio.sleep(backoff)
+                continue
+            remaining = [(r.topic_name, r.partition_index) for r in resp.remaining_partitions]
+            if resp.error_code == 0 and not remaining:
+                log.info("controlled shutdown complete: this broker leads no partition")
+                return True
+            log.info(
+                "controlled shutdown attempt %d: %s, %d partition(s) still led here",
+                attempt, ErrorCode.name_of(resp.error_code), len(remaining),
+            )  # fmt: skip
+            await asyncio.sleep(backoff)
+        log.warning(
+            "controlled shutdown did not finish after %d attempts; stopping anyway", retries
+        )
+        return False

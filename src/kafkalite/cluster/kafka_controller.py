@@ -1,0 +1,455 @@
+"""KafkaController: the I/O edge of the controller — competes for /controller, turns ZooKeeper watches
+and broker requests into events for ControllerMachine, one at a time, and carries out its effects:
+partition-state writes, LeaderAndIsr / UpdateMetadata / StopReplica requests, replies.
+
+Watches arrive on kazoo's thread and are hopped onto the event loop; every ZooKeeper call runs in a
+worker thread; requests to each broker go out in order from one queue per broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import uuid
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from kafkalite.cluster import zk_data as zd
+from kafkalite.cluster.channel import ChannelError, ChannelManager
+from kafkalite.cluster.controller.machine import (
+    AlterPartitionItem,
+    AlterPartitionRequested,
+    BrokerInfo,
+    BrokersChanged,
+    ControlledShutdownRequested,
+    ControllerMachine,
+    DeleteTopicZNodes,
+    Effect,
+    Event,
+    PartitionInfo,
+    PartitionStatesReloaded,
+    PartitionStatesWritten,
+    ReadPartitionStates,
+    ReplyAlterPartition,
+    ReplyControlledShutdown,
+    SendLeaderAndIsr,
+    SendStopReplica,
+    SendUpdateMetadata,
+    Startup,
+    TopicDeletionRequested,
+    TopicInfo,
+    TopicsChanged,
+    WritePartitionStates,
+)
+from kafkalite.cluster.controller.states import LeaderIsr
+from kafkalite.cluster.zk import KafkaZkClient, asyncio_callback
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.messages.cluster import (
+    LeaderAndIsrRequest,
+    StopReplicaRequest,
+    UpdateMetadataRequest,
+)
+
+log = logging.getLogger("kafkalite.cluster.controller")
+
+TopicPartition = tuple[str, int]
+LEADER_AND_ISR_VERSION = 6
+UPDATE_METADATA_VERSION = 7
+STOP_REPLICA_VERSION = 3
+REPLY_TIMEOUT_S = 30.0
+
+_ELECT = "elect"
+_BROKERS = "brokers"
+_TOPICS = "topics"
+_DELETIONS = "deletions"
+
+
+class KafkaController:
+    def __init__(
+        self,
+        broker_id: int,
+        zk: KafkaZkClient,
+        channels: ChannelManager,
+        unclean: Callable[[str], bool],
+    ) -> None:
+        self.broker_id = broker_id
+        self.zk = zk
+        self.channels = channels
+        self.machine = ControllerMachine(broker_id, unclean)
+        self.active = False
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+        self._replies: dict[int, asyncio.Future[Any]] = {}
+        self._ids = itertools.count(1)
+        self._outbox: dict[int, asyncio.Queue[Any]] = {}
+        self._senders: dict[int, asyncio.Task[None]] = {}
+        self._watching = False
+        self._topic_watches: set[str] = set()
+
+    @property
+    def epoch(self) -> int:
+        return self.machine.epoch
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._task = loop.create_task(self._run(), name=f"controller-{self.broker_id}")
+        await asyncio.to_thread(
+            self.zk.watch_data, zd.CONTROLLER, asyncio_callback(loop, self._on_controller_znode)
+        )
+
+    async def stop(self) -> None:
+        if self.active:
+            self.active = False
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(self.zk.resign_controller, self.broker_id)
+        tasks = [t for t in (self._task, *self._senders.values()) if t is not None]
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        for fut in self._replies.values():
+            if not fut.done():
+                fut.cancel()
+
+    def _on_controller_znode(self, data: bytes | None) -> None:
+        if data is None:
+            self._queue.put_nowait(_ELECT)  # nobody leads: try
+        elif self.active:
+            try:
+                if zd.decode_controller(data) != self.broker_id:
+                    self._queue.put_nowait(_ELECT)  # someone else took over: step down
+            except zd.ZkDataError:
+                pass
+
+    def _enqueue(self, what: Any) -> Callable[..., None]:
+        def put(*_args: Any) -> None:
+            self._queue.put_nowait(what)
+
+        return put
+
+    # -- the event loop --------------------------------------------------------------------------------
+    async def _run(self) -> None:
+        while True:
+            item = await self._queue.get()
+            try:
+                await self._process(item)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("controller event %r failed", item)
+
+    async def _process(self, item: Any) -> None:
+        if item == _ELECT:
+            await self._elect()
+            return
+        if not self.active:
+            if isinstance(item, (ControlledShutdownRequested, AlterPartitionRequested)):
+                self._resolve(item.request_id, None)
+            return
+        event: Event
+        if item == _BROKERS:
+            event = BrokersChanged(await self._load_brokers())
+        elif item == _TOPICS:
+            event = TopicsChanged(await self._load_topics())
+        elif item == _DELETIONS:
+            names = await asyncio.to_thread(self.zk.topics_to_delete)
+            if not names:
+                return
+            event = TopicDeletionRequested(frozenset(names))
+        else:
+            event = item
+        await self._execute(self.machine.handle(event))
+
+    async def _elect(self) -> None:
+        current = await asyncio.to_thread(self.zk.read_controller)
+        if self.active:
+            if current is not None and current[0] == self.broker_id:
+                return
+            log.warning("broker %d is no longer the controller", self.broker_id)
+            self.active = False
+            return
+        if current is not None:
+            return
+        won = await asyncio.to_thread(self.zk.try_elect_controller, self.broker_id)
+        if won is None:
+            return
+        epoch, _ = won
+        log.info("broker %d is the controller (controller epoch %d)", self.broker_id, epoch)
+        brokers = await self._load_brokers()
+        topics = await self._load_topics()
+        tps = [(t.name, p) for t in topics.values() for p in t.assignment]
+        raw = await asyncio.to_thread(self.zk.partition_states, tps)
+        states = {
+            tp: LeaderIsr(s.leader, s.leader_epoch, s.isr, s.version) for tp, s in raw.items()
+        }
+        deleting = frozenset(await asyncio.to_thread(self.zk.topics_to_delete))
+        self.active = True
+        await self._watch()
+        await self._execute(self.machine.handle(Startup(epoch, brokers, topics, states, deleting)))
+
+    async def _watch(self) -> None:
+        if self._watching:
+            return
+        self._watching = True
+        loop = asyncio.get_running_loop()
+        for path, what in (
+            (zd.BROKER_IDS, _BROKERS),
+            (zd.BROKER_TOPICS, _TOPICS),
+            (zd.DELETE_TOPICS, _DELETIONS),
+        ):
+            await asyncio.to_thread(
+                self.zk.watch_children, path, asyncio_callback(loop, self._enqueue(what))
+            )
+
+    async def _load_brokers(self) -> dict[int, BrokerInfo]:
+        regs = await asyncio.to_thread(self.zk.live_brokers)
+        return {b: BrokerInfo(b, r.host, r.port, r.rack, r.epoch) for b, r in regs.items()}
+
+    async def _load_topics(self) -> dict[str, TopicInfo]:
+        topics = await asyncio.to_thread(self.zk.topics)
+        loop = asyncio.get_running_loop()
+        for name in topics:
+            if name not in self._topic_watches:
+                # new partitions of an existing topic change its znode's data, not the children
+                self._topic_watches.add(name)
+                await asyncio.to_thread(
+                    self.zk.watch_data,
+                    zd.topic_path(name),
+                    asyncio_callback(loop, self._enqueue(_TOPICS)),
+                )
+        return {n: TopicInfo(n, t.topic_id, dict(t.partitions)) for n, t in topics.items()}
+
+    # -- requests from brokers (ControlledShutdown, AlterPartition) -----------------------------------------
+    async def controlled_shutdown(
+        self, broker_id: int, broker_epoch: int
+    ) -> ReplyControlledShutdown:
+        rid = next(self._ids)
+        reply = await self._ask(ControlledShutdownRequested(broker_id, broker_epoch, rid), rid)
+        if reply is None:
+            return ReplyControlledShutdown(rid, ErrorCode.NOT_CONTROLLER, ())
+        assert isinstance(reply, ReplyControlledShutdown)
+        return reply
+
+    async def alter_partition(
+        self, broker_id: int, broker_epoch: int, items: tuple[AlterPartitionItem, ...]
+    ) -> ReplyAlterPartition:
+        rid = next(self._ids)
+        reply = await self._ask(AlterPartitionRequested(broker_id, broker_epoch, items, rid), rid)
+        if reply is None:
+            return ReplyAlterPartition(rid, ErrorCode.NOT_CONTROLLER, {})
+        assert isinstance(reply, ReplyAlterPartition)
+        return reply
+
+    async def _ask(self, event: Any, rid: int) -> Any:
+        if not self.active:
+            return None
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._replies[rid] = fut
+        self._queue.put_nowait(event)
+        try:
+            return await asyncio.wait_for(fut, REPLY_TIMEOUT_S)
+        except (TimeoutError, asyncio.CancelledError):
+            return None
+        finally:
+            self._replies.pop(rid, None)
+
+    def _resolve(self, rid: int, value: Any) -> None:
+        fut = self._replies.get(rid)
+        if fut is not None and not fut.done():
+            fut.set_result(value)
+
+    # -- effects ------------------------------------------------------------------------------------------
+    async def _execute(self, effects: list[Effect]) -> None:
+        queue: deque[Effect] = deque(effects)
+        while queue:
+            eff = queue.popleft()
+            follow: list[Effect] = []
+            if isinstance(eff, WritePartitionStates):
+                done, failed = await asyncio.to_thread(
+                    self.zk.write_partition_states,
+                    {
+                        tp: (s.leader, s.leader_epoch, s.isr, s.partition_epoch)
+                        for tp, s in eff.states.items()
+                    },
+                    eff.controller_epoch,
+                )
+                if failed:
+                    log.warning("partition state writes lost their compare-and-set: %s", failed)
+                follow = self.machine.handle(PartitionStatesWritten(eff.tag, done, tuple(failed)))
+            elif isinstance(eff, ReadPartitionStates):
+                raw = await asyncio.to_thread(self.zk.partition_states, list(eff.partitions))
+                states = {
+                    tp: LeaderIsr(s.leader, s.leader_epoch, s.isr, s.version)
+                    for tp, s in raw.items()
+                }
+                follow = self.machine.handle(PartitionStatesReloaded(states))
+            elif isinstance(eff, DeleteTopicZNodes):
+                await asyncio.to_thread(self.zk.delete_topic_znodes, eff.topic)
+                self._topic_watches.discard(eff.topic)
+                log.info("deleted topic %s", eff.topic)
+            elif isinstance(eff, (ReplyControlledShutdown, ReplyAlterPartition)):
+                self._resolve(eff.request_id, eff)
+            elif isinstance(eff, SendLeaderAndIsr):
+                self._post(eff.broker_id, self._leader_and_isr(eff), LEADER_AND_ISR_VERSION)
+            elif isinstance(eff, SendUpdateMetadata):
+                for b in eff.broker_ids:
+                    self._post(b, self._update_metadata(eff, b), UPDATE_METADATA_VERSION)
+            elif isinstance(eff, SendStopReplica):
+                self._post(eff.broker_id, self._stop_replica(eff), STOP_REPLICA_VERSION)
+            queue.extendleft(reversed(follow))
+
+    def _broker_epoch(self, broker_id: int) -> int:
+        b = self.machine.brokers.get(broker_id)
+        return b.epoch if b is not None else -1
+
+    def _post(self, broker_id: int, request: Any, version: int) -> None:
+        """Queue a request for one broker; a sender per broker keeps them in order."""
+        box = self._outbox.get(broker_id)
+        if box is None:
+            box = self._outbox[broker_id] = asyncio.Queue()
+            self._senders[broker_id] = asyncio.get_running_loop().create_task(
+                self._send_loop(broker_id, box), name=f"controller-to-{broker_id}"
+            )
+        box.put_nowait((request, version))
+
+    async def _send_loop(self, broker_id: int, box: asyncio.Queue[Any]) -> None:
+        while True:
+            request, version = await box.get()
+            for attempt in range(3):
+                b = self.machine.brokers.get(broker_id)
+                if b is None or not self.active:
+                    break  # gone: it gets everything again when it returns
+                try:
+                    ch = self.channels.get(broker_id, b.host, b.port)
+                    resp = await ch.send(request, version)
+                    if resp.error_code:
+                        log.warning(
+                            "broker %d answered %s with %s",
+                            broker_id, type(request).__name__, ErrorCode.name_of(resp.error_code),
+                        )  # fmt: skip
+                    break
+                except ChannelError as exc:
+                    log.warning(
+                        "%s to broker %d failed (attempt %d): %s",
+                        type(request).__name__, broker_id, attempt + 1, exc,
+                    )  # fmt: skip
+                    await asyncio.sleep(0.2 * (attempt + 1))
+
+    # -- request builders ---------------------------------------------------------------------------------
+    def _leader_and_isr(self, eff: SendLeaderAndIsr) -> Any:
+        R = LeaderAndIsrRequest
+        P = R.LeaderAndIsrPartitionState
+        by_topic: dict[str, list[Any]] = {}
+        leaders: set[int] = set()
+        for (topic, part), info in sorted(eff.partitions.items()):
+            by_topic.setdefault(topic, []).append(
+                P(
+                    partition_index=part,
+                    controller_epoch=eff.controller_epoch,
+                    leader=info.state.leader,
+                    leader_epoch=info.state.leader_epoch,
+                    isr=list(info.state.isr),
+                    partition_epoch=info.state.partition_epoch,
+                    replicas=list(info.replicas),
+                    adding_replicas=[],
+                    removing_replicas=[],
+                    is_new=info.is_new,
+                    leader_recovery_state=0,
+                )
+            )
+            if info.state.leader >= 0:
+                leaders.add(info.state.leader)
+        return R(
+            controller_id=self.broker_id,
+            controller_epoch=eff.controller_epoch,
+            broker_epoch=self._broker_epoch(eff.broker_id),
+            type=0,
+            topic_states=[
+                R.LeaderAndIsrTopicState(
+                    topic_name=t,
+                    topic_id=eff.topic_ids.get(t, uuid.UUID(int=0)),
+                    partition_states=ps,
+                )
+                for t, ps in by_topic.items()
+            ],
+            live_leaders=[
+                R.LeaderAndIsrLiveLeader(broker_id=b.broker_id, host_name=b.host, port=b.port)
+                for b in self.machine.brokers.values()
+                if b.broker_id in leaders
+            ],
+        )
+
+    def _update_metadata(self, eff: SendUpdateMetadata, to: int) -> Any:
+        R = UpdateMetadataRequest
+        P = R.UpdateMetadataPartitionState
+        B = R.UpdateMetadataBroker
+        by_topic: dict[str, list[Any]] = {}
+        for (topic, part), info in sorted(eff.partitions.items()):
+            by_topic.setdefault(topic, []).append(
+                _um_partition(P, part, eff.controller_epoch, info)
+            )
+        return R(
+            controller_id=self.broker_id,
+            controller_epoch=eff.controller_epoch,
+            broker_epoch=self._broker_epoch(to),
+            topic_states=[
+                R.UpdateMetadataTopicState(
+                    topic_name=t,
+                    topic_id=eff.topic_ids.get(t, uuid.UUID(int=0)),
+                    partition_states=ps,
+                )
+                for t, ps in by_topic.items()
+            ],
+            live_brokers=[
+                B(
+                    id=b.broker_id,
+                    endpoints=[
+                        B.UpdateMetadataEndpoint(
+                            port=b.port, host=b.host, listener="PLAINTEXT", security_protocol=0
+                        )
+                    ],
+                    rack=b.rack,
+                )
+                for b in eff.brokers
+            ],
+        )
+
+    def _stop_replica(self, eff: SendStopReplica) -> Any:
+        R = StopReplicaRequest
+        by_topic: dict[str, list[Any]] = {}
+        for topic, part in eff.partitions:
+            st = self.machine.leadership.get((topic, part))
+            by_topic.setdefault(topic, []).append(
+                R.StopReplicaTopicState.StopReplicaPartitionState(
+                    partition_index=part,
+                    leader_epoch=st.leader_epoch if st is not None else -1,
+                    delete_partition=eff.delete,
+                )
+            )
+        return R(
+            controller_id=self.broker_id,
+            controller_epoch=eff.controller_epoch,
+            broker_epoch=self._broker_epoch(eff.broker_id),
+            topic_states=[
+                R.StopReplicaTopicState(topic_name=t, partition_states=ps)
+                for t, ps in by_topic.items()
+            ],
+        )
+
+
+def _um_partition(cls: Any, part: int, controller_epoch: int, info: PartitionInfo) -> Any:
+    return cls(
+        partition_index=part,
+        controller_epoch=controller_epoch,
+        leader=info.state.leader,
+        leader_epoch=info.state.leader_epoch,
+        isr=list(info.state.isr),
+        zk_version=info.state.partition_epoch,
+        replicas=list(info.replicas),
+        offline_replicas=list(info.offline),
+    )

@@ -1,0 +1,115 @@
+"""ZkMetadataStore: the MetadataStore of cluster mode — topics are created by writing their replica
+assignment (Kafka's placement over the live brokers) and config to ZooKeeper, deleted by flagging them
+under /admin/delete_topics; the controller takes it from there.
+
+Synchronous like kazoo: the broker calls it off the event loop for anything but quick reads.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from kafkalite.cluster.controller.election import PlacementError, assign_replicas, check_assignment
+from kafkalite.cluster.metadata import MetadataError, TopicInfo, topic_name_error
+from kafkalite.cluster.zk import KafkaZkClient, ZkError
+
+
+class ZkMetadataStore:
+    def __init__(self, zk: KafkaZkClient, default_replication_factor: int) -> None:
+        self.zk = zk
+        self.default_replication_factor = default_replication_factor
+
+    def load(self) -> None:
+        """Nothing to load: ZooKeeper is read when asked."""
+
+    def topics(self) -> list[TopicInfo]:
+        return [
+            TopicInfo(name, a.topic_id, len(a.partitions), self.zk.topic_config(name))
+            for name, a in sorted(self.zk.topics().items())
+        ]
+
+    def get(self, name: str) -> TopicInfo | None:
+        a = self.zk.topic(name)
+        if a is None:
+            return None
+        return TopicInfo(name, a.topic_id, len(a.partitions), self.zk.topic_config(name))
+
+    def by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        for info in self.topics():
+            if info.topic_id == topic_id:
+                return info
+        return None
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.zk.topic(name) is not None
+
+    def assignment_for(
+        self, partitions: int, replication_factor: int | None, start_partition: int = 0
+    ) -> dict[int, tuple[int, ...]]:
+        """Kafka's placement over the live brokers (rack-aware when every broker has a rack)."""
+        rf = (
+            self.default_replication_factor
+            if replication_factor in (None, -1)
+            else replication_factor
+        )
+        brokers = {b: r.rack for b, r in self.zk.live_brokers().items()}
+        try:
+            return assign_replicas(
+                brokers, partitions, int(rf or 1), start_partition=start_partition
+            )
+        except PlacementError as exc:
+            raise MetadataError(str(exc)) from None
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        configs: dict[str, str] | None = None,
+        topic_id: uuid.UUID | None = None,
+        *,
+        replication_factor: int | None = None,
+        assignment: dict[int, tuple[int, ...]] | None = None,
+    ) -> TopicInfo:
+        err = topic_name_error(name)
+        if err:
+            raise MetadataError(err)
+        if assignment is None:
+            assignment = self.assignment_for(partitions, replication_factor)
+        else:
+            why = check_assignment(assignment, set(self.zk.live_brokers()))
+            if why is not None:
+                raise MetadataError(why)
+        tid = topic_id or uuid.uuid4()
+        try:
+            self.zk.create_topic(name, tid, assignment, dict(configs or {}))
+        except ZkError as exc:
+            raise MetadataError(str(exc)) from None
+        return TopicInfo(name, tid, len(assignment), dict(configs or {}))
+
+    def delete_topic(self, name: str) -> TopicInfo:
+        info = self.get(name)
+        if info is None:
+            raise MetadataError(f"Topic '{name}' does not exist")
+        self.zk.mark_topic_for_deletion(name)
+        return info
+
+    def set_partitions(self, name: str, count: int) -> TopicInfo:
+        a = self.zk.topic(name)
+        if a is None:
+            raise MetadataError(f"Topic '{name}' does not exist")
+        current = len(a.partitions)
+        if count <= current:
+            raise MetadataError(
+                f"Topic currently has {current} partitions, {count} would not be an increase"
+            )
+        rf = len(next(iter(a.partitions.values()), ())) or 1
+        added = self.assignment_for(count - current, rf, start_partition=current)
+        self.zk.set_topic_assignment(name, a.topic_id, {**a.partitions, **added})
+        return TopicInfo(name, a.topic_id, count, self.zk.topic_config(name))
+
+    def set_configs(self, name: str, configs: dict[str, str]) -> TopicInfo:
+        a = self.zk.topic(name)
+        if a is None:
+            raise MetadataError(f"Topic '{name}' does not exist")
+        self.zk.set_topic_config(name, dict(configs))
+        return TopicInfo(name, a.topic_id, len(a.partitions), dict(configs))

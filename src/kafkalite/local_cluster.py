@@ -1,0 +1,223 @@
+"""LocalCluster: a real ZooKeeper and N kafkalite broker processes on loopback under one directory, for
+`kafkalite cluster up`, the `kafkalite_cluster` pytest fixture, fault tests and benchmarks.
+
+Brokers are separate processes so a test can SIGKILL, SIGSTOP and restart them like machines.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from kafkalite.zkserver import ZooKeeperServer
+
+_READY = re.compile(r"kafkalite broker (\d+) ready on ([^:\s]+):(\d+)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class BrokerProcess:
+    """One broker process: started with `kafkalite serve`, its output kept in `<dir>/broker.log`."""
+
+    def __init__(self, broker_id: int, data_dir: Path, port: int, props: Mapping[str, str]) -> None:
+        self.broker_id = broker_id
+        self.data_dir = data_dir
+        self.port = port
+        self.props = dict(props)
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = data_dir.parent / f"broker-{broker_id}.log"
+        self._log: IO[bytes] | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self, timeout: float = 60.0) -> None:
+        if self.running:
+            return
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        args = [
+            sys.executable,
+            "-m",
+            "kafkalite.cli.main",
+            "serve",
+            "--data-dir",
+            str(self.data_dir),
+            "--listen",
+            f"127.0.0.1:{self.port}",
+            "--override",
+            f"broker.id={self.broker_id}",
+        ]
+        for k, v in self.props.items():
+            args += ["--override", f"{k}={v}"]
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 (closed in wait/kill)
+        self.proc = subprocess.Popen(
+            args,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        ready = threading.Event()
+        out = self.proc.stdout
+        assert out is not None
+        log = self._log
+
+        def pump() -> None:
+            for line in iter(out.readline, b""):
+                log.write(line)
+                log.flush()
+                if _READY.search(line.decode(errors="replace")):
+                    ready.set()
+
+        threading.Thread(target=pump, name=f"broker-{self.broker_id}-out", daemon=True).start()
+        deadline = time.monotonic() + timeout
+        while not ready.wait(0.1):
+            if self.proc.poll() is not None:
+                raise RuntimeError(
+                    f"broker {self.broker_id} exited with {self.proc.returncode} during startup; "
+                    f"see {self.log_path}"
+                )
+            if time.monotonic() > deadline:
+                self.kill()
+                raise TimeoutError(f"broker {self.broker_id} did not start; see {self.log_path}")
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """SIGTERM (a controlled shutdown), then SIGKILL if it does not exit in time."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.resume()
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self._close()
+
+    def kill(self) -> None:
+        """SIGKILL: a crash, noticed by the cluster through the ZooKeeper session."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        self._close()
+
+    def pause(self) -> None:
+        if self.running and self.proc is not None:
+            self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self.running and self.proc is not None:
+            self.proc.send_signal(signal.SIGCONT)
+
+    def _close(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+class LocalCluster:
+    """ZooKeeper plus `brokers` kafkalite brokers (ids 1..N) under `base_dir`."""
+
+    def __init__(
+        self,
+        base_dir: str | Path,
+        brokers: int = 3,
+        *,
+        config: Mapping[str, Any] | None = None,
+        zookeeper: ZooKeeperServer | None = None,
+        chroot: str = "/kafkalite",
+    ) -> None:
+        self.base_dir = Path(base_dir)
+        self.base_dir.mkdir(parents=True, exist_ok=True)
+        self._own_zk = zookeeper is None
+        self.zookeeper = zookeeper or ZooKeeperServer(self.base_dir / "zookeeper")
+        self.chroot = chroot
+        self.config = {k: _prop(v) for k, v in (config or {}).items()}
+        self.brokers: dict[int, BrokerProcess] = {}
+        for i in range(1, brokers + 1):
+            self.brokers[i] = BrokerProcess(
+                i, self.base_dir / f"broker-{i}" / "data", free_port(), {}
+            )
+
+    @property
+    def zookeeper_connect(self) -> str:
+        return self.zookeeper.connect_string + self.chroot
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers.values())
+
+    def broker_props(self) -> dict[str, str]:
+        props = {
+            "zookeeper.connect": self.zookeeper_connect,
+            "zookeeper.session.timeout.ms": "6000",
+            "default.replication.factor": str(min(3, len(self.brokers))),
+            "offsets.topic.replication.factor": str(min(3, len(self.brokers))),
+            "offsets.topic.num.partitions": "5",
+            "group.initial.rebalance.delay.ms": "0",
+        }
+        props.update(self.config)
+        return props
+
+    def start(self) -> LocalCluster:
+        if self._own_zk:
+            self.zookeeper.start()
+        props = self.broker_props()
+        threads = []
+        errors: list[BaseException] = []
+        for b in self.brokers.values():
+            b.props = props
+
+            def run(b: BrokerProcess = b) -> None:
+                try:
+                    b.start()
+                except BaseException as exc:  # reported below
+                    errors.append(exc)
+
+            t = threading.Thread(target=run)
+            t.start()
+            threads.append(t)
+        for t in threads:
+            t.join()
+        if errors:
+            self.stop()
+            raise errors[0]
+        return self
+
+    def stop(self) -> None:
+        for b in self.brokers.values():
+            b.stop()
+        if self._own_zk:
+            self.zookeeper.stop()
+
+    def __enter__(self) -> LocalCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _prop(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)

@@ -1,0 +1,178 @@
+"""A real three-broker cluster (ZooKeeper, separate broker processes) with confluent-kafka as the
+client: RF=3 topics, acks=all, leader failover after SIGKILL, a restarted broker rejoining the ISR,
+acks=all refused below min.insync.replicas, and forged controller requests refused.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kafkalite.cli.wire import WireClient
+from kafkalite.local_cluster import LocalCluster
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.messages.cluster import LeaderAndIsrRequest
+from kafkalite.zkserver import ZooKeeperServer
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+QUIET = {"log_level": 0}
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, zookeeper: ZooKeeperServer) -> Iterator[LocalCluster]:
+    c = LocalCluster(
+        tmp_path / "cluster",
+        3,
+        zookeeper=zookeeper,
+        chroot=f"/{tmp_path.name}",
+        config={"replica.lag.time.max.ms": 3000, "zookeeper.session.timeout.ms": 4000},
+    )
+    with c:
+        yield c
+
+
+def wait_for(cond: Any, timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        got = cond()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+def partitions(admin: AdminClient, topic: str) -> dict[int, Any]:
+    md = admin.list_topics(topic, timeout=10)
+    return {p.id: p for p in md.topics[topic].partitions.values()}
+
+
+def create(admin: AdminClient, topic: str, n: int = 3, rf: int = 3, **cfg: str) -> None:
+    for f in admin.create_topics(
+        [NewTopic(topic, n, rf, config=cfg)], operation_timeout=20
+    ).values():
+        f.result()
+
+
+def test_rf3_topic_acks_all_and_failover(cluster: LocalCluster) -> None:
+    bs = cluster.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": bs, **QUIET})
+    create(admin, "orders")
+    parts = partitions(admin, "orders")
+    assert all(
+        sorted(p.replicas) == [1, 2, 3] and sorted(p.isrs) == [1, 2, 3] for p in parts.values()
+    )
+    p = Producer({"bootstrap.servers": bs, "acks": "all", "enable.idempotence": True, **QUIET})
+    acked: dict[tuple[int, int], bytes] = {}
+
+    def send(n: int, tag: str) -> None:
+        for i in range(n):
+            p.produce(
+                "orders",
+                f"{tag}-{i}".encode(),
+                partition=i % 3,
+                on_delivery=lambda e, m: (
+                    e is None and acked.__setitem__((m.partition(), m.offset()), m.value())
+                ),
+            )
+        assert p.flush(30) == 0
+
+    send(30, "a")
+    leader = parts[1].leader
+    killed_at = time.monotonic()
+    cluster.brokers[leader].kill()
+    send(30, "b")  # librdkafka retries until the controller elects a new leader
+    failover_s = time.monotonic() - killed_at
+    assert len(acked) == 60
+    new = partitions(admin, "orders")
+    assert new[1].leader != leader and leader not in new[1].isrs
+    # the killed broker comes back, catches up and rejoins every ISR
+    cluster.brokers[leader].start()
+    wait_for(
+        lambda: all(sorted(q.isrs) == [1, 2, 3] for q in partitions(admin, "orders").values()),
+        30,
+        "the restarted broker to rejoin the ISR",
+    )
+    c = Consumer(
+        {"bootstrap.servers": bs, "group.id": "readers", "auto.offset.reset": "earliest", **QUIET}
+    )
+    c.subscribe(["orders"])
+    seen: dict[tuple[int, int], bytes] = {}
+    deadline = time.monotonic() + 30
+    while len(seen) < len(acked) and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and not m.error():
+            seen[(m.partition(), m.offset())] = m.value()
+    c.close()
+    print(f"failover took {failover_s:.1f} s; acknowledged {len(acked)}, read {len(seen)}")
+    assert seen == acked  # every acknowledged record, exactly once, at its offset
+
+
+def test_acks_all_below_min_insync_replicas_is_refused(cluster: LocalCluster) -> None:
+    bs = cluster.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": bs, **QUIET})
+    create(admin, "strict", n=1, **{"min.insync.replicas": "2"})
+    leader = partitions(admin, "strict")[0].leader
+    others = [b for b in cluster.brokers if b != leader]
+    for b in others:
+        cluster.brokers[b].kill()
+    wait_for(
+        lambda: partitions(admin, "strict")[0].isrs == [leader],
+        30,
+        "the ISR to shrink to the leader",
+    )
+    p = Producer(
+        {
+            "bootstrap.servers": cluster.brokers[leader].bootstrap,
+            "acks": "all",
+            "message.timeout.ms": 3000,
+            "retries": 0,
+            **QUIET,
+        }
+    )
+    errors: list[Any] = []
+    p.produce("strict", b"x", partition=0, on_delivery=lambda e, m: errors.append(e))
+    p.flush(10)
+    assert errors and errors[0] is not None
+    assert errors[0].code() in (19, -192)  # NOT_ENOUGH_REPLICAS (or its retries timing out)
+
+
+def test_a_client_cannot_forge_controller_requests(cluster: LocalCluster) -> None:
+    b = next(iter(cluster.brokers.values()))
+    with WireClient(b.bootstrap) as w:
+        P = LeaderAndIsrRequest.LeaderAndIsrPartitionState
+        forged = LeaderAndIsrRequest(
+            controller_id=99,
+            controller_epoch=1000,
+            broker_epoch=-1,
+            type=0,
+            topic_states=[
+                LeaderAndIsrRequest.LeaderAndIsrTopicState(
+                    topic_name="forged",
+                    partition_states=[
+                        P(
+                            partition_index=0,
+                            controller_epoch=1000,
+                            leader=b.broker_id,
+                            leader_epoch=5,
+                            isr=[b.broker_id],
+                            partition_epoch=0,
+                            replicas=[b.broker_id],
+                        )
+                    ],
+                )
+            ],
+            live_leaders=[],
+        )
+        resp = w.send(forged, version=4)
+        assert resp.error_code == ErrorCode.STALE_CONTROLLER_EPOCH
+        md = w.metadata(None)
+        assert "forged" not in {t.name for t in md.topics}
+    assert not (b.data_dir / "forged-0").exists()  # no replica was created
