@@ -126,6 +126,7 @@ class BrokerServer:
         await self._start_listeners()
         if self.zk_broker is None:
             self.metadata_cache.set_brokers([self.local_endpoint()], self.broker_id)
+            self.metadata_cache.initialized = True
         else:
             # until the controller's UpdateMetadata arrives, clients see this broker alone
             self.metadata_cache.set_brokers([self.local_endpoint()], -1)

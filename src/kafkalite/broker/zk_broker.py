@@ -211,6 +211,7 @@ class ZkBroker:
     ) -> None:
         cache = self.server.metadata_cache
         cache.set_brokers(brokers, self.controller_id)
+        cache.initialized = True
         deleted = {s.topic for s in states if s.leader == LEADER_DURING_DELETE}
         for name in deleted:
             cache.remove_topic(name)

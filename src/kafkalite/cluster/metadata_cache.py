@@ -72,6 +72,9 @@ class MetadataCache:
         self.local_broker_id = local_broker_id
         self.cluster_id = ""
         self.controller_id = NO_LEADER
+        # False until the first full picture arrived (cluster mode: the controller's first
+        # UpdateMetadata); until then an unknown topic may well exist
+        self.initialized = False
         self._brokers: dict[int, BrokerEndpoint] = {}
         self._topics: dict[str, TopicMetadata] = {}
         self._by_id: dict[uuid.UUID, TopicMetadata] = {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -141,16 +142,33 @@ class KafkaZkClient:
     def register_broker(self, broker_id: int, host: str, port: int, rack: str | None) -> int:
         """Create the ephemeral registration; returns the broker epoch (the znode's czxid)."""
         path = zd.broker_path(broker_id)
-        try:
-            self.zk.create(path, zd.encode_broker(host, port, rack), ephemeral=True, makepath=True)
-        except NodeExistsError:
-            data, stat = self.zk.get(path)
-            if stat.ephemeralOwner == self.zk.client_id[0]:
-                return int(stat.czxid)  # ours already (a retried create)
-            raise ZkError(
-                f"broker.id={broker_id} is already registered in ZooKeeper by a live broker "
-                f"({zd.decode_broker(broker_id, data).host}); give this broker another id"
-            ) from None
+        deadline = time.monotonic() + self.session_timeout_ms / 1000 + 5
+        while True:
+            try:
+                self.zk.create(
+                    path, zd.encode_broker(host, port, rack), ephemeral=True, makepath=True
+                )
+                break
+            except NodeExistsError:
+                try:
+                    data, stat = self.zk.get(path)
+                except NoNodeError:
+                    continue  # its session just ended
+                if stat.ephemeralOwner == self.zk.client_id[0]:
+                    return int(stat.czxid)  # ours already (a retried create)
+                old = zd.decode_broker(broker_id, data)
+                if (old.host, old.port) == (host, port) and time.monotonic() < deadline:
+                    # our own previous process, killed: its session expires within the timeout
+                    log.info(
+                        "broker.id=%d is still registered by this broker's previous session; "
+                        "waiting for it to expire", broker_id,
+                    )  # fmt: skip
+                    time.sleep(0.5)
+                    continue
+                raise ZkError(
+                    f"broker.id={broker_id} is already registered in ZooKeeper by a live broker "
+                    f"at {old.host}:{old.port}; give this broker another id"
+                ) from None
         _, stat = self.zk.get(path)
         return int(stat.czxid)
 

@@ -73,6 +73,8 @@ class ZkMetadataStore:
         err = topic_name_error(name)
         if err:
             raise MetadataError(err)
+        if self.zk.topic(name) is not None:
+            raise MetadataError(f"Topic '{name}' already exists.")
         if assignment is None:
             assignment = self.assignment_for(partitions, replication_factor)
         else:

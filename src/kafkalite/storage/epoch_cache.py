@@ -93,15 +93,18 @@ class LeaderEpochFileCache:
 
     def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch's answer: (the largest epoch <= `requested_epoch`, the offset where
-        the next epoch starts — or the log end for the latest epoch). (-1, -1) when the requested
-        epoch is older than every entry, newer than the latest, or the cache is empty."""
+        the next epoch starts — or the log end for the latest epoch). An epoch older than every
+        entry answers (requested, the first entry's start): what came before is gone from this log.
+        (-1, -1) when the epoch is newer than the latest, or the cache is empty."""
         entries = self._entries
         if not entries or requested_epoch == UNDEFINED_EPOCH:
             return UNDEFINED_EPOCH, UNDEFINED_OFFSET
         if requested_epoch == entries[-1][0]:
             return requested_epoch, log_end_offset
-        if requested_epoch > entries[-1][0] or requested_epoch < entries[0][0]:
+        if requested_epoch > entries[-1][0]:
             return UNDEFINED_EPOCH, UNDEFINED_OFFSET
+        if requested_epoch < entries[0][0]:
+            return requested_epoch, entries[0][1]
         # the last entry with epoch <= requested, and the start of the one after it
         for i in range(len(entries) - 1, -1, -1):
             if entries[i][0] <= requested_epoch:

@@ -460,7 +460,8 @@ class Log(LogReads, LogProducers, LogRetention):
                 if dup is not None:
                     return dup
             first = nxt = self._leo
-            if cfg.log_append_time:
+            if cfg.log_append_time and assign_offsets:
+                # the leader stamps LogAppendTime; a follower keeps the leader's bytes
                 log_append_time = self.clock()
             max_ts = -1
             for pos, h in headers:

@@ -6,6 +6,7 @@ rebuilding a lost or damaged leader-epoch-checkpoint from the batches' partition
 from __future__ import annotations
 
 import itertools
+import time
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -33,7 +34,7 @@ def test_end_offsets_follow_kafkas_rules(tmp_path: Path) -> None:
     assert c.end_offset_for(6, 40) == (6, 40)  # the latest epoch ends at the log end
     assert c.end_offset_for(3, 40) == (3, 25)
     assert c.end_offset_for(4, 40) == (3, 25)  # unknown epoch between two: the one below it
-    assert c.end_offset_for(0, 40) == (-1, -1)  # older than the first
+    assert c.end_offset_for(0, 40) == (0, 0)  # older than the first: its start (Kafka's rule)
     assert c.end_offset_for(7, 40) == (-1, -1)  # newer than the latest
     c.truncate_from_end(12)
     assert c.entries() == [(1, 0), (3, 10)]
@@ -63,8 +64,11 @@ def test_end_offset_for_matches_a_brute_force_model(
         assert all(a[0] < b[0] and a[1] < b[1] for a, b in itertools.pairwise(entries))
         leo = (entries[-1][1] if entries else 0) + extra
         got = c.end_offset_for(requested, leo)
-        if not entries or requested < entries[0][0] or requested > entries[-1][0]:
+        if not entries or requested < 0 or requested > entries[-1][0]:
             assert got == (-1, -1)
+            return
+        if requested < entries[0][0]:
+            assert got == (requested, entries[0][1])
             return
         below = [e for e in entries if e[0] <= requested]
         epoch = below[-1][0]
@@ -143,5 +147,18 @@ def test_replica_batches_keep_their_offsets_past_a_compaction_gap(tmp_path: Path
     # the leader's compacted log no longer has offset 1: the follower takes offset 2 next
     follower.append_as_follower(blob[headers[2][0] :])
     assert follower.log_end_offset == 3
+    leader.close()
+    follower.close()
+
+
+def test_a_follower_keeps_the_leaders_log_append_time_bytes(tmp_path: Path) -> None:
+    cfg = LogConfig(message_timestamp_type="LogAppendTime")
+    leader = Log.open(tmp_path / "l-0", cfg)
+    leader.append_as_leader(make_batch(3), 1)
+    blob = read_all(leader)
+    time.sleep(0.01)
+    follower = Log.open(tmp_path / "f-0", cfg)
+    follower.append_as_follower(blob)
+    assert read_all(follower) == blob
     leader.close()
     follower.close()

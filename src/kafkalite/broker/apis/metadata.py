@@ -26,10 +26,17 @@ _Partition = _Topic.MetadataResponsePartition
 
 
 def auto_create(ctx: RequestContext, name: str) -> tuple[TopicMetadata | None, ErrorCode]:
-    """Auto-create `name` if allowed; (info, NO_ERROR) or (None, error code for the response)."""
+    """Auto-create `name` if allowed; (info, NO_ERROR) or (None, error code for the response).
+
+    In a cluster, a topic this broker does not know yet may exist all the same (the controller's
+    UpdateMetadata has not arrived, e.g. just after a restart): it answers the retriable
+    LEADER_NOT_AVAILABLE, never a "does not exist" a client would believe."""
     broker = ctx.broker
     if topic_name_error(name):
         return None, ErrorCode.INVALID_TOPIC_EXCEPTION
+    cluster = broker.zk_broker is not None
+    if cluster and not broker.metadata_cache.initialized:
+        return None, ErrorCode.LEADER_NOT_AVAILABLE
     if not broker.config.auto_create_topics:
         return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     try:
@@ -38,7 +45,11 @@ def auto_create(ctx: RequestContext, name: str) -> tuple[TopicMetadata | None, E
         info = broker.metadata_cache.topic(name)
         if info is not None:  # created concurrently
             return info, ErrorCode.NO_ERROR
+        if cluster and name in broker.metadata_store:
+            return None, ErrorCode.LEADER_NOT_AVAILABLE  # exists; its leaders are on their way
         log.warning("auto-creation of topic %r refused: %s", name, exc)
+        if "Replication factor" in str(exc):
+            return None, ErrorCode.INVALID_REPLICATION_FACTOR
         return None, ErrorCode.INVALID_TOPIC_EXCEPTION
     created = broker.metadata_cache.topic(name)
     if created is None:  # cluster mode: the controller has not announced it yet

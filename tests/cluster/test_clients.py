@@ -1,0 +1,102 @@
+"""Clients nobody here wrote against a 3-broker cluster with replication factor 3: kafka-python,
+aiokafka and kcat produce and consume through whichever broker leads each partition.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kafkalite.local_cluster import LocalCluster
+from kafkalite.zkserver import ZooKeeperServer
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.compat]
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    tmp_path_factory: pytest.TempPathFactory, zookeeper: ZooKeeperServer
+) -> Iterator[LocalCluster]:
+    base = tmp_path_factory.mktemp("clients")
+    with LocalCluster(base / "cluster", 3, zookeeper=zookeeper, chroot=f"/{base.name}") as c:
+        admin = AdminClient({"bootstrap.servers": c.bootstrap_servers, "log_level": 0})
+        topics = [NewTopic(t, 3, 3) for t in ("kp", "aio", "kcat")]
+        for f in admin.create_topics(topics, operation_timeout=20).values():
+            f.result()
+        yield c
+
+
+def test_kafka_python(cluster: LocalCluster) -> None:
+    from kafka import KafkaConsumer, KafkaProducer
+
+    p = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all")
+    for i in range(30):
+        p.send("kp", f"v{i}".encode(), partition=i % 3).get(timeout=30)
+    p.close()
+    c = KafkaConsumer(
+        "kp",
+        bootstrap_servers=cluster.bootstrap_servers,
+        group_id="kp-readers",
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=15000,
+    )
+    got = {m.value for m in c}
+    c.close()
+    assert got == {f"v{i}".encode() for i in range(30)}
+
+
+def test_aiokafka(cluster: LocalCluster) -> None:
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+    async def run() -> set[bytes]:
+        p = AIOKafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all")
+        await p.start()
+        try:
+            for i in range(30):
+                await p.send_and_wait("aio", f"a{i}".encode(), partition=i % 3)
+        finally:
+            await p.stop()
+        c = AIOKafkaConsumer(
+            "aio",
+            bootstrap_servers=cluster.bootstrap_servers,
+            group_id="aio-readers",
+            auto_offset_reset="earliest",
+        )
+        await c.start()
+        got: set[bytes] = set()
+        try:
+            deadline = time.monotonic() + 20
+            while len(got) < 30 and time.monotonic() < deadline:
+                for records in (await c.getmany(timeout_ms=500)).values():
+                    got.update(r.value for r in records)
+        finally:
+            await c.stop()
+        return got
+
+    assert asyncio.run(run()) == {f"a{i}".encode() for i in range(30)}
+
+
+@pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not installed")
+def test_kcat(cluster: LocalCluster, tmp_path: Path) -> None:
+    bs = cluster.bootstrap_servers
+    lines = "\n".join(f"k{i}" for i in range(20)) + "\n"
+    subprocess.run(
+        ["kcat", "-b", bs, "-t", "kcat", "-P", "-X", "acks=all"],
+        input=lines.encode(),
+        check=True,
+        timeout=60,
+    )
+    out = subprocess.run(
+        ["kcat", "-b", bs, "-t", "kcat", "-C", "-o", "beginning", "-e", "-q"],
+        capture_output=True,
+        check=True,
+        timeout=60,
+    ).stdout.decode()
+    assert sorted(out.split()) == sorted(lines.split())
