@@ -14,7 +14,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from kafkalite.cluster import zk_data as zd
-from kafkalite.cluster.zk import KafkaZkClient, ZkError
+from kafkalite.cluster.zk import ControllerMovedError, KafkaZkClient, ZkError
 from kafkalite.zkserver import ZooKeeperServer
 
 pytestmark = pytest.mark.cluster
@@ -88,7 +88,7 @@ def test_one_controller_wins_and_the_epoch_grows(zk_connect: str) -> None:
         while other.read_controller() is not None:
             assert time.monotonic() < deadline
             time.sleep(0.05)
-        assert other.try_elect_controller(99) == (2, 1)
+        assert other.try_elect_controller(99) == (2, 2)
     finally:
         for c in clients:
             if c.connected:
@@ -105,15 +105,29 @@ def test_topics_and_partition_states_by_compare_and_set(zk_connect: str) -> None
         topic = c.topic("orders")
         assert topic is not None and topic.topic_id == tid and topic.partitions[1] == (2, 3, 1)
         assert c.topic_config("orders") == {"retention.ms": "1000"}
-        done, failed = c.write_partition_states({("orders", 0): (1, 0, (1, 2, 3), -1)}, 1)
+        won = c.try_elect_controller(1)
+        assert won is not None
+        epoch, zkv = won
+        done, failed = c.write_partition_states({("orders", 0): (1, 0, (1, 2, 3), -1)}, epoch, zkv)
         assert done == {("orders", 0): 0} and failed == []
         # a stale writer (expected version 5) loses; the current version wins
-        done, failed = c.write_partition_states({("orders", 0): (2, 1, (2, 3), 5)}, 1)
+        done, failed = c.write_partition_states({("orders", 0): (2, 1, (2, 3), 5)}, epoch, zkv)
         assert done == {} and failed == [("orders", 0)]
-        done, _ = c.write_partition_states({("orders", 0): (2, 1, (2, 3), 0)}, 2)
+        done, _ = c.write_partition_states({("orders", 0): (2, 1, (2, 3), 0)}, epoch, zkv)
         state = c.partition_states([("orders", 0), ("orders", 1)])
         assert list(state) == [("orders", 0)]
-        assert state[("orders", 0)] == zd.PartitionStateZNode(2, 1, (2, 3), 2, 1)
+        assert state[("orders", 0)] == zd.PartitionStateZNode(2, 1, (2, 3), epoch, 1)
+        # a zombie: once another broker has been elected (the epoch znode moved), the old
+        # controller's writes are fenced and change nothing
+        c.resign_controller(1)
+        other = _client(zk_connect)
+        try:
+            assert other.try_elect_controller(2) == (epoch + 1, zkv + 1)
+        finally:
+            other.close()
+        with pytest.raises(ControllerMovedError):
+            c.write_partition_states({("orders", 0): (3, 9, (3,), 1)}, epoch, zkv)
+        assert c.partition_states([("orders", 0)])[("orders", 0)].leader == 2
         c.mark_topic_for_deletion("orders")
         assert c.topics_to_delete() == ["orders"]
         c.delete_topic_znodes("orders")

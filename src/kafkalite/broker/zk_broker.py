@@ -16,12 +16,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kafkalite.cluster import zk_data as zd
 from kafkalite.cluster.channel import ChannelError, ChannelManager
 from kafkalite.cluster.kafka_controller import KafkaController
 from kafkalite.cluster.metadata_cache import BrokerEndpoint, PartitionMetadata, TopicMetadata
 from kafkalite.cluster.partition import LeaderAndIsrState, Partition
 from kafkalite.cluster.replica_fetcher import FetcherConfig, ReplicaFetcherManager
-from kafkalite.cluster.zk import KafkaZkClient
+from kafkalite.cluster.zk import KafkaZkClient, asyncio_callback
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.cluster import (
     AlterPartitionRequest,
@@ -75,6 +76,11 @@ class ZkBroker:
         self._pending_isr: dict[TopicPartition, tuple[int, ...]] = {}
         self._alter_wake = asyncio.Event()
         self.lag_time_max_ms = int(cfg.get("replica.lag.time.max.ms"))
+        # topic config overrides as ZooKeeper has them (the controller's unclean-election checks
+        # read this on the event loop; /config/changes keeps it current)
+        self.topic_configs: dict[str, dict[str, str]] = {}
+        self._session_lost = False
+        self._last_config_change = ""
 
     # -- lifecycle ---------------------------------------------------------------------------------
     async def connect(self) -> str:
@@ -109,10 +115,17 @@ class ZkBroker:
             "registered broker %d in ZooKeeper (broker epoch %d)", self.broker_id, self.broker_epoch
         )
         loop = asyncio.get_running_loop()
+        self.zk.add_session_listener(asyncio_callback(loop, self._on_session))
         self._tasks.append(loop.create_task(self._isr_expiration(), name="isr-expiration"))
         self._tasks.append(loop.create_task(self._alter_partition_sender(), name="alter-partition"))
+        self._config_changes_seen = await asyncio.to_thread(self.zk.config_changes)
+        await asyncio.to_thread(
+            self.zk.watch_children,
+            zd.CONFIG_CHANGES,
+            asyncio_callback(loop, self._on_config_changes),
+        )
         self.controller = KafkaController(
-            self.broker_id, self.zk, self.channels, self._unclean_allowed
+            self.broker_id, self.zk, self.channels, self._unclean_allowed, self.topic_configs
         )
         await self.controller.start()
 
@@ -132,16 +145,73 @@ class ZkBroker:
 
     def _unclean_allowed(self, topic: str) -> bool:
         """unclean.leader.election.enable of a topic (its override, else the broker's)."""
-        try:
-            override = self.zk.topic_config(topic).get("unclean.leader.election.enable")
-        except Exception:
-            override = None
+        override = self.topic_configs.get(topic, {}).get("unclean.leader.election.enable")
         value = (
             override
             if override is not None
             else self.server.config.get("unclean.leader.election.enable")
         )
         return str(value).lower() == "true"
+
+    # -- the ZooKeeper session ------------------------------------------------------------------------
+    def _on_session(self, state: str) -> None:
+        if state == "lost":
+            self._session_lost = True
+            log.warning(
+                "ZooKeeper session expired: this broker's registration is gone; it keeps serving "
+                "what it leads and registers again when ZooKeeper answers"
+            )
+        elif state == "suspended":
+            log.warning("ZooKeeper connection lost; serving on and reconnecting")
+        elif state == "connected" and self._session_lost:
+            self._session_lost = False
+            self._tasks.append(
+                asyncio.get_running_loop().create_task(self._register_again(), name="re-register")
+            )
+
+    async def _register_again(self) -> None:
+        me = self.server.local_endpoint()
+        while True:
+            try:
+                epoch = await asyncio.to_thread(
+                    self.zk.register_broker, self.broker_id, me.host, me.port, me.rack
+                )
+                break
+            except Exception as exc:
+                log.warning("registering again in ZooKeeper failed: %r; retrying", exc)
+                await asyncio.sleep(1.0)
+        log.info(
+            "registered broker %d in ZooKeeper again (broker epoch %d -> %d)",
+            self.broker_id, self.broker_epoch, epoch,
+        )  # fmt: skip
+        self.broker_epoch = epoch
+
+    # -- topic config changes (/config/changes) --------------------------------------------------------
+    def _on_config_changes(self, children: list[str]) -> None:
+        fresh = sorted(c for c in children if c not in self._config_changes_seen)
+        self._config_changes_seen = set(children)
+        if fresh:
+            self._tasks.append(
+                asyncio.get_running_loop().create_task(
+                    self._apply_config_changes(fresh), name="config-changes"
+                )
+            )
+
+    async def _apply_config_changes(self, changes: list[str]) -> None:
+        topics = await asyncio.to_thread(self.zk.config_change_topics, changes)
+        for topic in dict.fromkeys(topics):
+            try:
+                cfg = await asyncio.to_thread(self.zk.topic_config, topic)
+            except Exception as exc:
+                log.warning("cannot read the config of topic %s: %r", topic, exc)
+                continue
+            self.topic_configs[topic] = cfg
+            if self.server.replica_manager.hosts_topic(topic):
+                try:
+                    self.server.log_manager.set_topic_config(topic, cfg)
+                    log.info("topic %s: config overrides now %s", topic, cfg)
+                except Exception as exc:
+                    log.error("topic %s: cannot apply config %s: %s", topic, cfg, exc)
 
     def _channel_for(self, broker_id: int) -> Any:
         ep = self.server.metadata_cache.broker(broker_id)
@@ -150,7 +220,7 @@ class ZkBroker:
         return self.channels.get(broker_id, ep.host, ep.port)
 
     # -- controller requests -------------------------------------------------------------------------
-    def check_controller_request(
+    async def check_controller_request(
         self, controller_id: int, controller_epoch: int, broker_epoch: int, what: str, peer: str
     ) -> ControllerRequestCheck | None:
         """Kafka's checks on LeaderAndIsr / UpdateMetadata / StopReplica: an older controller epoch
@@ -169,7 +239,14 @@ class ZkBroker:
                 f"({self.broker_epoch})",
             )
         if controller_epoch > self.controller_epoch or controller_id != self.controller_id:
-            current = self.zk.read_controller()  # (controller id, epoch) as ZooKeeper has them
+            try:  # (controller id, epoch) as ZooKeeper has them
+                current = await asyncio.to_thread(self.zk.read_controller)
+            except Exception as exc:
+                return ControllerRequestCheck(
+                    ErrorCode.STALE_CONTROLLER_EPOCH,
+                    f"{what} from {peer}: cannot check controller {controller_id} at epoch "
+                    f"{controller_epoch} in ZooKeeper ({exc!r}); ignored",
+                )
             if current is None or current != (controller_id, controller_epoch):
                 return ControllerRequestCheck(
                     ErrorCode.STALE_CONTROLLER_EPOCH,
@@ -194,6 +271,7 @@ class ZkBroker:
                 configs[topic] = await asyncio.to_thread(self.zk.topic_config, topic)
             except Exception as exc:
                 log.warning("cannot read the config of topic %s: %s", topic, exc)
+        self.topic_configs.update(configs)
         change = rm.become_leader_or_follower(self.controller_epoch, states, topic_ids, configs)
         assert self.fetchers is not None
         self.fetchers.remove_fetchers([p.key for p in change.became_leader])

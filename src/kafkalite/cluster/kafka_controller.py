@@ -17,6 +17,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from kazoo.exceptions import KazooException
+
 from kafkalite.cluster import zk_data as zd
 from kafkalite.cluster.channel import ChannelError, ChannelManager
 from kafkalite.cluster.controller.machine import (
@@ -45,7 +47,7 @@ from kafkalite.cluster.controller.machine import (
     WritePartitionStates,
 )
 from kafkalite.cluster.controller.states import LeaderIsr
-from kafkalite.cluster.zk import KafkaZkClient, asyncio_callback
+from kafkalite.cluster.zk import ControllerMovedError, KafkaZkClient, ZkError, asyncio_callback
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.cluster import (
     LeaderAndIsrRequest,
@@ -74,11 +76,14 @@ class KafkaController:
         zk: KafkaZkClient,
         channels: ChannelManager,
         unclean: Callable[[str], bool],
+        topic_configs: dict[str, dict[str, str]] | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.zk = zk
         self.channels = channels
         self.machine = ControllerMachine(broker_id, unclean)
+        # topic overrides read from ZooKeeper when a topic first appears (`unclean` consults them)
+        self.topic_configs = topic_configs if topic_configs is not None else {}
         self.active = False
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
@@ -88,6 +93,8 @@ class KafkaController:
         self._senders: dict[int, asyncio.Task[None]] = {}
         self._watching = False
         self._topic_watches: set[str] = set()
+        self._epoch_zk_version = -1
+        self._resign = False
 
     @property
     def epoch(self) -> int:
@@ -97,6 +104,7 @@ class KafkaController:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         self._task = loop.create_task(self._run(), name=f"controller-{self.broker_id}")
+        self.zk.add_session_listener(asyncio_callback(loop, self._on_session))
         await asyncio.to_thread(
             self.zk.watch_data, zd.CONTROLLER, asyncio_callback(loop, self._on_controller_znode)
         )
@@ -140,8 +148,36 @@ class KafkaController:
                 await self._process(item)
             except asyncio.CancelledError:
                 raise
+            except ControllerMovedError as exc:
+                self._step_down(str(exc))
+            except (ZkError, KazooException) as exc:
+                # ZooKeeper failed under the event: what the machine knows may now be stale, so
+                # give up the office and win it again (a full reload) once ZooKeeper answers
+                if self.active:
+                    self._step_down(f"ZooKeeper failed while handling {item!r}: {exc!r}")
+                    self._retry_election_later()
+                else:
+                    log.warning("controller event %r: ZooKeeper failed: %r", item, exc)
             except Exception:
                 log.exception("controller event %r failed", item)
+
+    def _step_down(self, why: str) -> None:
+        if self.active:
+            log.warning("broker %d steps down as controller: %s", self.broker_id, why)
+        self.active = False
+        self._resign = True
+        for rid in list(self._replies):
+            self._resolve(rid, None)
+
+    def _retry_election_later(self, delay: float = 1.0) -> None:
+        loop = asyncio.get_running_loop()
+        loop.call_later(delay, self._queue.put_nowait, _ELECT)
+
+    def _on_session(self, state: str) -> None:
+        if state == "lost":
+            self._step_down("its ZooKeeper session expired")
+        elif state == "connected":
+            self._queue.put_nowait(_ELECT)
 
     async def _process(self, item: Any) -> None:
         if item == _ELECT:
@@ -166,19 +202,30 @@ class KafkaController:
         await self._execute(self.machine.handle(event))
 
     async def _elect(self) -> None:
-        current = await asyncio.to_thread(self.zk.read_controller)
+        try:
+            current = await asyncio.to_thread(self.zk.read_controller)
+        except (ZkError, KazooException) as exc:
+            log.debug("controller election waits for ZooKeeper: %r", exc)
+            self._retry_election_later()
+            return
         if self.active:
             if current is not None and current[0] == self.broker_id:
                 return
             log.warning("broker %d is no longer the controller", self.broker_id)
             self.active = False
             return
+        if current is not None and current[0] == self.broker_id and self._resign:
+            # still ours in ZooKeeper, but this broker stepped down (a ZooKeeper failure under an
+            # event): resign and run again, so the next term starts from a fresh epoch and reload
+            await asyncio.to_thread(self.zk.resign_controller, self.broker_id)
+            current = None
         if current is not None:
             return
+        self._resign = False
         won = await asyncio.to_thread(self.zk.try_elect_controller, self.broker_id)
         if won is None:
             return
-        epoch, _ = won
+        epoch, self._epoch_zk_version = won
         log.info("broker %d is the controller (controller epoch %d)", self.broker_id, epoch)
         brokers = await self._load_brokers()
         topics = await self._load_topics()
@@ -214,6 +261,8 @@ class KafkaController:
         topics = await asyncio.to_thread(self.zk.topics)
         loop = asyncio.get_running_loop()
         for name in topics:
+            if name not in self.topic_configs:
+                self.topic_configs[name] = await asyncio.to_thread(self.zk.topic_config, name)
             if name not in self._topic_watches:
                 # new partitions of an existing topic change its znode's data, not the children
                 self._topic_watches.add(name)
@@ -277,6 +326,7 @@ class KafkaController:
                         for tp, s in eff.states.items()
                     },
                     eff.controller_epoch,
+                    self._epoch_zk_version,
                 )
                 if failed:
                     log.warning("partition state writes lost their compare-and-set: %s", failed)
@@ -291,6 +341,7 @@ class KafkaController:
             elif isinstance(eff, DeleteTopicZNodes):
                 await asyncio.to_thread(self.zk.delete_topic_znodes, eff.topic)
                 self._topic_watches.discard(eff.topic)
+                self.topic_configs.pop(eff.topic, None)
                 log.info("deleted topic %s", eff.topic)
             elif isinstance(eff, (ReplyControlledShutdown, ReplyAlterPartition)):
                 self._resolve(eff.request_id, eff)

@@ -62,6 +62,9 @@ class ReplicaManager:
     def partitions(self) -> list[Partition]:
         return list(self._partitions.values())
 
+    def hosts_topic(self, topic: str) -> bool:
+        return any(t == topic for t, _ in self._partitions)
+
     def leader_partitions(self) -> list[Partition]:
         return [p for p in self._partitions.values() if p.is_leader]
 

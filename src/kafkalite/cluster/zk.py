@@ -36,6 +36,10 @@ class ZkError(Exception):
     """A ZooKeeper operation failed in a way a person must act on (the message says how)."""
 
 
+class ControllerMovedError(ZkError):
+    """A controller write was fenced: /controller_epoch changed since this broker was elected."""
+
+
 def asyncio_callback(loop: asyncio.AbstractEventLoop, fn: Callable[..., Any]) -> Callable[..., Any]:
     """Wrap `fn` so that calling it from kazoo's thread runs it on `loop`."""
 
@@ -207,27 +211,30 @@ class KafkaZkClient:
         return zd.decode_controller(data), zd.decode_controller_epoch(epoch_data)
 
     def try_elect_controller(self, broker_id: int) -> tuple[int, int] | None:
-        """Become controller if nobody is: create the ephemeral /controller, then bump
-        /controller_epoch by compare-and-set. Returns (epoch, epoch znode version) or None."""
-        try:
-            self.zk.create(zd.CONTROLLER, zd.encode_controller(broker_id), ephemeral=True)
-        except NodeExistsError:
-            return None
+        """Become controller if nobody is: in one ZooKeeper transaction, create the ephemeral
+        /controller and bump /controller_epoch by compare-and-set (so no two controllers ever hold
+        the same epoch). Returns (epoch, epoch znode version) or None when another broker leads."""
         while True:
             try:
                 data, stat = self.zk.get(zd.CONTROLLER_EPOCH)
+                epoch, version = zd.decode_controller_epoch(data) + 1, int(stat.version)
             except NoNodeError:
                 try:
-                    self.zk.create(zd.CONTROLLER_EPOCH, b"1")
-                    return 1, 0
+                    self.zk.create(zd.CONTROLLER_EPOCH, b"0")
                 except NodeExistsError:
-                    continue
-            epoch = zd.decode_controller_epoch(data) + 1
-            try:
-                new = self.zk.set(zd.CONTROLLER_EPOCH, str(epoch).encode(), version=stat.version)
-                return epoch, int(new.version)
-            except BadVersionError:
+                    pass
                 continue
+            tx = self.zk.transaction()
+            tx.create(zd.CONTROLLER, zd.encode_controller(broker_id), ephemeral=True)
+            tx.set_data(zd.CONTROLLER_EPOCH, str(epoch).encode(), version=version)
+            results = tx.commit()
+            if not any(isinstance(r, Exception) for r in results):
+                return epoch, version + 1
+            if isinstance(results[0], NodeExistsError):
+                return None  # someone else is the controller
+            if isinstance(results[1], BadVersionError):
+                continue  # another election bumped the epoch in between: read it again
+            raise ZkError(f"controller election failed: {results}")
 
     def resign_controller(self, broker_id: int) -> None:
         try:
@@ -303,6 +310,31 @@ class KafkaZkClient:
             makepath=True,
         )
 
+    def config_changes(self) -> set[str]:
+        """The names of the /config/changes notifications present now."""
+        try:
+            return set(self.zk.get_children(zd.CONFIG_CHANGES))
+        except NoNodeError:
+            return set()
+
+    def config_change_topics(self, changes: list[str]) -> list[str]:
+        """The topics named by these /config/changes notifications (others are skipped)."""
+        out: list[str] = []
+        for name in changes:
+            path = f"{zd.CONFIG_CHANGES}/{name}"
+            try:
+                data, _ = self.zk.get(path)
+                entity = zd.decode_config_change(path, data)
+            except NoNodeError:
+                continue
+            except zd.ZkDataError as exc:
+                log.warning("ignoring config change: %s", exc)
+                continue
+            kind, _, topic = entity.partition("/")
+            if kind == "topics" and topic:
+                out.append(topic)
+        return out
+
     def mark_topic_for_deletion(self, name: str) -> None:
         try:
             self.zk.create(zd.delete_topic_path(name), b"", makepath=True)
@@ -336,24 +368,46 @@ class KafkaZkClient:
         self,
         states: dict[TopicPartition, tuple[int, int, tuple[int, ...], int]],
         controller_epoch: int,
+        controller_epoch_version: int,
     ) -> tuple[dict[TopicPartition, int], list[TopicPartition]]:
         """Write (leader, leader epoch, isr, expected version) per partition: version -1 creates the
-        znode, otherwise a compare-and-set on the znode version. Returns (new versions of those
-        written, partitions whose version did not match or that exist/vanished unexpectedly)."""
-        done: dict[TopicPartition, int] = {}
-        failed: list[TopicPartition] = []
+        znode, otherwise a compare-and-set on the znode version. Each write is one transaction with a
+        check that /controller_epoch is still at `controller_epoch_version`, so a controller that
+        lost its office (a zombie) cannot write: ControllerMovedError. Pipelined; returns (new
+        versions of those written, partitions whose version did not match or that
+        exist/vanished unexpectedly)."""
+        pending = []
         for (t, p), (leader, epoch, isr, version) in states.items():
             path = zd.partition_state_path(t, p)
             data = zd.encode_partition_state(leader, epoch, isr, controller_epoch)
-            try:
-                if version < 0:
-                    self.zk.create(path, data, makepath=True)
-                    done[(t, p)] = 0
-                else:
-                    stat = self.zk.set(path, data, version=version)
-                    done[(t, p)] = int(stat.version)
-            except (BadVersionError, NodeExistsError, NoNodeError):
-                failed.append((t, p))
+            tx = self.zk.transaction()
+            tx.check(zd.CONTROLLER_EPOCH, controller_epoch_version)
+            if version < 0:
+                parent = path.rsplit("/", 1)[0]
+                if self.zk.exists(parent) is None:
+                    self.zk.ensure_path(parent)
+                tx.create(path, data)
+            else:
+                tx.set_data(path, data, version=version)
+            pending.append(((t, p), version, tx.commit_async()))
+        done: dict[TopicPartition, int] = {}
+        failed: list[TopicPartition] = []
+        moved = False
+        for tp, version, result in pending:
+            res = result.get()
+            if isinstance(res[0], BadVersionError):
+                moved = True
+            elif isinstance(res[1], (BadVersionError, NodeExistsError, NoNodeError)):
+                failed.append(tp)
+            elif isinstance(res[1], Exception):
+                raise res[1]
+            else:
+                done[tp] = 0 if version < 0 else int(res[1].version)
+        if moved:
+            raise ControllerMovedError(
+                f"/controller_epoch moved past version {controller_epoch_version}: another broker "
+                "became controller; this one steps down"
+            )
         return done, failed
 
     # -- ISR change notifications (brokers before KIP-497 wrote these) --------------------------------------

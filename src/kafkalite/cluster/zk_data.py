@@ -286,6 +286,14 @@ def encode_config_change(entity_path: str) -> bytes:
     return _dump({"version": 2, "entity_path": entity_path})
 
 
+def decode_config_change(path: str, data: bytes) -> str:
+    """The entity path ("topics/<name>", "brokers/<id>", ...) a change notification names."""
+    entity = _load(path, data).get("entity_path")
+    if not isinstance(entity, str):
+        raise ZkDataError(path, "no entity_path")
+    return entity
+
+
 # -- /isr_change_notification ------------------------------------------------------------------------------
 def encode_isr_change(partitions: list[tuple[str, int]]) -> bytes:
     return _dump(

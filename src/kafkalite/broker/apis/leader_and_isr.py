@@ -51,7 +51,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     zk = ctx.broker.zk_broker
     assert zk is not None  # CLUSTER_ONLY
     states, topic_ids = _states(request, v)
-    refused = zk.check_controller_request(
+    refused = await zk.check_controller_request(
         request.controller_id,
         request.controller_epoch,
         request.broker_epoch if v >= 2 else -1,

@@ -42,7 +42,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     zk = ctx.broker.zk_broker
     assert zk is not None  # CLUSTER_ONLY
     parts = _partitions(request, v)
-    refused = zk.check_controller_request(
+    refused = await zk.check_controller_request(
         request.controller_id,
         request.controller_epoch,
         request.broker_epoch if v >= 1 else -1,

@@ -68,7 +68,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     v = ctx.api_version
     zk = ctx.broker.zk_broker
     assert zk is not None  # CLUSTER_ONLY
-    refused = zk.check_controller_request(
+    refused = await zk.check_controller_request(
         request.controller_id,
         request.controller_epoch,
         request.broker_epoch if v >= 5 else -1,
