@@ -12,7 +12,13 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+)
 
 from kafkalite.cli.wire import WireClient
 from kafkalite.local_cluster import LocalCluster
@@ -113,6 +119,29 @@ def test_rf3_topic_acks_all_and_failover(cluster: LocalCluster) -> None:
     c.close()
     print(f"failover took {failover_s:.1f} s; acknowledged {len(acked)}, read {len(seen)}")
     assert seen == acked  # every acknowledged record, exactly once, at its offset
+    # a topic config change made through one broker reaches every replica (/config/changes)
+    res = ConfigResource(
+        "topic",
+        "orders",
+        incremental_configs=[
+            ConfigEntry("retention.ms", "123456", incremental_operation=AlterConfigOpType.SET)
+        ],
+    )
+    for f in admin.incremental_alter_configs([res]).values():
+        f.result()
+    wait_for(
+        lambda: all(
+            "retention.ms=123456"
+            in (
+                (b.data_dir / "topic-configs" / "orders.properties").read_text()
+                if (b.data_dir / "topic-configs" / "orders.properties").exists()
+                else ""
+            )
+            for b in cluster.brokers.values()
+        ),
+        15,
+        "the config change on every broker",
+    )
 
 
 def test_acks_all_below_min_insync_replicas_is_refused(cluster: LocalCluster) -> None:
