@@ -72,7 +72,7 @@ class ZooKeeperServer:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         cfg = self.data_dir / "zoo.cfg"
         cfg.write_text(
-            "tickTime=500\n"
+            "tickTime=200\n"  # sessions expire within 200 ms of their timeout
             "initLimit=10\n"
             "syncLimit=5\n"
             f"dataDir={self.data_dir / 'data'}\n"

@@ -1,6 +1,8 @@
 """One client connection: whole frames in, requests handled one after another, responses out in order.
 
 Pipelined requests queue up (reading pauses past a bound); file regions go out with os.sendfile on plain TCP.
+A request answered later (DeferredResponse: acks=all waiting for the ISR) lets the next one start; answers
+still leave in request order.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import struct
 import time
 from typing import TYPE_CHECKING, Any
 
+from kafkalite.broker.context import DeferredResponse
 from kafkalite.protocol.exceptions import DecodeError
 from kafkalite.protocol.framing import FrameTooLarge
 
@@ -133,6 +136,9 @@ class Connection(asyncio.Protocol):
         self._eof = False
         self._out: list[Any] = []  # answers waiting to be written together
         self._out_size = 0
+        # answers that must wait for a deferred one ahead of them, oldest first, and their writer
+        self._answers: collections.deque[asyncio.Future[Any]] = collections.deque()
+        self._answer_writer: asyncio.Task[None] | None = None
 
     # -- asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -167,6 +173,8 @@ class Connection(asyncio.Protocol):
                 pass
             self._send_fd = -1
         self.pending.clear()
+        for fut in self._answers:  # answers nobody will read: stop waiting for them
+            fut.cancel()
 
     def pause_writing(self) -> None:
         self._write_paused = True
@@ -196,7 +204,10 @@ class Connection(asyncio.Protocol):
         if not frames:
             return
         self.pending.extend(frames)
-        if len(self.pending) >= MAX_QUEUED_REQUESTS and not self._reading_paused:
+        if (
+            len(self.pending) + len(self._answers) >= MAX_QUEUED_REQUESTS
+            and not self._reading_paused
+        ):
             self._reading_paused = True
             assert self.transport is not None
             self.transport.pause_reading()
@@ -213,7 +224,7 @@ class Connection(asyncio.Protocol):
     # -- request loop
     @property
     def busy(self) -> bool:
-        return self._worker is not None
+        return self._worker is not None or self._answer_writer is not None
 
     def close(self) -> None:
         if not self.closed:
@@ -231,18 +242,25 @@ class Connection(asyncio.Protocol):
                     self._flush_out()
                     await asyncio.sleep(0)
                     slice_end = loop.time() + YIELD_AFTER_S
+                    continue  # the connection may have closed (and dropped its queue) meanwhile
                 frame = self.pending.popleft()
                 if self._out and (len(frame) < 2 or frame[1] not in QUICK_KEYS or frame[0]):
                     self._flush_out()  # this request may wait: earlier answers go out first
-                if self._reading_paused and len(self.pending) < MAX_QUEUED_REQUESTS // 2:
-                    self._reading_paused = False
-                    assert self.transport is not None
-                    self.transport.resume_reading()
+                self._maybe_resume_reading()
                 try:
                     pieces = await self.server.handle_frame(self, frame)
                 except CloseConnection:
                     self.close()
                     return
+                if isinstance(pieces, DeferredResponse):
+                    self._queue_answer(asyncio.ensure_future(pieces.answer))
+                    continue
+                if self._answers:  # a deferred answer is ahead of this one: keep the order
+                    if pieces is not None:
+                        done: asyncio.Future[Any] = loop.create_future()
+                        done.set_result(pieces)
+                        self._queue_answer(done)
+                    continue
                 if pieces is not None and not self.closed:
                     await self._write(pieces)
                     if not self.pending or self._out_size > OUT_COALESCE_BYTES:
@@ -263,7 +281,57 @@ class Connection(asyncio.Protocol):
                 self.transport.close()
         if self.pending and not self.closed:  # frames that arrived as we finished
             self._worker = asyncio.get_running_loop().create_task(self._process())
-        elif self._eof:
+        elif self._eof and self._answer_writer is None:
+            self.close()
+
+    def _maybe_resume_reading(self) -> None:
+        if (
+            self._reading_paused
+            and len(self.pending) + len(self._answers) < MAX_QUEUED_REQUESTS // 2
+            and not self.closed
+        ):
+            self._reading_paused = False
+            assert self.transport is not None
+            self.transport.resume_reading()
+
+    def _queue_answer(self, fut: asyncio.Future[Any]) -> None:
+        self._answers.append(fut)
+        if self._answer_writer is None:
+            self._answer_writer = asyncio.get_running_loop().create_task(self._write_answers())
+
+    async def _write_answers(self) -> None:
+        """Write queued answers in request order, each once it is ready; an answer leaves the
+        queue only after it is written, so nothing else writes until the queue is empty."""
+        try:
+            while self._answers and not self.closed:
+                try:
+                    pieces = await self._answers[0]
+                except asyncio.CancelledError:
+                    if not self.closed:
+                        raise
+                    break  # connection_lost cancelled the waits: nobody is listening
+                if pieces is not None and not self.closed:
+                    await self._write(pieces)
+                    if len(self._answers) < 2 or not self._answers[1].done():
+                        self._flush_out()
+                    if self._write_paused and not self.closed:
+                        await self._wait_drained()
+                self._answers.popleft()
+                self._maybe_resume_reading()
+            self._flush_out()
+        except (ConnectionError, OSError) as exc:
+            log.info("connection %s dropped while answering: %s", self.peer, exc)
+            self.close()
+        except Exception:
+            log.exception("internal error serving %s; closing the connection", self.peer)
+            self.close()
+        finally:
+            self._answer_writer = None
+            if self.closed:
+                for fut in self._answers:
+                    fut.cancel()
+                self._answers.clear()
+        if self._eof and self._worker is None and not self.closed:
             self.close()
 
     def _flush_out(self) -> None:

@@ -1,11 +1,14 @@
 """What a handler in broker/apis sees: the RequestContext of one request, and SlicedResponse for zero-copy data.
 
-A handler returns a Response, None (send nothing) or a SlicedResponse whose placeholder records are file regions.
+A handler returns a Response, None (send nothing), a SlicedResponse whose placeholder records are file
+regions, or a DeferredResponse: the request's work is done and its answer will follow (acks=all waiting for
+the in-sync replicas), so the connection may go on with the next request while answers keep their order.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -55,3 +58,11 @@ class SlicedResponse:
         marker = b"\x00kl-slice\x00" + os.urandom(10) + len(self.regions).to_bytes(4, "big")
         self.regions[marker] = region
         return marker
+
+
+@dataclass(slots=True)
+class DeferredResponse:
+    """The answer to a request whose side effects are done, awaited later: `answer` yields what a
+    handler returns (a Response or None). The connection answers requests in order regardless."""
+
+    answer: Awaitable[Any]

@@ -15,7 +15,7 @@ from typing import Any
 
 from kafkalite.broker.config import BrokerConfig, Listener
 from kafkalite.broker.connection import CloseConnection, Connection
-from kafkalite.broker.context import RequestContext, SlicedResponse
+from kafkalite.broker.context import DeferredResponse, RequestContext, SlicedResponse
 from kafkalite.broker.dispatch import DispatchTable
 from kafkalite.broker.dynamic_config import DynamicBrokerConfig
 from kafkalite.broker.fetch_session import FetchSessionCache
@@ -338,7 +338,9 @@ class BrokerServer:
         return p.log if p is not None else None
 
     # ------------------------------------------------------------------ requests
-    async def handle_frame(self, conn: Connection, frame: bytes) -> list[Any] | None:
+    async def handle_frame(
+        self, conn: Connection, frame: bytes
+    ) -> list[Any] | DeferredResponse | None:
         try:
             key, version, corr = peek_api(frame)
         except DecodeError as exc:
@@ -383,6 +385,10 @@ class BrokerServer:
             raise CloseConnection from None
         ctx = RequestContext(self, header, version, conn, time.monotonic_ns())
         result = await entry.handle(ctx, request)
+        if isinstance(result, DeferredResponse):
+            return DeferredResponse(
+                self._encode_later(result, corr, version, key, flexible, entry.encode_response)
+            )
         if result is None:
             return None
         return self._encode(
@@ -392,6 +398,22 @@ class BrokerServer:
             response_header_version(key, flexible),
             entry.encode_response,
             flexible,
+        )
+
+    async def _encode_later(
+        self,
+        deferred: DeferredResponse,
+        corr: int,
+        version: int,
+        key: int,
+        flexible: bool,
+        encoder: Any,
+    ) -> list[Any] | None:
+        result = await deferred.answer
+        if result is None:
+            return None
+        return self._encode(
+            corr, version, result, response_header_version(key, flexible), encoder, flexible
         )
 
     def _encode(

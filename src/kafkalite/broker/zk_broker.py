@@ -69,7 +69,13 @@ class ZkBroker:
         self.broker_epoch = -1
         self.controller_id = -1
         self.controller_epoch = -1
-        self.channels = ChannelManager(client_id=f"broker-{self.broker_id}")
+        # one connection per purpose, as Kafka: a follower's fetch parked in the leader's purgatory
+        # (replica.fetch.wait.max.ms) must not hold up the controller's requests behind it
+        self.fetcher_channels = ChannelManager(client_id=f"broker-{self.broker_id}-fetcher")
+        self.controller_channels = ChannelManager(client_id=f"broker-{self.broker_id}-controller")
+        self.to_controller_channels = ChannelManager(
+            client_id=f"broker-{self.broker_id}-to-controller"
+        )
         self.fetchers: ReplicaFetcherManager | None = None
         self.controller: KafkaController | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -125,7 +131,11 @@ class ZkBroker:
             asyncio_callback(loop, self._on_config_changes),
         )
         self.controller = KafkaController(
-            self.broker_id, self.zk, self.channels, self._unclean_allowed, self.topic_configs
+            self.broker_id,
+            self.zk,
+            self.controller_channels,
+            self._unclean_allowed,
+            self.topic_configs,
         )
         await self.controller.start()
 
@@ -140,7 +150,12 @@ class ZkBroker:
         self._tasks.clear()
         if self.fetchers is not None:
             await self.fetchers.shutdown()
-        await self.channels.close_all()
+        for channels in (
+            self.fetcher_channels,
+            self.controller_channels,
+            self.to_controller_channels,
+        ):
+            await channels.close_all()
         await asyncio.to_thread(self.zk.close)
 
     def _unclean_allowed(self, topic: str) -> bool:
@@ -217,7 +232,7 @@ class ZkBroker:
         ep = self.server.metadata_cache.broker(broker_id)
         if ep is None:
             return None
-        return self.channels.get(broker_id, ep.host, ep.port)
+        return self.fetcher_channels.get(broker_id, ep.host, ep.port)
 
     # -- controller requests -------------------------------------------------------------------------
     async def check_controller_request(
@@ -419,12 +434,15 @@ class ZkBroker:
             if current is None:
                 raise ChannelError("no controller is elected")
             self.controller_id, self.controller_epoch = current
-        ch = self._channel_for(self.controller_id)
-        if ch is None:
+        ep = self.server.metadata_cache.broker(self.controller_id)
+        if ep is not None:
+            host, port = ep.host, ep.port
+        else:
             reg = await asyncio.to_thread(self.zk.broker_endpoint, self.controller_id)
             if reg is None:
                 raise ChannelError(f"controller {self.controller_id} is not registered")
-            ch = self.channels.get(self.controller_id, reg[0], reg[1])
+            host, port = reg
+        ch = self.to_controller_channels.get(self.controller_id, host, port)
         return await ch.send(request, version)
 
     # -- controlled shutdown -------------------------------------------------------------------------------

@@ -233,12 +233,13 @@ def test_controlled_shutdown_moves_leadership_away_first() -> None:
     assert stale == [ReplyControlledShutdown(10, ErrorCode.STALE_BROKER_EPOCH, ())]
 
 
-def test_a_single_replica_partition_is_still_led_at_controlled_shutdown() -> None:
+def test_a_single_replica_partition_does_not_hold_up_controlled_shutdown() -> None:
     h = Harness()
     h.create(assignment={0: (1,)})
     out = h.run(ControlledShutdownRequested(1, 101, 3))
     reply = next(e for e in out if isinstance(e, ReplyControlledShutdown))
-    assert reply.remaining == (TP,)
+    assert reply.remaining == ()  # nowhere to move it: Kafka does not wait for it either
+    assert h.state().leader == 1  # still led here until the broker stops
 
 
 def test_topic_deletion_stops_replicas_and_removes_znodes() -> None:

@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from kafkalite.broker.apis.metadata import auto_create
-from kafkalite.broker.context import RequestContext
+from kafkalite.broker.context import DeferredResponse, RequestContext
 from kafkalite.broker.fastpath import can_encode_fast, decode_produce, encode_produce_response
 from kafkalite.cluster.errors import ReplicaError
 from kafkalite.cluster.metadata import topic_name_error
@@ -312,9 +312,23 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     if flushes:
         await asyncio.gather(*(asyncio.to_thread(p.log.flush) for p in flushes))
     if waiting:
-        await _await_replication(ctx, waiting, request.timeout_ms)
+        # the batches are in the log: the connection may read and append its next request while
+        # this one waits for the ISR (answers still go out in request order)
+        return DeferredResponse(
+            _answer_after_replication(ctx, waiting, request.timeout_ms, topics_out)
+        )
     if acks == 0:
         return None
+    return _Response(topics_out)
+
+
+async def _answer_after_replication(
+    ctx: RequestContext,
+    waiting: list[tuple[_PartResp, Partition, int]],
+    timeout_ms: int,
+    topics_out: list[Any],
+) -> _Response:
+    await _await_replication(ctx, waiting, timeout_ms)
     return _Response(topics_out)
 
 

@@ -514,10 +514,13 @@ class ControllerMachine:
         return [*effects, WritePartitionStates(tag, proposals, self.epoch)]
 
     def _shutdown_reply(self, pending: _Pending) -> ReplyControlledShutdown:
+        # as Kafka: a partition with one replica has nowhere to go and does not hold up the shutdown
         remaining = tuple(
             tp
             for tp in self.all_partitions()
-            if (st := self.leadership.get(tp)) is not None and st.leader == pending.broker_id
+            if (st := self.leadership.get(tp)) is not None
+            and st.leader == pending.broker_id
+            and len(self.replicas(tp)) > 1
         )
         return ReplyControlledShutdown(pending.request_id, ErrorCode.NO_ERROR, remaining)
 
