@@ -6,20 +6,14 @@ One broker, one socket; enough for `kafkalite topics|produce|consume` against ka
 from __future__ import annotations
 
 import socket
-import struct
 from typing import Any
 
 import kafkalite.protocol.messages  # noqa: F401
-from kafkalite.protocol.headers import (
-    RequestHeader,
-    decode_response_header,
-    encode_request_header,
-    request_header_version,
-    response_header_version,
-)
+from kafkalite.protocol.client_connection import ClientConnection, ProtocolError
 from kafkalite.protocol.schema import APIS
 
-_LEN = struct.Struct(">i")
+_RECV_MIN = 1 << 16  # a receive asks for at least this much (a response's length prefix is 4 bytes)
+_RECV_MAX = 1 << 20
 
 
 class CliError(Exception):
@@ -37,6 +31,8 @@ def parse_bootstrap(servers: str) -> tuple[str, int]:
 
 
 class WireClient:
+    """A blocking socket driving the sans-IO ClientConnection: one request at a time, answered in turn."""
+
     def __init__(
         self, bootstrap: str, *, timeout: float = 30.0, client_id: str = "kafkalite-cli"
     ) -> None:
@@ -50,12 +46,13 @@ class WireClient:
                 f"cannot connect to {self.host}:{self.port}: {exc.strerror or exc}"
             ) from None
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._corr = 0
+        self._conn = ClientConnection(client_id)
         self.versions: dict[int, tuple[int, int]] = {}
         resp = self.send(APIS[18].request(), version=0)
         self.versions = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
 
     def close(self) -> None:
+        self._conn.close()
         self.sock.close()
 
     def __enter__(self) -> WireClient:
@@ -75,36 +72,28 @@ class WireClient:
     def send(
         self, request: Any, *, version: int | None = None, expect_response: bool = True
     ) -> Any:
-        key = request.API_KEY
-        v = self.version_for(key) if version is None else version
-        self._corr += 1
-        flexible = request.is_flexible(v)
-        out = bytearray(4)
-        encode_request_header(
-            out,
-            RequestHeader(key, v, self._corr, self.client_id),
-            request_header_version(key, v, flexible),
-        )
-        request.encode_into(out, v)
-        _LEN.pack_into(out, 0, len(out) - 4)
-        self.sock.sendall(out)
+        v = self.version_for(request.API_KEY) if version is None else version
+        where = f"{self.host}:{self.port}"
+        try:
+            corr, frame = self._conn.send_request(request, v, expect_response=expect_response)
+        except ProtocolError as exc:
+            raise CliError(f"the connection to {where} cannot be used: {exc}") from None
+        self.sock.sendall(frame)
         if not expect_response:
             return None
-        size = _LEN.unpack(self._recv(4))[0]
-        body = self._recv(size)
-        corr, pos = decode_response_header(body, response_header_version(key, flexible))
-        if corr != self._corr:
-            raise CliError(f"response correlation id {corr} does not match request {self._corr}")
-        return APIS[key].response.decode(body, v, pos)
-
-    def _recv(self, n: int) -> bytes:
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = self.sock.recv(min(n - len(buf), 1 << 20))
+        while True:
+            want = min(max(self._conn.bytes_needed, _RECV_MIN), _RECV_MAX)
+            chunk = self.sock.recv(want)
             if not chunk:
-                raise CliError("the broker closed the connection")
-            buf += chunk
-        return bytes(buf)
+                raise CliError(f"the broker at {where} closed the connection")
+            try:
+                responses = self._conn.receive_data(chunk)
+            except ProtocolError as exc:
+                raise CliError(f"the broker at {where} broke the protocol: {exc}") from None
+            for resp in responses:
+                # an earlier request's late answer (its caller timed out) is skipped
+                if resp.correlation_id == corr:
+                    return resp.body
 
     # -- helpers used by several commands
     def metadata(self, topics: list[str] | None, auto_create: bool = False) -> Any:

@@ -5,12 +5,9 @@ request timeouts, reconnect backoff and metadata refresh; IOThread runs that loo
 from __future__ import annotations
 
 import asyncio
-import collections
 import concurrent.futures
-import itertools
 import logging
 import random
-import struct
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine
@@ -25,20 +22,14 @@ from kafkalite.client.errors import (
     UnsupportedFeatureError,
 )
 from kafkalite.client.metadata import ClusterMetadata
+from kafkalite.protocol.client_connection import ClientConnection, ProtocolError
 from kafkalite.protocol.errors import ErrorCode, KafkaError
-from kafkalite.protocol.headers import (
-    RequestHeader,
-    decode_response_header,
-    encode_request_header,
-    request_header_version,
-    response_header_version,
-)
-from kafkalite.protocol.primitives import SplicedOutput
+from kafkalite.protocol.framing import DEFAULT_MAX_FRAME
+from kafkalite.protocol.primitives import Buffer
 from kafkalite.protocol.schema import APIS
 
 log = logging.getLogger("kafkalite.client.network")
 T = TypeVar("T")
-_LEN = struct.Struct(">i")
 API_VERSIONS = 18
 METADATA = 3
 BOOTSTRAP_BASE = -1000  # pseudo node ids for bootstrap servers: -1000, -1001, ...
@@ -116,7 +107,8 @@ class IOThread:
 
 
 class BrokerConnection:
-    """One TCP connection: writes requests in order, matches responses by correlation id in FIFO order."""
+    """One TCP connection: the asyncio side of a sans-IO ClientConnection (which frames requests and
+    matches responses to them); each request's future is resolved by its correlation id."""
 
     def __init__(self, node_id: int, host: str, port: int, client: NetworkClient) -> None:
         self.node_id = node_id
@@ -126,10 +118,11 @@ class BrokerConnection:
         self.versions: dict[int, int] = {}
         self.max_in_flight = max(1, int(client.config["max.in.flight.requests.per.connection"]))
         self._slots = asyncio.Semaphore(self.max_in_flight)
-        self._inflight: collections.deque[tuple[int, Any, int, asyncio.Future[Any]]] = (
-            collections.deque()
-        )
-        self._corr = itertools.count(1)
+        # a fetch answers up to fetch.max.bytes (and a first batch larger than that): leave room
+        max_frame = max(DEFAULT_MAX_FRAME, 2 * int(client.config.get("fetch.max.bytes") or 0))
+        # lenient decoding, as Kafka's clients do: bytes past the fields we know are ignored
+        self._conn = ClientConnection(client.client_id, max_frame, exact=False)
+        self._waiters: dict[int, asyncio.Future[Any]] = {}
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._read_task: asyncio.Task[None] | None = None
@@ -138,7 +131,7 @@ class BrokerConnection:
 
     @property
     def in_flight(self) -> int:
-        return len(self._inflight)
+        return len(self._waiters)
 
     async def connect(self) -> None:
         protocol = str(self.client.config.get("security.protocol", "PLAINTEXT")).upper()
@@ -204,26 +197,22 @@ class BrokerConnection:
         try:
             if self.closed:
                 raise KafkaConnectionError(f"connection to node {self.node_id} is closed")
-            corr = next(self._corr) & 0x7FFFFFFF
-            flexible = request.is_flexible(v)
-            # large bytes fields (Produce's record batches) are spliced in, not copied: the frame
-            # goes out as one vectored write of the encoded pieces and the batches' own buffers
-            out = SplicedOutput(4)
-            encode_request_header(
-                out,
-                RequestHeader(key, v, corr, self.client.client_id),
-                request_header_version(key, v, flexible),
-            )
-            request.encode_into(out, v)
-            _LEN.pack_into(out, 0, out.total_size - 4)
+            try:
+                # large bytes fields (Produce's record batches) are passed through, not copied: the
+                # frame goes out as one vectored write of the encoded pieces and the batches' buffers
+                corr, parts = self._conn.send_request_parts(
+                    request, v, expect_response=expect_response
+                )
+            except ProtocolError as exc:
+                raise KafkaConnectionError(f"connection to node {self.node_id}: {exc}") from None
             self.last_used = time.monotonic()
             if not expect_response:
-                self._write(out, on_written)
+                self._write(parts, on_written)
                 await self._drain()
                 return None
             fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-            self._inflight.append((corr, APIS[key].response, v, fut))
-            self._write(out, on_written)
+            self._waiters[corr] = fut
+            self._write(parts, on_written)
             await self._drain()
             if timeout is None:
                 timeout = self.client.request_timeout
@@ -237,12 +226,12 @@ class BrokerConnection:
         finally:
             self._slots.release()
 
-    def _write(self, out: SplicedOutput, on_written: Callable[[], None] | None) -> None:
+    def _write(self, parts: list[Buffer], on_written: Callable[[], None] | None) -> None:
         assert self._writer is not None
-        if out.spliced:
-            self._writer.writelines(out.parts())
+        if len(parts) == 1:
+            self._writer.write(parts[0])
         else:
-            self._writer.write(out)
+            self._writer.writelines(parts)
         if on_written is not None:
             on_written()
 
@@ -259,32 +248,35 @@ class BrokerConnection:
     async def _read_loop(self) -> None:
         reader = self._reader
         assert reader is not None
+        conn = self._conn
+        waiters = self._waiters
         err: BaseException = KafkaConnectionError(f"node {self.node_id} closed the connection")
         try:
             while True:
-                size = _LEN.unpack(await reader.readexactly(4))[0]
-                body = await reader.readexactly(size)
-                if not self._inflight:
-                    raise KafkaConnectionError(f"unexpected response from node {self.node_id}")
-                corr, resp_cls, v, fut = self._inflight.popleft()
-                hv = response_header_version(resp_cls.API_KEY, resp_cls.is_flexible(v))
-                got, pos = decode_response_header(body, hv)
-                if got != corr:
-                    raise KafkaConnectionError(
-                        f"node {self.node_id}: correlation id {got} does not match {corr}"
-                    )
-                if fut.done():
-                    continue
+                # exactly what the connection still needs: the 4-byte length, then the whole body,
+                # which reaches the decoder as one piece it passes on without copying
                 try:
-                    fut.set_result(resp_cls.decode(body, v, pos, exact=False))
-                except Exception as exc:
-                    fut.set_exception(exc)
+                    data = await reader.readexactly(conn.bytes_needed)
+                except asyncio.IncompleteReadError:
+                    if conn.in_flight:
+                        err = KafkaConnectionError(
+                            f"node {self.node_id} closed the connection with "
+                            f"{conn.in_flight} request(s) unanswered"
+                        )
+                    break
+                for resp in conn.receive_data(data):
+                    fut = waiters.pop(resp.correlation_id, None)
+                    if fut is not None and not fut.done():
+                        fut.set_result(resp.body)
         except asyncio.CancelledError:
             err = KafkaConnectionError("client closed")
-        except (asyncio.IncompleteReadError, OSError) as exc:
+        except OSError as exc:
             err = KafkaConnectionError(f"connection to node {self.node_id} lost: {exc}")
-        except KafkaConnectionError as exc:
-            err = exc
+        except ProtocolError as exc:
+            err = KafkaConnectionError(
+                f"node {self.node_id} at {self.host}:{self.port} broke the protocol, "
+                f"connection closed: {exc}"
+            )
         self.close(err)
 
     def close(self, err: BaseException | None = None) -> None:
@@ -296,10 +288,15 @@ class BrokerConnection:
         if self._read_task is not None and self._read_task is not asyncio.current_task():
             self._read_task.cancel()
         err = err or KafkaConnectionError(f"connection to node {self.node_id} closed")
-        while self._inflight:
-            _, _, _, fut = self._inflight.popleft()
+        self._conn.close()
+        waiters = list(self._waiters.values())
+        self._waiters.clear()
+        for fut in waiters:
             if not fut.done():
                 fut.set_exception(err)
+                # a caller that stopped waiting (a cancelled long-poll fetch) is not told: no
+                # "exception was never retrieved" at exit; one still awaiting gets the error
+                fut.exception()
         self.client._forget(self)
 
 

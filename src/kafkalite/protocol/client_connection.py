@@ -22,6 +22,7 @@ from kafkalite.protocol.headers import (
     request_header_version,
     response_header_version,
 )
+from kafkalite.protocol.primitives import Buffer, SplicedOutput
 from kafkalite.protocol.schema import APIS
 
 _LEN = struct.Struct(">i")
@@ -64,11 +65,23 @@ class _InFlight:
 
 
 class ClientConnection:
-    """One connection's request/response bookkeeping. `send_request` answers the frame to write;
-    `receive_data` answers the responses completed by the bytes received."""
+    """One connection's request/response bookkeeping. `send_request` answers the frame to write
+    (`send_request_parts` the same frame as buffers, large values not copied); `receive_data` answers
+    the responses completed by the bytes received.
 
-    def __init__(self, client_id: str | None, max_frame_size: int = DEFAULT_MAX_FRAME) -> None:
+    `exact=False` decodes responses leniently: bytes after the fields this version knows are ignored
+    instead of breaking the connection (what Kafka's clients do).
+    """
+
+    def __init__(
+        self,
+        client_id: str | None,
+        max_frame_size: int = DEFAULT_MAX_FRAME,
+        *,
+        exact: bool = True,
+    ) -> None:
         self.client_id = client_id
+        self.exact = exact
         self.state = ConnectionState.OPEN
         self._decoder = FrameDecoder(max_frame_size)
         self._in_flight: deque[_InFlight] = deque()
@@ -82,10 +95,33 @@ class ClientConnection:
     def in_flight(self) -> int:
         return len(self._in_flight)
 
+    @property
+    def bytes_needed(self) -> int:
+        """Bytes still missing from the response frame being received (its length while none is)."""
+        return self._decoder.bytes_needed
+
     def send_request(
         self, request: Any, version: int, *, expect_response: bool = True
     ) -> tuple[int, bytearray]:
         """(correlation id, the whole frame to write) for `request` at `version`."""
+        out = bytearray(4)
+        corr = self._encode(out, request, version, expect_response)
+        _LEN.pack_into(out, 0, len(out) - 4)
+        return corr, out
+
+    def send_request_parts(
+        self, request: Any, version: int, *, expect_response: bool = True
+    ) -> tuple[int, list[Buffer]]:
+        """(correlation id, the frame as buffers to write in order, e.g. with writelines) for
+        `request` at `version`. Large bytes values (Produce's record batches) are passed through,
+        not copied: they must not change until the buffers are written."""
+        out = SplicedOutput(4)
+        corr = self._encode(out, request, version, expect_response)
+        _LEN.pack_into(out, 0, out.total_size - 4)
+        return corr, out.parts()
+
+    def _encode(self, out: bytearray, request: Any, version: int, expect_response: bool) -> int:
+        """Encode header and body after `out`'s length prefix; the request is in flight after."""
         self._check("send")
         key = int(request.API_KEY)
         api = APIS[key]
@@ -94,19 +130,17 @@ class ClientConnection:
         corr = self._next_correlation
         self._next_correlation = (corr + 1) & 0x7FFFFFFF or 1
         flexible = api.request.is_flexible(version)
-        out = bytearray(4)
         encode_request_header(
             out,
             RequestHeader(key, version, corr, self.client_id),
             request_header_version(key, version, flexible),
         )
         request.encode_into(out, version)
-        _LEN.pack_into(out, 0, len(out) - 4)
         if expect_response:
             self._in_flight.append(
                 _InFlight(corr, key, version, response_header_version(key, flexible))
             )
-        return corr, out
+        return corr
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> list[Response]:
         """The responses the received bytes complete, oldest first. ProtocolError (and the ERROR
@@ -130,7 +164,9 @@ class ClientConnection:
                         f"response correlation id {corr} does not match the request's "
                         f"{pending.correlation_id}"
                     )
-                body = APIS[pending.api_key].response.decode(frame, pending.api_version, pos)
+                body = APIS[pending.api_key].response.decode(
+                    frame, pending.api_version, pos, exact=self.exact
+                )
             except DecodeError as exc:
                 self.state = ConnectionState.ERROR
                 raise ProtocolError(

@@ -23,49 +23,80 @@ class FrameTooLarge(DecodeError):
 class FrameDecoder:
     """Accumulates received bytes and yields whole frames (without their length prefix).
 
+    A frame inside one received chunk is sliced out of it (no copy at all when the chunk is exactly the
+    frame's body); one spread over several chunks is kept as views of them and joined once, complete.
     Raises DecodeError on a negative or oversized declared length; the connection should then be closed.
     """
 
-    __slots__ = ("_buf", "_need", "max_frame_size")
+    __slots__ = ("_head", "_need", "_parts", "_have", "max_frame_size")
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME) -> None:
         self.max_frame_size = max_frame_size
-        self._buf = bytearray()
+        self._head = b""  # a length prefix split across chunks
         self._need = -1  # body length of the frame being read, -1 while reading a length
+        self._parts: list[memoryview] = []  # the body so far of a frame spread over chunks
+        self._have = 0  # bytes in _parts
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
-        self._buf += data
+        if type(data) is not bytes:
+            data = bytes(data)  # views and bytearrays may change under us: copied once
         frames: list[bytes] = []
-        buf = self._buf
         pos = 0
-        while True:
-            if self._need < 0:
-                if len(buf) - pos < 4:
-                    break
-                n = _LEN.unpack_from(buf, pos)[0]
-                if n < 0:
-                    raise DecodeError(f"negative frame length {n}")
-                if n > self.max_frame_size:
-                    raise FrameTooLarge(n, self.max_frame_size)
-                self._need = n
-                pos += 4
-            if len(buf) - pos < self._need:
+        end = len(data)
+        while pos < end:
+            need = self._need
+            if need < 0:
+                if self._head or end - pos < 4:
+                    take = min(4 - len(self._head), end - pos)
+                    self._head += data[pos : pos + take]
+                    pos += take
+                    if len(self._head) < 4:
+                        break
+                    need = _LEN.unpack(self._head)[0]
+                    self._head = b""
+                else:
+                    need = _LEN.unpack_from(data, pos)[0]
+                    pos += 4
+                if need < 0:
+                    raise DecodeError(f"negative frame length {need}")
+                if need > self.max_frame_size:
+                    raise FrameTooLarge(need, self.max_frame_size)
+                self._need = need
+            if not self._parts and end - pos >= need:
+                # the whole body is in this chunk: one slice (the chunk itself when it is the body)
+                frames.append(data[pos : pos + need])
+                pos += need
+                self._need = -1
+                continue
+            if pos == end:
                 break
-            frames.append(bytes(buf[pos : pos + self._need]))
-            pos += self._need
-            self._need = -1
-        if pos:
-            del buf[:pos]
+            take = min(need - self._have, end - pos)
+            self._parts.append(memoryview(data)[pos : pos + take])
+            self._have += take
+            pos += take
+            if self._have == need:
+                frames.append(b"".join(self._parts))
+                self._parts.clear()
+                self._have = 0
+                self._need = -1
         return frames
 
     @property
     def buffered(self) -> int:
-        return len(self._buf)
+        """Bytes received and not yet handed out in a frame."""
+        return len(self._head) + self._have
 
     @property
     def pending_frame_size(self) -> int:
         """Declared size of the frame being accumulated, or -1."""
         return self._need
+
+    @property
+    def bytes_needed(self) -> int:
+        """Bytes still missing from the frame being read (4 or fewer while reading a length)."""
+        if self._need < 0:
+            return 4 - len(self._head)
+        return self._need - self._have
 
 
 def frame(payload: bytes | bytearray) -> bytes:

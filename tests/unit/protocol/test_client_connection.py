@@ -88,3 +88,51 @@ def test_a_response_with_nothing_in_flight_is_refused_and_close_reports_the_lost
     )
     assert c2.close() == [corr]
     assert c2.state is ConnectionState.CLOSED
+
+
+def _produce(value: bytes) -> object:
+    req = APIS[0].request
+    part = req.TopicProduceData.PartitionProduceData(index=0, records=value)
+    return req(
+        acks=1, timeout_ms=1000, topic_data=[req.TopicProduceData(name="t", partition_data=[part])]
+    )
+
+
+def test_send_request_parts_passes_large_values_through_and_frames_like_send_request() -> None:
+    big = bytes(range(256)) * 64  # 16 KiB: above the splice threshold
+    c1, c2 = ClientConnection("me"), ClientConnection("me")
+    corr1, whole = c1.send_request(_produce(big), 9)
+    corr2, parts = c2.send_request_parts(_produce(big), 9)
+    assert corr1 == corr2 == 1 and c2.in_flight == 1
+    assert any(part is big for part in parts)  # the record bytes themselves, not a copy
+    assert b"".join(parts) == bytes(whole)
+    small_corr, small = c2.send_request_parts(APIS[18].request(), 3, expect_response=False)
+    assert small_corr == 2 and len(small) == 1 and c2.in_flight == 1
+
+
+def test_lenient_decoding_ignores_bytes_past_the_known_fields() -> None:
+    av = APIS[18]
+    frame = bytearray(_response_frame(1, 18, 0, av.response(error_code=0, api_keys=[]), 0))
+    frame += b"\x00\x00"  # a newer broker's extra bytes
+    struct.pack_into(">i", frame, 0, len(frame) - 4)
+    strict, lenient = ClientConnection("me"), ClientConnection("me", exact=False)
+    strict.send_request(av.request(), 0)
+    lenient.send_request(av.request(), 0)
+    [resp] = lenient.receive_data(bytes(frame))
+    assert resp.body.error_code == 0 and lenient.state is ConnectionState.OPEN
+    with pytest.raises(ProtocolError, match="trailing bytes"):
+        strict.receive_data(bytes(frame))
+
+
+def test_bytes_needed_tells_a_reader_how_much_of_the_response_is_missing() -> None:
+    c = ClientConnection("me")
+    av = APIS[18]
+    c.send_request(av.request(), 0)
+    frame = _response_frame(1, 18, 0, av.response(error_code=0, api_keys=[]), 0)
+    assert c.bytes_needed == 4
+    c.receive_data(frame[:2])
+    assert c.bytes_needed == 2
+    c.receive_data(frame[2:7])
+    assert c.bytes_needed == len(frame) - 7
+    [resp] = c.receive_data(frame[7:])
+    assert resp.correlation_id == 1 and c.bytes_needed == 4

@@ -117,6 +117,31 @@ def test_pending_frame_size_and_buffered_while_partial() -> None:
     assert dec.buffered == 0
 
 
+def test_a_chunk_that_is_exactly_a_body_is_the_frame_itself() -> None:
+    dec = FrameDecoder()
+    body = bytes(range(200)) * 100
+    assert dec.feed(struct.pack(">i", len(body))) == []
+    assert dec.bytes_needed == len(body)
+    [got] = dec.feed(body)
+    assert got is body  # what a reader that read exactly the body handed over: not copied
+    assert dec.bytes_needed == 4
+
+
+def test_a_body_spread_over_many_chunks_is_joined_once_complete() -> None:
+    dec = FrameDecoder()
+    body = bytes(range(256)) * 40
+    stream = frame(body) + frame(b"next")
+    chunks = [stream[i : i + 1000] for i in range(0, len(stream), 1000)]
+    got = []
+    fed = 0
+    for c in chunks:
+        got += dec.feed(c)
+        fed += len(c)
+        if not got:
+            assert dec.buffered == fed - 4  # all but the length prefix, kept until complete
+    assert got == [body, b"next"] and dec.buffered == 0
+
+
 @pytest.mark.parametrize("length", [-1, -2, -(2**31), -100])
 def test_negative_length_is_a_decode_error(length: int) -> None:
     dec = FrameDecoder()
