@@ -1,6 +1,8 @@
 """Fixtures for compatibility tests: a kafkalite broker on an ephemeral port that real clients talk to.
 
 The in-process broker serves most tests; restart tests start `python -m kafkalite.cli.main serve` subprocesses.
+Modules that set `ALSO_ON_CLUSTER = True` run every test a second time against a three-broker cluster
+(a real ZooKeeper, broker processes, replication factor 3), marked `cluster` and `slow`.
 """
 
 from __future__ import annotations
@@ -14,18 +16,55 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from kafkalite.local_cluster import LocalCluster
 from kafkalite.testing import Broker
+from kafkalite.zkserver import ZooKeeperMissing
 
 BIG = 8 * 1024 * 1024
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "broker" in metafunc.fixturenames and getattr(metafunc.module, "ALSO_ON_CLUSTER", False):
+        metafunc.parametrize(
+            "broker",
+            ["single", pytest.param("cluster", marks=[pytest.mark.cluster, pytest.mark.slow])],
+            indirect=True,
+            scope="module",
+        )
+
+
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
+def broker(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Any]:
+    if getattr(request, "param", "single") == "cluster":
+        yield from _cluster(tmp_path_factory.mktemp("compat-cluster"))
+        return
     with Broker(tmp_path_factory.mktemp("compat"), message_max_bytes=BIG, num_partitions=1) as b:
         yield b
+
+
+def _cluster(base: Path) -> Iterator[LocalCluster]:
+    """Three brokers, RF=3 by default (topics auto-created by the tests get three replicas)."""
+    cluster = LocalCluster(
+        base,
+        3,
+        config={"message.max.bytes": BIG, "num.partitions": 1},
+    )
+    try:
+        cluster.start()
+    except ZooKeeperMissing as exc:
+        if os.environ.get("CI") == "true":
+            raise
+        pytest.skip(str(exc))
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 @pytest.fixture

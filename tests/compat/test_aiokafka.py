@@ -34,6 +34,9 @@ async def _consume(bs: str, topic: str, count: int, timeout: float = 30) -> list
         await c.stop()
 
 
+ALSO_ON_CLUSTER = True  # every test here runs on one broker and on an RF=3 cluster
+
+
 @pytest.mark.parametrize("codec", [None, "gzip", "snappy", "lz4", "zstd"])
 def test_roundtrip_every_codec(broker, topic, codec):
     async def main() -> None:
@@ -63,7 +66,8 @@ def test_roundtrip_every_codec(broker, topic, codec):
 
 def test_long_poll_is_woken_by_produce(broker, topic):
     async def main() -> None:
-        p = AIOKafkaProducer(bootstrap_servers=broker.bootstrap_servers)
+        # acks=all: on a cluster "first" must be below the high watermark before seek_to_end
+        p = AIOKafkaProducer(bootstrap_servers=broker.bootstrap_servers, acks="all")
         await p.start()
         await p.send_and_wait(topic, b"first")
         c = AIOKafkaConsumer(

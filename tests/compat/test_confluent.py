@@ -21,6 +21,9 @@ from confluent_kafka.admin import (  # noqa: E402
 pytestmark = pytest.mark.compat
 
 
+ALSO_ON_CLUSTER = True  # every test here runs on one broker and on an RF=3 cluster
+
+
 def produce(bs: str, topic: str, records: list[tuple], **conf: object) -> list:
     delivered: list = []
     errors: list = []
@@ -157,7 +160,8 @@ def test_admin_create_describe_alter_delete(broker, topic):
     assert cfg["retention.ms"].value == "3600000"
     admin.create_partitions([NewPartitions(topic, 5)])[topic].result(30)
     assert len(admin.list_topics(topic, timeout=10).topics[topic].partitions) == 5
-    bres = ConfigResource(ConfigResource.Type.BROKER, "0")
+    some_broker = next(iter(admin.list_topics(timeout=10).brokers))  # 0 alone; 1..3 in a cluster
+    bres = ConfigResource(ConfigResource.Type.BROKER, str(some_broker))
     bcfg = admin.describe_configs([bres])[bres].result(30)
     assert bcfg["message.max.bytes"].value == str(8 * 1024 * 1024)
     admin.delete_topics([topic])[topic].result(30)

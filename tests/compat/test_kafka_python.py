@@ -21,6 +21,9 @@ from kafka.errors import TopicAlreadyExistsError  # noqa: E402
 pytestmark = pytest.mark.compat
 
 
+ALSO_ON_CLUSTER = True  # every test here runs on one broker and on an RF=3 cluster
+
+
 def consume(bs: str, topic: str, count: int, partitions=(0,), timeout: float = 30) -> list:
     c = KafkaConsumer(
         bootstrap_servers=bs,

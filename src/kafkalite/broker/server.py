@@ -325,8 +325,10 @@ class BrokerServer:
             log.info("topic %s marked for deletion", name)
         return info
 
-    def add_partitions(self, name: str, count: int) -> TopicInfo:
-        info = self.metadata_store.set_partitions(name, count)
+    def add_partitions(
+        self, name: str, count: int, assignment: dict[int, tuple[int, ...]] | None = None
+    ) -> TopicInfo:
+        info = self.metadata_store.set_partitions(name, count, assignment)
         if self.zk_broker is None:
             self._host_local_topic(info)
         return info

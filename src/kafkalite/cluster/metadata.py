@@ -147,7 +147,9 @@ class MetadataStore(Protocol):
         assignment: dict[int, tuple[int, ...]] | None = None,
     ) -> TopicInfo: ...
     def delete_topic(self, name: str) -> TopicInfo: ...
-    def set_partitions(self, name: str, count: int) -> TopicInfo: ...
+    def set_partitions(
+        self, name: str, count: int, assignment: dict[int, tuple[int, ...]] | None = None
+    ) -> TopicInfo: ...
     def set_configs(self, name: str, configs: dict[str, str]) -> TopicInfo: ...
 
 
@@ -249,7 +251,10 @@ class LocalMetadataStore:
             self._save()
             return info
 
-    def set_partitions(self, name: str, count: int) -> TopicInfo:
+    def set_partitions(
+        self, name: str, count: int, assignment: dict[int, tuple[int, ...]] | None = None
+    ) -> TopicInfo:
+        """One node: every new partition lives here (`assignment` was checked to say so)."""
         with self._lock:
             info = self._topics[name]
             if count <= info.partitions:

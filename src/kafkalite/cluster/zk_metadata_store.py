@@ -95,7 +95,11 @@ class ZkMetadataStore:
         self.zk.mark_topic_for_deletion(name)
         return info
 
-    def set_partitions(self, name: str, count: int) -> TopicInfo:
+    def set_partitions(
+        self, name: str, count: int, assignment: dict[int, tuple[int, ...]] | None = None
+    ) -> TopicInfo:
+        """New partitions placed by Kafka's rule over the live brokers, or as `assignment` says
+        (partition -> replicas, for the new partitions only); the controller elects their leaders."""
         a = self.zk.topic(name)
         if a is None:
             raise MetadataError(f"Topic '{name}' does not exist")
@@ -104,8 +108,18 @@ class ZkMetadataStore:
             raise MetadataError(
                 f"Topic currently has {current} partitions, {count} would not be an increase"
             )
-        rf = len(next(iter(a.partitions.values()), ())) or 1
-        added = self.assignment_for(count - current, rf, start_partition=current)
+        if assignment is not None:
+            if sorted(assignment) != list(range(current, count)):
+                raise MetadataError(
+                    f"the assignment must name partitions {current}..{count - 1}, one each"
+                )
+            why = check_assignment(assignment, set(self.zk.live_brokers()))
+            if why is not None:
+                raise MetadataError(why)
+            added = dict(assignment)
+        else:
+            rf = len(next(iter(a.partitions.values()), ())) or 1
+            added = self.assignment_for(count - current, rf, start_partition=current)
         self.zk.set_topic_assignment(name, a.topic_id, {**a.partitions, **added})
         return TopicInfo(name, a.topic_id, count, self.zk.topic_config(name))
 

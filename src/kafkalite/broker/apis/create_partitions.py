@@ -1,12 +1,14 @@
 """CreatePartitions (key 37): raise a topic's partition count (never lower it); validate_only supported.
 
-New partitions get empty logs on this broker.
+One node: new partitions get empty logs here. A cluster: the new partitions are placed (Kafka's rule, or the
+request's assignment) in ZooKeeper, and the answer waits until the controller has announced their leaders.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from kafkalite.broker.apis.create_topics import await_leaders
 from kafkalite.broker.context import RequestContext
 from kafkalite.cluster.metadata import MetadataError
 from kafkalite.protocol.errors import ErrorCode
@@ -19,6 +21,7 @@ _Result = CreatePartitionsResponse.CreatePartitionsTopicResult
 async def handle(ctx: RequestContext, request: Any) -> Any:
     broker = ctx.broker
     results = []
+    grown: dict[str, int] = {}
     for t in request.topics:
         r = _Result(name=t.name, error_code=0, error_message=None)
         results.append(r)
@@ -36,10 +39,24 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         ):
             r.error_code = int(ErrorCode.INVALID_REPLICATION_ASSIGNMENT)
             r.error_message = f"Only broker {broker.broker_id} exists"
+        elif t.assignments is not None and len(t.assignments) != t.count - info.partitions:
+            r.error_code = int(ErrorCode.INVALID_REPLICATION_ASSIGNMENT)
+            r.error_message = (
+                f"Increasing the number of partitions by {t.count - info.partitions} but "
+                f"{len(t.assignments)} assignments provided."
+            )
         elif not request.validate_only:
+            assignment = (
+                {info.partitions + i: tuple(a.broker_ids) for i, a in enumerate(t.assignments)}
+                if t.assignments is not None
+                else None
+            )
             try:
-                broker.add_partitions(t.name, t.count)
+                broker.add_partitions(t.name, t.count, assignment)
+                grown[t.name] = t.count
             except MetadataError as exc:
                 r.error_code = int(ErrorCode.INVALID_REPLICATION_ASSIGNMENT)
                 r.error_message = str(exc)
+    if grown and broker.zk_broker is not None:
+        await await_leaders(ctx, grown, request.timeout_ms)
     return CreatePartitionsResponse(throttle_time_ms=0, results=results)

@@ -115,21 +115,23 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 for e in topic_entries(broker, overrides)
             ]
     if created and broker.zk_broker is not None:
-        await _await_leaders(ctx, created, request.timeout_ms)
+        await await_leaders(ctx, {name: 0 for name in created}, request.timeout_ms)
     return CreateTopicsResponse(throttle_time_ms=0, topics=results)
 
 
-async def _await_leaders(ctx: RequestContext, topics: list[str], timeout_ms: int) -> None:
-    """Cluster mode: answer once the controller has announced a leader for every new partition (or
-    the request's timeout passed: the topic exists and its leaders follow), as Kafka's
-    DelayedCreatePartitions does."""
+async def await_leaders(ctx: RequestContext, topics: dict[str, int], timeout_ms: int) -> None:
+    """Cluster mode: answer once the controller has announced a leader for every partition of these
+    topics (topic -> partition count expected), or the request's timeout passed (the partitions exist
+    and their leaders follow), as Kafka's DelayedCreatePartitions does."""
     cache = ctx.broker.metadata_cache
     deadline = time.monotonic() + max(timeout_ms, 0) / 1000
 
     def ready() -> bool:
-        for name in topics:
+        for name, count in topics.items():
             t = cache.topic(name)
-            if t is None or not t.partitions or not all(p.has_leader for p in t.partitions):
+            if t is None or len(t.partitions) < max(count, 1):
+                return False
+            if not all(p.has_leader for p in t.partitions):
                 return False
         return True
 

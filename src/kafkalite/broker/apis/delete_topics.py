@@ -1,11 +1,15 @@
 """DeleteTopics (key 20): remove topics (by name, or by topic id from v6) with their logs.
 
-Internal topics are refused; `delete.topic.enable=false` answers TOPIC_DELETION_DISABLED.
+Internal topics are refused; `delete.topic.enable=false` answers TOPIC_DELETION_DISABLED. In a cluster the
+answer waits until the controller has removed the topic from the metadata (or the request's timeout passed),
+as Kafka's DelayedDeleteTopics does.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 import uuid
 from typing import Any
 
@@ -27,6 +31,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     else:
         wanted = [(n, None) for n in request.topic_names]
     results = []
+    deleted: list[str] = []
     enabled = bool(broker.config.get("delete.topic.enable"))
     for name, tid in wanted:
         r = _Result(name=name, topic_id=tid or ZERO, error_code=0, error_message=None)
@@ -53,8 +58,14 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             continue
         try:
             broker.delete_topic(info.name)
+            deleted.append(info.name)
         except Exception as exc:
             log.exception("deleting topic %s failed", info.name)
             r.error_code = int(getattr(exc, "error_code", ErrorCode.UNKNOWN_SERVER_ERROR))
             r.error_message = str(exc)
+    if deleted and broker.zk_broker is not None:
+        cache = broker.metadata_cache
+        deadline = time.monotonic() + max(request.timeout_ms, 0) / 1000
+        while any(cache.topic(n) is not None for n in deleted) and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
     return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
