@@ -5,6 +5,7 @@ when ZooKeeper cannot be reached.
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
@@ -166,3 +167,29 @@ def test_unreachable_zookeeper_is_a_clear_error() -> None:
     with pytest.raises(ZkError, match=r"cannot reach ZooKeeper at 127\.0\.0\.1:1"):
         c.start()
     assert time.monotonic() - started < 5
+
+
+def test_producer_id_blocks_never_overlap(zk_connect: str) -> None:
+    clients = [_client(zk_connect) for _ in range(3)]
+    try:
+        blocks: list[tuple[int, int]] = []
+        lock = threading.Lock()
+
+        def claim(i: int, c: KafkaZkClient) -> None:
+            for _ in range(5):
+                b = c.claim_producer_id_block(i)
+                with lock:
+                    blocks.append(b)
+
+        threads = [threading.Thread(target=claim, args=(i, c)) for i, c in enumerate(clients)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        blocks.sort()
+        assert len(blocks) == 15 and blocks[0] == (0, zd.PRODUCER_ID_BLOCK_SIZE - 1)
+        for (_, end), (start, _) in itertools.pairwise(blocks):
+            assert start == end + 1  # contiguous and disjoint, whoever claimed them
+    finally:
+        for c in clients:
+            c.close()

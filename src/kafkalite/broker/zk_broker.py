@@ -87,6 +87,9 @@ class ZkBroker:
         self.topic_configs: dict[str, dict[str, str]] = {}
         self._session_lost = False
         self._last_config_change = ""
+        self._pid_next = 0
+        self._pid_end = -1  # the producer id block claimed in ZooKeeper: [_pid_next, _pid_end]
+        self._pid_lock = asyncio.Lock()
 
     # -- lifecycle ---------------------------------------------------------------------------------
     async def connect(self) -> str:
@@ -167,6 +170,19 @@ class ZkBroker:
             else self.server.config.get("unclean.leader.election.enable")
         )
         return str(value).lower() == "true"
+
+    async def next_producer_id(self) -> int:
+        """A producer id unique in the cluster (from this broker's block in ZooKeeper)."""
+        async with self._pid_lock:
+            if self._pid_next > self._pid_end:
+                start, end = await asyncio.to_thread(
+                    self.zk.claim_producer_id_block, self.broker_id
+                )
+                log.info("claimed producer ids %d..%d", start, end)
+                self._pid_next, self._pid_end = start, end
+            pid = self._pid_next
+            self._pid_next += 1
+            return pid
 
     # -- the ZooKeeper session ------------------------------------------------------------------------
     def _on_session(self, state: str) -> None:

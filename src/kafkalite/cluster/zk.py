@@ -200,6 +200,35 @@ class KafkaZkClient:
         reg = zd.decode_broker(broker_id, data)
         return reg.host, reg.port
 
+    # -- producer ids ------------------------------------------------------------------------------------
+    def claim_producer_id_block(self, broker_id: int) -> tuple[int, int]:
+        """The next block of producer ids for this broker, [start, end], claimed by compare-and-set on
+        /latest_producer_id_block so no two brokers ever hand out the same id (as Kafka's)."""
+        size = zd.PRODUCER_ID_BLOCK_SIZE
+        while True:
+            try:
+                data, stat = self.zk.get(zd.LATEST_PRODUCER_ID_BLOCK)
+            except NoNodeError:
+                try:
+                    self.zk.create(
+                        zd.LATEST_PRODUCER_ID_BLOCK,
+                        zd.encode_producer_id_block(broker_id, 0, size - 1),
+                    )
+                    return 0, size - 1
+                except NodeExistsError:
+                    continue
+            _, last_end = zd.decode_producer_id_block(data)
+            start, end = last_end + 1, last_end + size
+            try:
+                self.zk.set(
+                    zd.LATEST_PRODUCER_ID_BLOCK,
+                    zd.encode_producer_id_block(broker_id, start, end),
+                    version=stat.version,
+                )
+                return start, end
+            except BadVersionError:
+                continue  # another broker claimed one meanwhile
+
     # -- controller -------------------------------------------------------------------------------------
     def read_controller(self) -> tuple[int, int] | None:
         """(controller id, controller epoch), or None while no controller is elected."""

@@ -18,6 +18,8 @@ BROKER_SEQID = "/brokers/seqid"
 BROKER_TOPICS = "/brokers/topics"
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
+LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
+PRODUCER_ID_BLOCK_SIZE = 1000  # Kafka's ProducerIdManager claims ids in blocks of this many
 CONFIG_TOPICS = "/config/topics"
 CONFIG_BROKERS = "/config/brokers"
 CONFIG_CHANGES = "/config/changes"
@@ -315,3 +317,20 @@ def decode_isr_change(path: str, data: bytes) -> list[tuple[str, int]]:
             raise ZkDataError(path, "a partition entry has no topic or partition")
         out.append((t, p))
     return out
+
+
+# -- /latest_producer_id_block ---------------------------------------------------------------------------
+def encode_producer_id_block(broker_id: int, start: int, end: int) -> bytes:
+    """Kafka writes the block's bounds as strings (they are longs)."""
+    return _dump(
+        {"version": 1, "broker": broker_id, "block_start": str(start), "block_end": str(end)}
+    )
+
+
+def decode_producer_id_block(data: bytes) -> tuple[int, int]:
+    """(block_start, block_end) of the last block some broker claimed."""
+    doc = _load(LATEST_PRODUCER_ID_BLOCK, data)
+    try:
+        return int(doc["block_start"]), int(doc["block_end"])
+    except (KeyError, TypeError, ValueError):
+        raise ZkDataError(LATEST_PRODUCER_ID_BLOCK, "no block_start / block_end") from None

@@ -1,4 +1,5 @@
-"""InitProducerId (key 22) for idempotent producers: a fresh producer id (epoch 0) per request.
+"""InitProducerId (key 22) for idempotent producers: a fresh producer id (epoch 0) per request — in a
+cluster from this broker's block in /latest_producer_id_block, so ids are unique across brokers.
 
 Transactional ids need a transaction coordinator, which this broker does not have yet: they get an error.
 """
@@ -26,6 +27,11 @@ def next_producer_id() -> int:
     return _BASE + next(_counter)
 
 
+async def _new_id(ctx: RequestContext) -> int:
+    zk = ctx.broker.zk_broker
+    return await zk.next_producer_id() if zk is not None else next_producer_id()
+
+
 async def handle(ctx: RequestContext, request: Any) -> Any:
     if request.transactional_id is not None:
         log.warning(
@@ -44,11 +50,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         epoch = request.producer_epoch + 1
         if epoch > 32767:
             return InitProducerIdResponse(
-                throttle_time_ms=0, error_code=0, producer_id=next_producer_id(), producer_epoch=0
+                throttle_time_ms=0, error_code=0, producer_id=await _new_id(ctx), producer_epoch=0
             )
         return InitProducerIdResponse(
             throttle_time_ms=0, error_code=0, producer_id=request.producer_id, producer_epoch=epoch
         )
     return InitProducerIdResponse(
-        throttle_time_ms=0, error_code=0, producer_id=next_producer_id(), producer_epoch=0
+        throttle_time_ms=0, error_code=0, producer_id=await _new_id(ctx), producer_epoch=0
     )
