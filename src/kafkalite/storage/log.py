@@ -315,8 +315,7 @@ class Log(LogReads, LogProducers, LogRetention):
         with self._lock:
             self._apply_config(config)
             for s in self._segments:
-                s.index_interval_bytes = config.index_interval_bytes
-                s.roll_ts = -1  # recomputed by the next full roll check
+                s.reconfigure(config.index_interval_bytes)
 
     def _apply_config(self, config: LogConfig) -> None:
         self.config = config
@@ -370,7 +369,7 @@ class Log(LogReads, LogProducers, LogRetention):
         if _MIN_BATCH <= n <= self._fast_max_bytes:
             # fast path: exactly one batch (the common produce request). It reads only the header
             # fields it needs, keeps the roll check to integer comparisons against values the
-            # segment precomputes, and inlines the segment bookkeeping (this runs per batch).
+            # segment precomputes, and leaves the segment's bookkeeping to one segment call.
             length, magic, lod, max_ts, producer_id = _unpack_fast_header(records, 0)
             # idempotent producers' batches take the full path: their sequence is checked there
             if length + 12 == n and magic == 2 and lod >= 0 and producer_id < 0:
@@ -409,16 +408,8 @@ class Log(LogReads, LogProducers, LogRetention):
                         written = _pwritev(seg.fd, (stamped, memoryview(records)[16:]), pos)
                     if written < n:
                         _write_rest(seg.fd, records, first, leader_epoch, pos, written)
-                    if pos > seg.index_due:
-                        seg.add_index_entries(first, pos)
-                    if max_ts > seg.max_timestamp:
-                        seg.max_timestamp = max_ts
-                        seg.offset_of_max_timestamp = last
-                    if not pos:
-                        seg.first_batch_timestamp = max_ts
-                        seg.roll_ts = max_ts + self._roll_ms if max_ts >= 0 else -1
-                    seg.size = pos + n
-                    seg.next_offset = self._leo = last + 1
+                    seg.appended(first, last, pos, n, max_ts, self._roll_ms)
+                    self._leo = last + 1
                 finally:
                     lock.release()
                 return first, last, -1, max_ts, self._log_start, 1, n
@@ -514,8 +505,7 @@ class Log(LogReads, LogProducers, LogRetention):
             return seg
         if self._should_roll(seg, size, batch_ts, last_offset):
             return self.roll(base_offset)
-        fs = seg.first_batch_timestamp
-        seg.roll_ts = fs + self._roll_ms if fs >= 0 else -1
+        seg.reset_roll_deadline(self._roll_ms)
         return seg
 
     def _should_roll(self, seg: LogSegment, size: int, batch_ts: int, last_offset: int) -> bool:

@@ -175,6 +175,32 @@ class LogSegment:
         self.size = pos + size
         self.next_offset = base_offset + last_offset_delta + 1
 
+    def appended(self, first: int, last: int, pos: int, n: int, max_ts: int, roll_ms: int) -> None:
+        """Account for one batch of offsets `first`..`last` and `n` bytes just written at `pos`
+        (the Log's append fast path writes the bytes; this is its bookkeeping, once per batch).
+        `roll_ms` is segment.ms less its jitter, for the precomputed roll deadline."""
+        if pos > self.index_due:
+            self.add_index_entries(first, pos)
+        if max_ts > self.max_timestamp:
+            self.max_timestamp = max_ts
+            self.offset_of_max_timestamp = last
+        if not pos:
+            self.first_batch_timestamp = max_ts
+            self.roll_ts = max_ts + roll_ms if max_ts >= 0 else -1
+        self.size = pos + n
+        self.next_offset = last + 1
+
+    def reset_roll_deadline(self, roll_ms: int) -> None:
+        """Recompute `roll_ts` (the newest batch timestamp that cannot trigger segment.ms) after a
+        full roll check found no reason to roll; -1 when the segment has no timestamps."""
+        fs = self.first_batch_timestamp
+        self.roll_ts = fs + roll_ms if fs >= 0 else -1
+
+    def reconfigure(self, index_interval_bytes: int) -> None:
+        """Apply a new index.interval.bytes; the next append takes the full roll check."""
+        self.index_interval_bytes = index_interval_bytes
+        self.roll_ts = -1
+
     def add_index_entries(self, base_offset: int, pos: int) -> None:
         """Index the batch at `pos` (and the max timestamp of the batches before it)."""
         self.index_due = pos + self._interval
