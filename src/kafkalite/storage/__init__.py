@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from kafkalite.storage.cleaner import CleanerStats, LogCleaner
 from kafkalite.storage.config import TOPIC_CONFIG_DEFAULTS, TOPIC_CONFIG_DOCS, LogConfig
+from kafkalite.storage.epoch_cache import EpochEntry, LeaderEpochFileCache
 from kafkalite.storage.errors import (
     CorruptRecord,
     KafkaStorageError,
@@ -14,6 +15,7 @@ from kafkalite.storage.errors import (
     OffsetOutOfRange,
     RecordBatchTooLarge,
     StorageError,
+    UnexpectedAppendOffset,
 )
 from kafkalite.storage.log import Log
 from kafkalite.storage.manager import LogManager
@@ -33,9 +35,11 @@ __all__ = [
     "AppendResult",
     "CleanerStats",
     "CorruptRecord",
+    "EpochEntry",
     "FetchDataInfo",
     "FileSlice",
     "KafkaStorageError",
+    "LeaderEpochFileCache",
     "Log",
     "LogCleaner",
     "LogClosed",
@@ -46,4 +50,5 @@ __all__ = [
     "OffsetOutOfRange",
     "RecordBatchTooLarge",
     "StorageError",
+    "UnexpectedAppendOffset",
 ]
