@@ -177,11 +177,16 @@ class LogRetention:
             keep = [s for s in segs if s.base_offset < offset] or [segs[0]]
             doomed = [s for s in segs if s not in keep]
             tail = keep[-1]
-            tail.truncate_to(offset)
             self._set_segments(keep)
-            for s in doomed:
+            # whole segments go first, newest first, and durably, as Kafka orders it: a crash at
+            # any point leaves a contiguous log (possibly longer than asked), never one with a hole
+            # between a truncated tail and a later segment that survived
+            for s in reversed(doomed):
                 s.change_suffix("", DELETED_SUFFIX)
                 self._pending_deletes.append((self.clock() + MIN_FD_GRACE_MS, s))
+            if doomed:
+                self._fsync_dir()
+            tail.truncate_to(offset)
             # an emptied tail segment is named after the next offset to append
             self._leo = tail.next_offset if tail.size else tail.base_offset
             self._hw = min(self._hw, self._leo)
