@@ -86,7 +86,6 @@ class ZkBroker:
         # read this on the event loop; /config/changes keeps it current)
         self.topic_configs: dict[str, dict[str, str]] = {}
         self._session_lost = False
-        self._last_config_change = ""
         self._pid_next = 0
         self._pid_end = -1  # the producer id block claimed in ZooKeeper: [_pid_next, _pid_end]
         self._pid_lock = asyncio.Lock()
@@ -145,9 +144,10 @@ class ZkBroker:
     async def stop(self) -> None:
         if self.controller is not None:
             await self.controller.stop()
-        for t in self._tasks:
+        tasks = list(self._tasks)
+        for t in tasks:
             t.cancel()
-        for t in self._tasks:
+        for t in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
         self._tasks.clear()
@@ -184,6 +184,16 @@ class ZkBroker:
             self._pid_next += 1
             return pid
 
+    def _spawn(self, coro: Any, name: str) -> None:
+        """A background task that stop() cancels, forgotten once it is done."""
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self._tasks.append(task)
+        task.add_done_callback(self._forget_task)
+
+    def _forget_task(self, task: asyncio.Task[None]) -> None:
+        if task in self._tasks:
+            self._tasks.remove(task)
+
     # -- the ZooKeeper session ------------------------------------------------------------------------
     def _on_session(self, state: str) -> None:
         if state == "lost":
@@ -196,9 +206,7 @@ class ZkBroker:
             log.warning("ZooKeeper connection lost; serving on and reconnecting")
         elif state == "connected" and self._session_lost:
             self._session_lost = False
-            self._tasks.append(
-                asyncio.get_running_loop().create_task(self._register_again(), name="re-register")
-            )
+            self._spawn(self._register_again(), "re-register")
 
     async def _register_again(self) -> None:
         me = self.server.local_endpoint()
@@ -222,11 +230,7 @@ class ZkBroker:
         fresh = sorted(c for c in children if c not in self._config_changes_seen)
         self._config_changes_seen = set(children)
         if fresh:
-            self._tasks.append(
-                asyncio.get_running_loop().create_task(
-                    self._apply_config_changes(fresh), name="config-changes"
-                )
-            )
+            self._spawn(self._apply_config_changes(fresh), "config-changes")
 
     async def _apply_config_changes(self, changes: list[str]) -> None:
         topics = await asyncio.to_thread(self.zk.config_change_topics, changes)

@@ -158,6 +158,8 @@ class KafkaController:
                     self._retry_election_later()
                 else:
                     log.warning("controller event %r: ZooKeeper failed: %r", item, exc)
+                    if item == _ELECT:
+                        self._retry_election_later()  # the election itself failed: try again
             except Exception:
                 log.exception("controller event %r failed", item)
 
