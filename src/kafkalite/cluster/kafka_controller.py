@@ -368,15 +368,19 @@ class KafkaController:
             self._senders[broker_id] = asyncio.get_running_loop().create_task(
                 self._send_loop(broker_id, box), name=f"controller-to-{broker_id}"
             )
-        box.put_nowait((request, version))
+        box.put_nowait((request, version, self._broker_epoch(broker_id)))
 
     async def _send_loop(self, broker_id: int, box: asyncio.Queue[Any]) -> None:
+        """Send each request until it is answered, as Kafka's controller does: only a broker that
+        left (or came back as a new incarnation, which is sent everything again) or the loss of
+        the office ends the retries."""
         while True:
-            request, version = await box.get()
-            for attempt in range(3):
+            request, version, epoch = await box.get()
+            attempt = 0
+            while True:
                 b = self.machine.brokers.get(broker_id)
-                if b is None or not self.active:
-                    break  # gone: it gets everything again when it returns
+                if b is None or b.epoch != epoch or not self.active:
+                    break
                 try:
                     ch = self.channels.get(broker_id, b.host, b.port)
                     resp = await ch.send(request, version)
@@ -387,11 +391,13 @@ class KafkaController:
                         )  # fmt: skip
                     break
                 except ChannelError as exc:
-                    log.warning(
-                        "%s to broker %d failed (attempt %d): %s",
-                        type(request).__name__, broker_id, attempt + 1, exc,
-                    )  # fmt: skip
-                    await asyncio.sleep(0.2 * (attempt + 1))
+                    attempt += 1
+                    if attempt <= 3 or attempt % 20 == 0:
+                        log.warning(
+                            "%s to broker %d failed (attempt %d): %s; retrying",
+                            type(request).__name__, broker_id, attempt, exc,
+                        )  # fmt: skip
+                    await asyncio.sleep(min(0.2 * attempt, 2.0))
 
     # -- request builders ---------------------------------------------------------------------------------
     def _leader_and_isr(self, eff: SendLeaderAndIsr) -> Any:
