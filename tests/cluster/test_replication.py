@@ -205,3 +205,29 @@ def test_a_client_cannot_forge_controller_requests(cluster: LocalCluster) -> Non
         md = w.metadata(None)
         assert "forged" not in {t.name for t in md.topics}
     assert not (b.data_dir / "forged-0").exists()  # no replica was created
+
+
+def test_a_topic_deleted_while_a_replica_was_down_is_removed_when_it_returns(
+    cluster: LocalCluster,
+) -> None:
+    bs = cluster.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": bs, **QUIET})
+    create(admin, "doomed", n=1)
+    p = Producer({"bootstrap.servers": bs, "acks": "all", **QUIET})
+    p.produce("doomed", b"x", partition=0)
+    assert p.flush(20) == 0
+    down = next(
+        b for b in cluster.brokers.values() if b.broker_id != partitions(admin, "doomed")[0].leader
+    )
+    down.kill()
+    wait_for(
+        lambda: down.broker_id not in partitions(admin, "doomed")[0].isrs, 30, "the ISR to shrink"
+    )
+    for f in admin.delete_topics(["doomed"], operation_timeout=20).values():
+        f.result()
+    assert (down.data_dir / "doomed-0").exists()  # its copy is still on disk while it is down
+    down.start()
+    wait_for(lambda: not (down.data_dir / "doomed-0").exists(), 30, "the stray copy to go")
+    # the deletion finished: the name can be used again
+    create(admin, "doomed", n=1)
+    assert len(partitions(admin, "doomed")) == 1

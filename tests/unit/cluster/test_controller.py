@@ -276,3 +276,23 @@ def test_random_failures_keep_leaders_live_and_epochs_growing(lives: list[set[in
             assert s.isr, "an ISR never empties"
             assert s.leader_epoch >= epochs[tp]
             epochs[tp] = s.leader_epoch
+
+
+def test_deleting_a_topic_waits_for_replicas_on_brokers_that_are_down() -> None:
+    h = Harness()
+    h.create()
+    h.run(BrokersChanged({1: broker(1), 2: broker(2)}))  # broker 3 dies
+    out = h.run(TopicDeletionRequested(frozenset({"orders"})))
+    assert sorted(e.broker_id for e in out if isinstance(e, SendStopReplica)) == [1, 2]
+    assert DeleteTopicZNodes("orders") not in out and h.m.deletion_waits == {"orders": {3}}
+    again = h.run(TopicDeletionRequested(frozenset({"orders"})))  # the watch fires again
+    assert not any(isinstance(e, SendStopReplica) for e in again)
+    back = h.run(BrokersChanged({1: broker(1), 2: broker(2), 3: broker(3)}))
+    stop = [e for e in back if isinstance(e, SendStopReplica)]
+    assert [(e.broker_id, e.delete) for e in stop] == [(3, True)]
+    assert not any(isinstance(e, SendLeaderAndIsr) and e.broker_id == 3 for e in back)
+    um = [e for e in back if isinstance(e, SendUpdateMetadata)]
+    assert all(
+        p.state.leader == -2 for e in um for tp, p in e.partitions.items() if tp[0] == "orders"
+    )
+    assert DeleteTopicZNodes("orders") in back and "orders" not in h.m.topics

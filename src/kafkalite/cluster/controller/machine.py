@@ -252,6 +252,9 @@ class ControllerMachine:
         self.partition_states: dict[TopicPartition, PartitionState] = {}
         self.replica_states: dict[tuple[TopicPartition, int], ReplicaState] = {}
         self.deleting: set[str] = set()
+        # topics whose deletion waits for replicas on brokers that are down (Kafka's "ineligible"
+        # replicas): topic -> those brokers; the deletion finishes when each has been told
+        self.deletion_waits: dict[str, set[int]] = {}
         self._pending: dict[str, _Pending] = {}
         self._writing: set[TopicPartition] = set()  # partitions with a ZooKeeper write in flight
         self._next_tag = 0
@@ -299,6 +302,7 @@ class ControllerMachine:
         self.topics = dict(ev.topics)
         self.leadership = dict(ev.states)
         self.deleting = set(ev.deleting)
+        self.deletion_waits.clear()
         self.shutting_down.clear()
         self._pending.clear()
         self._writing.clear()
@@ -317,7 +321,11 @@ class ControllerMachine:
         # everyone learns the cluster first, then the partitions that need a leader get one
         effects.append(self._update_metadata(tuple(sorted(live)), self.all_partitions()))
         effects += self._send_leader_and_isr(
-            [tp for tp in self.all_partitions() if tp in self.leadership]
+            [
+                tp
+                for tp in self.all_partitions()
+                if tp in self.leadership and tp[0] not in self.deleting
+            ]
         )
         # replicas on brokers that died while no controller watched leave their ISRs now, and
         # partitions they led get a leader (Kafka's OfflineReplica transitions at startup)
@@ -383,8 +391,10 @@ class ControllerMachine:
             self._update_metadata(tuple(sorted(self.live)), self.all_partitions())
         ]
         effects += self._send_leader_and_isr(
-            [tp for tp in hosted if tp in self.leadership], only=joined
+            [tp for tp in hosted if tp in self.leadership and tp[0] not in self.deleting],
+            only=joined,
         )
+        effects += self._resume_deletions(joined)
         effects += self._elect(self._needing_leader())
         return effects
 
@@ -434,6 +444,8 @@ class ControllerMachine:
         effects: list[Effect] = []
         live = self.live
         for name in sorted(names):
+            if name in self.deletion_waits:
+                continue  # already under way, waiting for brokers that are down
             info = self.topics.get(name)
             self.deleting.add(name)
             if info is None:
@@ -442,33 +454,52 @@ class ControllerMachine:
                 continue
             tps = [(name, p) for p in sorted(info.assignment)]
             # brokers first forget the topic (leader -2), then replicas stop and delete their logs
-            parts = {
-                tp: PartitionInfo(LeaderIsr(LEADER_DURING_DELETE, -1, (), -1), self.replicas(tp))
-                for tp in tps
-            }
-            effects.append(
-                SendUpdateMetadata(
-                    tuple(sorted(live)),
-                    self.epoch,
-                    parts,
-                    tuple(self.brokers.values()),
-                    {name: info.topic_id},
-                )
-            )
+            effects.append(self._update_metadata(tuple(sorted(live)), tps))
             by_broker: dict[int, list[TopicPartition]] = {}
+            down: set[int] = set()
             for tp in tps:
                 for r in self.replicas(tp):
                     if r in live:
                         by_broker.setdefault(r, []).append(tp)
+                    else:
+                        down.add(r)
             for b, bt in sorted(by_broker.items()):
                 effects.append(SendStopReplica(b, self.epoch, tuple(bt), True))
+            if down:
+                # as Kafka: the topic stays marked for deletion until every replica has been told
+                # to delete its log, so a broker that was down does not keep a stray copy
+                log.info("deletion of topic %s waits for brokers %s", name, sorted(down))
+                self.deletion_waits[name] = down
+                continue
             effects.append(DeleteTopicZNodes(name))
             self._forget_topic(name)
+        return effects
+
+    def _resume_deletions(self, joined: set[int]) -> list[Effect]:
+        """Brokers came back: their replicas of topics being deleted are deleted now."""
+        effects: list[Effect] = []
+        for name in sorted(self.deletion_waits):
+            waiting = self.deletion_waits[name]
+            back = waiting & joined
+            if not back:
+                continue
+            info = self.topics.get(name)
+            tps = [(name, p) for p in sorted(info.assignment)] if info is not None else []
+            for b in sorted(back):
+                mine = tuple(tp for tp in tps if b in self.replicas(tp))
+                if mine:
+                    effects.append(SendStopReplica(b, self.epoch, mine, True))
+            waiting -= back
+            if not waiting:
+                del self.deletion_waits[name]
+                effects.append(DeleteTopicZNodes(name))
+                self._forget_topic(name)
         return effects
 
     def _forget_topic(self, name: str) -> None:
         info = self.topics.pop(name, None)
         self.deleting.discard(name)
+        self.deletion_waits.pop(name, None)
         if info is None:
             return
         for p in info.assignment:
@@ -654,7 +685,10 @@ class ControllerMachine:
 
     def _info(self, tp: TopicPartition, is_new: bool = False) -> PartitionInfo:
         replicas = self.replicas(tp)
-        st = self.leadership.get(tp) or LeaderIsr(NO_LEADER, -1, (), -1)
+        if tp[0] in self.deleting:
+            st = LeaderIsr(LEADER_DURING_DELETE, -1, (), -1)  # brokers forget it (UpdateMetadata)
+        else:
+            st = self.leadership.get(tp) or LeaderIsr(NO_LEADER, -1, (), -1)
         offline = tuple(r for r in replicas if r not in self.brokers)
         return PartitionInfo(st, replicas, offline, is_new)
 
