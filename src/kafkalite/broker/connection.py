@@ -12,13 +12,12 @@ import collections
 import logging
 import os
 import socket
-import struct
 import time
 from typing import TYPE_CHECKING, Any
 
 from kafkalite.broker.context import DeferredResponse
 from kafkalite.protocol.exceptions import DecodeError
-from kafkalite.protocol.framing import FrameTooLarge
+from kafkalite.protocol.framing import FrameDecoder, FrameTooLarge
 
 if TYPE_CHECKING:
     from kafkalite.broker.server import BrokerServer
@@ -44,72 +43,6 @@ class SendfileStats:
     fallback_bytes = 0  # no sendfile on this transport (TLS) or disabled
 
 
-_LEN = struct.Struct(">i")
-
-
-class FrameReader:
-    """Size-prefixed frames out of received chunks, copying each frame's bytes once.
-
-    Same contract as protocol.framing.FrameDecoder (DecodeError on a negative length, FrameTooLarge past
-    the limit), but a frame spread over several chunks is kept as views of them and joined once when it
-    is complete, instead of being accumulated, sliced and copied out of a growing buffer.
-    """
-
-    __slots__ = ("_head", "_need", "_parts", "_have", "max_frame_size")
-
-    def __init__(self, max_frame_size: int) -> None:
-        self.max_frame_size = max_frame_size
-        self._head = b""  # a length prefix split across chunks
-        self._need = -1  # body length of the frame being read, -1 while reading a length
-        self._parts: list[memoryview] = []
-        self._have = 0
-
-    def feed(self, data: bytes) -> list[bytes]:
-        if type(data) is not bytes:
-            data = bytes(data)  # transports hand over bytes; anything else is copied once
-        frames: list[bytes] = []
-        pos = 0
-        end = len(data)
-        while pos < end:
-            need = self._need
-            if need < 0:
-                if self._head or end - pos < 4:
-                    take = min(4 - len(self._head), end - pos)
-                    self._head += data[pos : pos + take]
-                    pos += take
-                    if len(self._head) < 4:
-                        break
-                    need = _LEN.unpack(self._head)[0]
-                    self._head = b""
-                else:
-                    need = _LEN.unpack_from(data, pos)[0]
-                    pos += 4
-                if need < 0:
-                    raise DecodeError(f"negative frame length {need}")
-                if need > self.max_frame_size:
-                    raise FrameTooLarge(need, self.max_frame_size)
-                self._need = need
-            if not self._parts and end - pos >= need:
-                frames.append(data[pos : pos + need])  # whole frame in this chunk: one copy
-                pos += need
-                self._need = -1
-                continue
-            take = min(need - self._have, end - pos)
-            self._parts.append(memoryview(data)[pos : pos + take])
-            self._have += take
-            pos += take
-            if self._have == need:
-                frames.append(b"".join(self._parts))
-                self._parts.clear()
-                self._have = 0
-                self._need = -1
-        return frames
-
-    @property
-    def buffered(self) -> int:
-        return len(self._head) + self._have
-
-
 class CloseConnection(Exception):
     """Raised by the request path to drop the connection after logging why."""
 
@@ -118,7 +51,7 @@ class Connection(asyncio.Protocol):
     def __init__(self, server: BrokerServer) -> None:
         self.server = server
         self.transport: asyncio.Transport | None = None
-        self.decoder = FrameReader(server.config.socket_request_max_bytes)
+        self.decoder = FrameDecoder(server.config.socket_request_max_bytes)
         self.pending: collections.deque[bytes] = collections.deque()
         self.peer = "?"
         self.client_software: tuple[str, str] | None = None
