@@ -12,7 +12,11 @@ from typing import Any
 from kafkalite.broker.context import RequestContext
 from kafkalite.cluster.partition import LeaderAndIsrState
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.cluster import LEADER_AND_ISR, LeaderAndIsrResponse
+from kafkalite.protocol.messages.cluster import (
+    LEADER_AND_ISR,
+    LeaderAndIsrResponse,
+    grouped_partition_states,
+)
 
 API = LEADER_AND_ISR
 CLUSTER_ONLY = True
@@ -24,25 +28,16 @@ def _states(
 ) -> tuple[dict[tuple[str, int], LeaderAndIsrState], dict[str, Any]]:
     states: dict[tuple[str, int], LeaderAndIsrState] = {}
     topic_ids: dict[str, Any] = {}
-    if version >= 2:
-        groups = [
-            (t.topic_name, t.topic_id if version >= 5 else None, t.partition_states)
-            for t in request.topic_states
-        ]
-    else:
-        groups = [(None, None, request.ungrouped_partition_states)]
-    for name, tid, parts in groups:
-        for ps in parts:
-            topic = name if name is not None else ps.topic_name
-            topic_ids[topic] = tid
-            states[(topic, ps.partition_index)] = LeaderAndIsrState(
-                ps.leader,
-                ps.leader_epoch,
-                tuple(ps.isr),
-                tuple(ps.replicas),
-                ps.partition_epoch,
-                bool(ps.is_new) if version >= 1 else False,
-            )
+    for topic, tid, ps in grouped_partition_states(request, version >= 2, version >= 5):
+        topic_ids[topic] = tid
+        states[(topic, ps.partition_index)] = LeaderAndIsrState(
+            ps.leader,
+            ps.leader_epoch,
+            tuple(ps.isr),
+            tuple(ps.replicas),
+            ps.partition_epoch,
+            bool(ps.is_new) if version >= 1 else False,
+        )
     return states, topic_ids
 
 

@@ -13,7 +13,11 @@ from typing import Any
 from kafkalite.broker.context import RequestContext
 from kafkalite.cluster.metadata_cache import BrokerEndpoint, PartitionMetadata
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.cluster import UPDATE_METADATA, UpdateMetadataResponse
+from kafkalite.protocol.messages.cluster import (
+    UPDATE_METADATA,
+    UpdateMetadataResponse,
+    grouped_partition_states,
+)
 
 API = UPDATE_METADATA
 CLUSTER_ONLY = True
@@ -37,30 +41,21 @@ def _brokers(request: Any, version: int) -> list[BrokerEndpoint]:
 def _states(request: Any, version: int) -> tuple[list[PartitionMetadata], dict[str, uuid.UUID]]:
     states: list[PartitionMetadata] = []
     topic_ids: dict[str, uuid.UUID] = {}
-    if version >= 5:
-        groups = [
-            (t.topic_name, t.topic_id if version >= 7 else None, t.partition_states)
-            for t in request.topic_states
-        ]
-    else:
-        groups = [(None, None, request.ungrouped_partition_states)]
-    for name, tid, parts in groups:
-        for ps in parts:
-            topic = name if name is not None else ps.topic_name
-            if tid is not None:
-                topic_ids[topic] = tid
-            states.append(
-                PartitionMetadata(
-                    topic,
-                    ps.partition_index,
-                    ps.leader,
-                    ps.leader_epoch,
-                    tuple(ps.replicas),
-                    tuple(ps.isr),
-                    tuple(ps.offline_replicas) if version >= 4 else (),
-                    ps.zk_version,
-                )
+    for topic, tid, ps in grouped_partition_states(request, version >= 5, version >= 7):
+        if tid is not None:
+            topic_ids[topic] = tid
+        states.append(
+            PartitionMetadata(
+                topic,
+                ps.partition_index,
+                ps.leader,
+                ps.leader_epoch,
+                tuple(ps.replicas),
+                tuple(ps.isr),
+                tuple(ps.offline_replicas) if version >= 4 else (),
+                ps.zk_version,
             )
+        )
     return states, topic_ids
 
 

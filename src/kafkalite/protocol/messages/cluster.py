@@ -6,6 +6,9 @@ The controller sends the first three to brokers; brokers send the last two to th
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 from kafkalite.protocol.schema import NULL, F, api, request, response
 
 # ---------------------------------------------------------------------------
@@ -351,3 +354,18 @@ AlterPartitionResponse = response(
 )
 
 ALTER_PARTITION = api("AlterPartition", AlterPartitionRequest, AlterPartitionResponse)
+
+
+def grouped_partition_states(
+    request: Any, grouped: bool, with_ids: bool
+) -> Iterator[tuple[str, Any, Any]]:
+    """(topic, topic id or None, partition state) of a LeaderAndIsr / UpdateMetadata request,
+    whether its partition states come grouped by topic (`grouped`: LeaderAndIsr v2+,
+    UpdateMetadata v5+; topic ids when `with_ids`) or in one flat list naming their topics."""
+    if grouped:
+        for t in request.topic_states:
+            for ps in t.partition_states:
+                yield t.topic_name, (t.topic_id if with_ids else None), ps
+    else:
+        for ps in request.ungrouped_partition_states:
+            yield ps.topic_name, None, ps
