@@ -237,3 +237,15 @@ def test_topic_compression_type_rewrites_batches_readable_by_librdkafka(broker, 
     produce(bs, topic, records, **{"compression.type": "none"})
     got = consume(bs, topic, len(records))
     assert [(m.key(), m.value(), m.headers()) for m in got] == records
+
+
+def test_create_partitions_with_a_bad_assignment_is_refused_and_changes_nothing(broker, topic):
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    some_broker = next(iter(admin.list_topics(timeout=10).brokers))
+    for assignment in ([[some_broker]], [[some_broker], [12345]]):  # too few; an unknown broker
+        fut = admin.create_partitions([NewPartitions(topic, 3, replica_assignment=assignment)])
+        with pytest.raises(KafkaException) as err:
+            fut[topic].result(30)
+        assert err.value.args[0].code() == confluent_kafka.KafkaError.INVALID_REPLICA_ASSIGNMENT
+    assert len(admin.list_topics(topic, timeout=10).topics[topic].partitions) == 1

@@ -43,6 +43,8 @@ def test_what_we_write_reads_back() -> None:
     r = zd.decode_broker(1, zd.encode_broker("h", 5, None))
     assert (r.host, r.port, r.rack) == ("h", 5, None)
     assert zd.decode_isr_change("/x", zd.encode_isr_change([("t", 1)])) == [("t", 1)]
+    assert zd.decode_producer_id_block(zd.encode_producer_id_block(2, 1000, 1999)) == (1000, 1999)
+    assert zd.decode_config_change("/c", zd.encode_config_change("topics/t")) == "topics/t"
 
 
 @pytest.mark.parametrize(
@@ -59,3 +61,14 @@ def test_what_we_write_reads_back() -> None:
 def test_garbage_is_a_zk_data_error_naming_the_znode(data: bytes) -> None:
     with pytest.raises(zd.ZkDataError, match="/brokers/topics/t/partitions/0/state"):
         zd.decode_partition_state("t", 0, data)
+
+
+@pytest.mark.parametrize(
+    "data", [b"", b"not json", b"[1]", b'{"version":1}', b'{"block_start":"x","block_end":"9"}']
+)
+def test_garbage_producer_id_blocks_and_config_changes_are_clear_errors(data: bytes) -> None:
+    with pytest.raises(zd.ZkDataError, match="/latest_producer_id_block"):
+        zd.decode_producer_id_block(data)
+    if data != b'{"block_start":"x","block_end":"9"}':
+        with pytest.raises(zd.ZkDataError, match="/config/changes/c1"):
+            zd.decode_config_change("/config/changes/c1", data)
