@@ -439,27 +439,6 @@ class KafkaZkClient:
             )
         return done, failed
 
-    # -- ISR change notifications (brokers before KIP-497 wrote these) --------------------------------------
-    def isr_change_notifications(self) -> dict[str, list[TopicPartition]]:
-        out: dict[str, list[TopicPartition]] = {}
-        for child in self.zk.get_children(zd.ISR_CHANGE_NOTIFICATION):
-            path = f"{zd.ISR_CHANGE_NOTIFICATION}/{child}"
-            try:
-                data, _ = self.zk.get(path)
-                out[path] = zd.decode_isr_change(path, data)
-            except NoNodeError:
-                continue
-            except zd.ZkDataError as exc:
-                log.warning("ignoring ISR change notification: %s", exc)
-                out[path] = []
-        return out
-
-    def delete_znode(self, path: str) -> None:
-        try:
-            self.zk.delete(path, recursive=True)
-        except NoNodeError:
-            pass
-
     # -- watches ---------------------------------------------------------------------------------------------
     def watch_children(self, path: str, fn: Callable[[list[str]], None]) -> None:
         """`fn(children)` now and on every change of `path`'s children (kazoo's thread)."""
