@@ -159,7 +159,10 @@ def test_admin_create_describe_alter_delete(broker, topic):
     assert cfg["cleanup.policy"].value == "compact"
     assert cfg["retention.ms"].value == "3600000"
     admin.create_partitions([NewPartitions(topic, 5)])[topic].result(30)
-    assert len(admin.list_topics(topic, timeout=10).topics[topic].partitions) == 5
+    deadline = time.monotonic() + 10  # in a cluster, brokers hear of new partitions a moment apart
+    while len(admin.list_topics(topic, timeout=10).topics[topic].partitions) < 5:
+        assert time.monotonic() < deadline, "the new partitions never showed in the metadata"
+        time.sleep(0.1)
     some_broker = next(iter(admin.list_topics(timeout=10).brokers))  # 0 alone; 1..3 in a cluster
     bres = ConfigResource(ConfigResource.Type.BROKER, str(some_broker))
     bcfg = admin.describe_configs([bres])[bres].result(30)

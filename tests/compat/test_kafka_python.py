@@ -73,19 +73,28 @@ def test_one_mib_message(broker, topic):
     assert len(got[0].value) == 1 << 20
 
 
+def eventually(cond, timeout: float = 10.0) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
 def test_admin_and_offsets_for_times(broker, topic):
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
     try:
         admin.create_topics([NewTopic(topic, 2, 1, topic_configs={"retention.bytes": "1000000"})])
         with pytest.raises(TopicAlreadyExistsError):
             admin.create_topics([NewTopic(topic, 2, 1)])
-        assert topic in admin.list_topics()
+        # a cluster's brokers learn of a new topic from the controller a moment apart
+        assert eventually(lambda: topic in admin.list_topics())
         res = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])
         text = repr(res)
         assert "retention.bytes" in text and "1000000" in text
         admin.create_partitions({topic: NewPartitions(4)})
-        desc = admin.describe_topics([topic])
-        assert len(desc[0]["partitions"]) == 4
+        assert eventually(lambda: len(admin.describe_topics([topic])[0]["partitions"]) == 4)
         base = int(time.time() * 1000) - 50_000
         p = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
         for i in range(6):
@@ -100,6 +109,6 @@ def test_admin_and_offsets_for_times(broker, topic):
         assert c.beginning_offsets([tp])[tp] == 0
         c.close()
         admin.delete_topics([topic])
-        assert topic not in admin.list_topics()
+        assert eventually(lambda: topic not in admin.list_topics())
     finally:
         admin.close()
