@@ -228,6 +228,9 @@ def test_a_topic_deleted_while_a_replica_was_down_is_removed_when_it_returns(
     assert (down.data_dir / "doomed-0").exists()  # its copy is still on disk while it is down
     down.start()
     wait_for(lambda: not (down.data_dir / "doomed-0").exists(), 30, "the stray copy to go")
-    # the deletion finished: the name can be used again
+    # the deletion finished: the name can be used again (once the returned broker is live again
+    # for placement, which the controller may learn a moment after its copy is gone)
+    wait_for(lambda: len(admin.list_topics(timeout=10).brokers) == 3, 30, "three live brokers")
+    wait_for(lambda: "doomed" not in admin.list_topics(timeout=10).topics, 30, "the deletion")
     create(admin, "doomed", n=1)
     assert len(partitions(admin, "doomed")) == 1
