@@ -17,6 +17,7 @@ _I = struct.Struct(">i")
 _HI = struct.Struct(">hi")
 _IHQQQ = struct.Struct(">ihqqq")
 _IHQQ = struct.Struct(">ihqq")
+_QQ = struct.Struct(">qq")
 _IHQ = struct.Struct(">ihq")
 
 
@@ -418,6 +419,7 @@ def _decode_fetch(buf: bytes, pos: int, version: int) -> FetchRequestView:
 
 class FetchPartitionResult:
     __slots__ = (
+        "aborted_transactions",
         "error_code",
         "high_watermark",
         "last_stable_offset",
@@ -433,6 +435,8 @@ class FetchPartitionResult:
         self.last_stable_offset = -1
         self.log_start_offset = -1
         self.records: bytes | None = b""
+        # read_committed: (producer id, first offset) of aborted transactions in the returned range
+        self.aborted_transactions: list[tuple[int, int]] | None = None
 
 
 class FetchTopicResult:
@@ -455,7 +459,7 @@ class FetchResult:
 
 
 def encode_fetch_response(out: bytearray, resp: FetchResult, version: int) -> None:
-    """FetchResponse v4-16 with no aborted transactions, default tags, preferred replica -1."""
+    """FetchResponse v4-16: default tags, preferred replica -1."""
     flexible = version >= 12
     if version >= 7:
         out += _IHI.pack(resp.throttle_time_ms, resp.error_code, resp.session_id)
@@ -483,7 +487,15 @@ def encode_fetch_response(out: bytearray, resp: FetchResult, version: int) -> No
                 out += _IHQQ.pack(
                     p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset
                 )
-            out += b"\x00" if flexible else b"\xff\xff\xff\xff"  # aborted transactions: null
+            aborted = p.aborted_transactions
+            if aborted is None:
+                out += b"\x00" if flexible else b"\xff\xff\xff\xff"  # null
+            else:
+                _write_count(out, len(aborted), flexible)
+                for producer_id, first_offset in aborted:
+                    out += _QQ.pack(producer_id, first_offset)
+                    if flexible:
+                        out.append(0)
             if version >= 11:
                 out += b"\xff\xff\xff\xff"  # preferred read replica -1
             rec = p.records

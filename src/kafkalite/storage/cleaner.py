@@ -1,7 +1,8 @@
 """LogCleaner: log compaction for cleanup.policy=compact — keep the latest record per key in closed
 segments, preserve offsets, expire tombstones after delete.retention.ms, swap files crash-safely.
 
-Runs in a worker thread; the active segment is never touched and readers keep a consistent view.
+Runs in a worker thread; the active segment and anything past the last stable offset are never touched,
+records of aborted transactions are removed, transaction markers are kept; readers keep a consistent view.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from kafkalite.records.header import (
 from kafkalite.storage.config import LONG_MAX
 from kafkalite.storage.log import Log
 from kafkalite.storage.segment import LogSegment
+from kafkalite.storage.txn_index import AbortedTxn
 from kafkalite.storage.types import now_ms
 
 log = logging.getLogger(__name__)
@@ -80,8 +82,10 @@ class LogCleaner:
 
     # -- selection ------------------------------------------------------------------------------
     def cleanable_segments(self, log_: Log, now: int) -> list[LogSegment]:
-        """Closed segments old enough for min.compaction.lag.ms, oldest first."""
-        segs = list(log_.segments[:-1])
+        """Closed segments below the last stable offset (no open transaction may be compacted) and
+        old enough for min.compaction.lag.ms, oldest first."""
+        unstable = log_.first_unstable_offset
+        segs = [s for s in log_.segments[:-1] if unstable is None or s.next_offset <= unstable]
         lag = log_.config.min_compaction_lag_ms
         if lag > 0:
             for i, s in enumerate(segs):
@@ -139,12 +143,15 @@ class LogCleaner:
         stats = CleanerStats(first_dirty_offset=first_dirty)
         end_offset = dirty[-1].next_offset
         stats.end_offset = end_offset
-        offset_map = self._build_offset_map(dirty, first_dirty, end_offset)
+        aborted = _AbortedRanges(
+            log_.collect_aborted_transactions(candidates[0].base_offset, end_offset)
+        )
+        offset_map = self._build_offset_map(dirty, first_dirty, end_offset, aborted)
         stats.keys = len(offset_map)
         horizon = t - cfg.delete_retention_ms
         producer_last = log_.producer_last_offsets()
         for group in self._group_segments(candidates, cfg.segment_bytes, cfg.segment_index_bytes):
-            ok = self._clean_group(log_, group, offset_map, producer_last, horizon, stats)
+            ok = self._clean_group(log_, group, offset_map, producer_last, horizon, stats, aborted)
             if not ok:
                 stats.aborted = True
                 return stats
@@ -162,13 +169,21 @@ class LogCleaner:
         return stats
 
     def _build_offset_map(
-        self, dirty: Sequence[LogSegment], first_dirty: int, end_offset: int
+        self,
+        dirty: Sequence[LogSegment],
+        first_dirty: int,
+        end_offset: int,
+        aborted: _AbortedRanges,
     ) -> dict[bytes, int]:
-        """key -> offset of its latest record in the dirty section."""
+        """key -> offset of its latest record in the dirty section (aborted records never count)."""
         offsets: dict[bytes, int] = {}
         for seg in dirty:
             for view, h in _iter_segment_batches(seg):
-                if h.is_control or h.base_offset + h.last_offset_delta < first_dirty:
+                if (
+                    h.is_control
+                    or h.base_offset + h.last_offset_delta < first_dirty
+                    or aborted.contains(h)
+                ):
                     continue
                 for rec in _decode(view).records:
                     if rec.key is not None and first_dirty <= rec.offset < end_offset:
@@ -209,6 +224,7 @@ class LogCleaner:
         producer_last: dict[int, int],
         horizon: int,
         stats: CleanerStats,
+        aborted: _AbortedRanges,
     ) -> bool:
         cleaned = log_.new_cleaned_segment(group[0].base_offset)
         pending = bytearray()
@@ -218,7 +234,7 @@ class LogCleaner:
                 for view, h in _iter_segment_batches(seg):
                     stats.bytes_read += h.size
                     kept = self._filter_batch(
-                        view, h, offset_map, producer_last, drop_tombstones, stats
+                        view, h, offset_map, producer_last, drop_tombstones, stats, aborted
                     )
                     if kept is not None:
                         pending += kept
@@ -229,6 +245,9 @@ class LogCleaner:
             if pending:
                 self._write(cleaned, pending)
                 stats.bytes_written += len(pending)
+            for seg in group:  # the markers stay, and so do the index entries of aborted ones
+                for entry in seg.txn_index.entries():
+                    cleaned.txn_index.append(entry)
             cleaned.seal()
             cleaned.flush(indexes=True)
             mtime = max(s.last_modified_ms() for s in group) / 1000.0
@@ -257,6 +276,7 @@ class LogCleaner:
         producer_last: dict[int, int],
         drop_tombstones: bool,
         stats: CleanerStats,
+        aborted: _AbortedRanges,
     ) -> bytes | None:
         """The batch bytes to keep: unchanged if every record survives, rebuilt with the survivors
         (same offsets, same last offset delta) otherwise, None if nothing survives — except the
@@ -266,7 +286,11 @@ class LogCleaner:
             return bytes(view)
         batch = _decode(view)
         keep = []
+        drop_all = aborted.contains(h)
         for rec in batch.records:
+            if drop_all:
+                stats.records_read += 1
+                continue
             stats.records_read += 1
             key = rec.key
             if key is not None:
@@ -298,3 +322,21 @@ class LogCleaner:
             set_max_timestamp_and_type(out_b, 0, len(out_b), batch.max_timestamp, True)
             out = bytes(out_b)
         return out
+
+
+class _AbortedRanges:
+    """The offset ranges of aborted transactions, by producer: a transactional batch inside one is
+    aborted data that compaction removes."""
+
+    __slots__ = ("_by_producer",)
+
+    def __init__(self, entries: Sequence[AbortedTxn]) -> None:
+        self._by_producer: dict[int, list[tuple[int, int]]] = {}
+        for e in entries:
+            self._by_producer.setdefault(e.producer_id, []).append((e.first_offset, e.last_offset))
+
+    def contains(self, h: BatchHeader) -> bool:
+        if not h.is_transactional or h.is_control:
+            return False
+        ranges = self._by_producer.get(h.producer_id)
+        return ranges is not None and any(a <= h.base_offset <= b for a, b in ranges)

@@ -70,3 +70,15 @@ class UnexpectedAppendOffset(StorageError):
     disagree about where the log ends: it must truncate first)."""
 
     error_code = ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+class InvalidTxnState(StorageError):
+    """A producer with an open transaction sent a non-transactional batch."""
+
+    error_code = ErrorCode.INVALID_TXN_STATE
+
+
+class TxnCoordinatorFenced(StorageError):
+    """A commit/abort marker from a transaction coordinator older than one already seen."""
+
+    error_code = ErrorCode.TRANSACTION_COORDINATOR_FENCED

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from kafkalite.protocol.exceptions import DecodeError
+from kafkalite.records.control import build_end_txn_marker_batch
 from kafkalite.records.header import (
     BatchHeader,
     iter_batch_headers,
@@ -154,6 +155,9 @@ class Log(LogReads, LogProducers, LogRetention):
         self._hw = min(max(high_watermark, self._log_start), self._leo)
         self._load_epochs()
         self._write_partition_metadata()
+        # producers' state (and with it open transactions and the last stable offset) from the
+        # newest snapshot plus the headers past it: every append and fetch needs it
+        self._producer_state_locked()
         return self
 
     def _new_segment(self, base_offset: int, suffix: str = "", create: bool = True) -> LogSegment:
@@ -255,6 +259,9 @@ class Log(LogReads, LogProducers, LogRetention):
         """Set the high watermark (the Partition decides it), clamped to [log start, log end]."""
         with self._lock:
             self._hw = min(max(offset, self._log_start), self._leo)
+            state = self._producer_state
+            if state is not None:
+                state.on_high_watermark(self._hw)
             return self._hw
 
     def maybe_increment_high_watermark(self, offset: int) -> bool:
@@ -263,6 +270,9 @@ class Log(LogReads, LogProducers, LogRetention):
             new = min(offset, self._leo)
             if new > self._hw:
                 self._hw = new
+                state = self._producer_state
+                if state is not None:
+                    state.on_high_watermark(new)
                 return True
             return False
 
@@ -450,6 +460,10 @@ class Log(LogReads, LogProducers, LogRetention):
                 dup = self._check_producer(producers[0])
                 if dup is not None:
                     return dup
+                h0 = producers[0]
+                self._producer_state_locked().check_transactional(
+                    h0.producer_id, h0.is_transactional
+                )
             first = nxt = self._leo
             if cfg.log_append_time and assign_offsets:
                 # the leader stamps LogAppendTime; a follower keeps the leader's bytes
@@ -485,10 +499,37 @@ class Log(LogReads, LogProducers, LogRetention):
             seg.append(buf, headers)
             self._leo = nxt
             state = self._producer_state
-            if producers and state is not None:
-                for h in producers:
-                    state.update_from_header(h)
+            if state is not None:
+                for pos, h in headers:
+                    if h.producer_id < 0:
+                        continue
+                    if h.is_control:
+                        self._apply_marker(state, seg, buf, pos, h)
+                    else:
+                        state.update_from_header(h)
         return first, nxt - 1, log_append_time, max_ts, self._log_start, len(headers), total
+
+    def append_control_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        commit: bool,
+        leader_epoch: int,
+    ) -> AppendResult:
+        """WriteTxnMarkers on the leader: a COMMIT or ABORT control batch closing the producer's
+        transaction. A marker from an older producer epoch (INVALID_PRODUCER_EPOCH) or an older
+        coordinator (TRANSACTION_COORDINATOR_FENCED) is refused and nothing is written."""
+        batch = build_end_txn_marker_batch(
+            commit, producer_id, producer_epoch, coordinator_epoch, timestamp=self.clock()
+        )
+        with self._lock:
+            if self._closed:
+                raise LogClosed(f"log {self.dir.name} is closed")
+            self._producer_state_locked().check_marker(
+                producer_id, producer_epoch, coordinator_epoch
+            )
+            return self._append_batches(batch, leader_epoch, True)
 
     def _maybe_roll(self, size: int, first: BatchHeader, last_offset: int) -> LogSegment:
         return self._maybe_roll_at(

@@ -56,6 +56,8 @@ class LogRetention:
 
         def _fsync_dir(self) -> None: ...
 
+        def _load_producer_state(self) -> ProducerStateManager: ...
+
     # -- deletion and retention -----------------------------------------------------------------
     def _schedule_delete(self, segments: Sequence[LogSegment]) -> None:
         """Rename to .deleted now; close and unlink after file.delete.delay.ms (at least a second:
@@ -193,9 +195,10 @@ class LogRetention:
             self._recovery_point = min(self._recovery_point, self._leo)
             self.leader_epoch_cache.truncate_from_end(self._leo)
             self._latest_epoch = self.leader_epoch_cache.latest_epoch
-            if self._producer_state is not None:
-                self._producer_state.truncate_to(self._leo)
             delete_snapshots_above(self.dir, self._leo)
+            # transactions whose markers were cut are open again: rebuild from a snapshot below
+            self._producer_state = None
+            self._producer_state = self._load_producer_state()
             self.first_dirty_offset = min(self.first_dirty_offset, self._leo)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:

@@ -27,9 +27,11 @@ log = logging.getLogger("kafkalite.storage.log")
 SNAPSHOT_SUFFIX = ".snapshot"
 SNAPSHOT_FILE_RE = re.compile(r"^(\d{20})\.snapshot$")
 _MAGIC = b"KLPS"
-_VERSION = 1
+_VERSION = 2
 _HEAD = struct.Struct(">4shi")  # magic, version, producer count
-_PRODUCER = struct.Struct(">qhi")  # producer id, epoch, batch count
+_PRODUCER_V1 = struct.Struct(">qhi")  # producer id, epoch, batch count
+# v2 adds: first offset of the open transaction, coordinator epoch, last timestamp
+_PRODUCER = struct.Struct(">qhiqiq")
 _BATCH = struct.Struct(">iiqqq")  # first seq, last seq, first offset, last offset, timestamp
 _CRC = struct.Struct(">I")
 KEEP_SNAPSHOTS = 2
@@ -53,7 +55,14 @@ def encode_snapshot(state: ProducerStateManager) -> bytes:
     entries = list(state.entries())
     out = bytearray(_HEAD.pack(_MAGIC, _VERSION, len(entries)))
     for pid, entry in entries:
-        out += _PRODUCER.pack(pid, entry.epoch, len(entry.batches))
+        out += _PRODUCER.pack(
+            pid,
+            entry.epoch,
+            len(entry.batches),
+            entry.current_txn_first_offset,
+            entry.coordinator_epoch,
+            entry.last_timestamp,
+        )
         for b in entry.batches:
             out += _BATCH.pack(b.first_seq, b.last_seq, b.first_offset, b.last_offset, b.timestamp)
     out += _CRC.pack(crc32c(out))
@@ -69,19 +78,26 @@ def decode_snapshot(data: bytes) -> ProducerStateManager:
     if crc32c(body) != crc:
         raise ValueError("snapshot CRC mismatch")
     magic, version, count = _HEAD.unpack_from(body, 0)
-    if magic != _MAGIC or version != _VERSION:
-        raise ValueError(f"not a version {_VERSION} producer snapshot")
+    if magic != _MAGIC or version not in (1, _VERSION):
+        raise ValueError(f"not a version 1 or {_VERSION} producer snapshot")
     state = ProducerStateManager()
     pos = _HEAD.size
+    head = _PRODUCER if version == _VERSION else _PRODUCER_V1
     try:
         for _ in range(count):
-            pid, epoch, n = _PRODUCER.unpack_from(body, pos)
-            pos += _PRODUCER.size
+            txn_first, coord_epoch, last_ts = -1, -1, -1
+            if version == _VERSION:
+                pid, epoch, n, txn_first, coord_epoch, last_ts = head.unpack_from(body, pos)
+            else:
+                pid, epoch, n = head.unpack_from(body, pos)
+            pos += head.size
             batches: deque[BatchMetadata] = deque(maxlen=MAX_CACHED_BATCHES)
             for _ in range(n):
                 batches.append(BatchMetadata(*_BATCH.unpack_from(body, pos)))
                 pos += _BATCH.size
-            state.restore(pid, ProducerEntry(epoch, batches))
+            if last_ts < 0 and batches:
+                last_ts = batches[-1].timestamp
+            state.restore(pid, ProducerEntry(epoch, batches, txn_first, coord_epoch, last_ts))
     except struct.error as exc:
         raise ValueError(f"snapshot truncated: {exc}") from None
     if pos != len(body):

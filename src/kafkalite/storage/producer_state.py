@@ -1,7 +1,9 @@
-"""Idempotent producers' state in one partition log: producer id -> epoch and its last five batches.
+"""Producers' state in one partition log: producer id -> epoch, its last five batches, and the first
+offset of its open transaction; the open and not-yet-replicated transactions give the first unstable offset.
 
-Checked before each append (KIP-98 without transactions): a retried batch is answered with the offsets it
-got the first time, a gap in the sequence or a stale epoch is refused; rebuilt from batch headers on load.
+Checked before each append (KIP-98): a retried batch is answered with the offsets it got the first time, a
+gap in the sequence or a stale epoch is refused, a marker from an older coordinator is fenced; rebuilt
+from batch headers on load.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Protocol
 from kafkalite.records.batch import NO_SEQUENCE
 from kafkalite.records.header import HEADER_SIZE, BatchHeader, read_header_fields
 
-from .errors import InvalidProducerEpoch, OutOfOrderSequence
+from .errors import InvalidProducerEpoch, InvalidTxnState, OutOfOrderSequence, TxnCoordinatorFenced
 
 # Kafka keeps the metadata of each producer's last five batches: the most a client may have in flight
 MAX_CACHED_BATCHES = 5
@@ -36,10 +38,25 @@ class BatchMetadata:
 class ProducerEntry:
     epoch: int
     batches: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=MAX_CACHED_BATCHES))
+    # the first offset of the producer's open transaction (-1: none), and the epoch of the coordinator
+    # that wrote its last marker (older coordinators are fenced)
+    current_txn_first_offset: int = -1
+    coordinator_epoch: int = -1
+    last_timestamp: int = -1
 
     @property
     def last_seq(self) -> int:
         return self.batches[-1].last_seq if self.batches else NO_SEQUENCE
+
+
+@dataclass(slots=True, frozen=True)
+class CompletedTxn:
+    """A transaction closed by a marker at `last_offset`."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    is_aborted: bool
 
 
 def last_sequence(first_seq: int, last_offset_delta: int) -> int:
@@ -50,10 +67,13 @@ def last_sequence(first_seq: int, last_offset_delta: int) -> int:
 class ProducerStateManager:
     """Per-partition producer state. Mutated only under the owning Log's append path."""
 
-    __slots__ = ("_producers",)
+    __slots__ = ("_ongoing", "_producers", "_unreplicated")
 
     def __init__(self) -> None:
         self._producers: dict[int, ProducerEntry] = {}
+        self._ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction
+        # transactions whose marker is not yet below the high watermark: still unstable
+        self._unreplicated: list[CompletedTxn] = []
 
     def __len__(self) -> int:
         return len(self._producers)
@@ -68,6 +88,84 @@ class ProducerStateManager:
     def restore(self, producer_id: int, entry: ProducerEntry) -> None:
         """Put back an entry read from a snapshot."""
         self._producers[producer_id] = entry
+        if entry.current_txn_first_offset >= 0:
+            self._ongoing[producer_id] = entry.current_txn_first_offset
+
+    # -- transactions ---------------------------------------------------------------------------
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of an open transaction or of one whose marker is not yet replicated."""
+        best: int | None = None
+        if self._ongoing:
+            best = min(self._ongoing.values())
+        for txn in self._unreplicated:
+            if best is None or txn.first_offset < best:
+                best = txn.first_offset
+        return best
+
+    def has_unstable(self) -> bool:
+        return bool(self._ongoing or self._unreplicated)
+
+    def ongoing_transactions(self) -> dict[int, int]:
+        """Producer id -> first offset of each open transaction."""
+        return dict(self._ongoing)
+
+    def on_high_watermark(self, hw: int) -> None:
+        """Transactions whose marker is now below the high watermark are stable."""
+        if self._unreplicated:
+            self._unreplicated = [t for t in self._unreplicated if t.last_offset >= hw]
+
+    def check_marker(self, producer_id: int, epoch: int, coordinator_epoch: int) -> None:
+        """Vet a commit/abort marker: the producer's epoch and the coordinator's must not be older."""
+        entry = self._producers.get(producer_id)
+        if entry is None:
+            return
+        if epoch < entry.epoch:
+            raise InvalidProducerEpoch(
+                f"marker for producer {producer_id} at epoch {epoch}, older than its epoch {entry.epoch}"
+            )
+        if coordinator_epoch < entry.coordinator_epoch:
+            raise TxnCoordinatorFenced(
+                f"marker for producer {producer_id} from coordinator epoch {coordinator_epoch}, older "
+                f"than {entry.coordinator_epoch}"
+            )
+
+    def check_transactional(self, producer_id: int, is_transactional: bool) -> None:
+        """A plain batch from a producer with an open transaction is refused (INVALID_TXN_STATE)."""
+        if not is_transactional and producer_id in self._ongoing:
+            raise InvalidTxnState(
+                f"producer {producer_id} sent a non-transactional batch inside an open transaction"
+            )
+
+    def complete_txn(
+        self,
+        producer_id: int,
+        epoch: int,
+        coordinator_epoch: int,
+        offset: int,
+        commit: bool,
+        timestamp: int,
+    ) -> CompletedTxn:
+        """A marker at `offset` closes the producer's transaction (a marker with no data before it
+        spans just itself); the transaction stays unstable until the high watermark passes it."""
+        entry = self._producers.get(producer_id)
+        if entry is None:
+            entry = self._producers[producer_id] = ProducerEntry(epoch)
+        if epoch > entry.epoch:
+            entry.epoch = epoch
+            entry.batches.clear()
+        first = self._ongoing.pop(producer_id, -1)
+        entry.current_txn_first_offset = -1
+        entry.coordinator_epoch = max(entry.coordinator_epoch, coordinator_epoch)
+        entry.last_timestamp = max(entry.last_timestamp, timestamp)
+        txn = CompletedTxn(producer_id, first if first >= 0 else offset, offset, not commit)
+        self._unreplicated.append(txn)
+        return txn
+
+    def last_stable_offset_after(self, txn: CompletedTxn) -> int:
+        """The LSO right after `txn` completes: the first offset of another open transaction, else
+        the offset after the marker (stored in the aborted-transaction index, as Kafka does)."""
+        others = [first for first in self._ongoing.values()]
+        return min(others) if others else txn.last_offset + 1
 
     def check(
         self, producer_id: int, epoch: int, first_seq: int, last_seq: int
@@ -112,42 +210,46 @@ class ProducerStateManager:
     ) -> None:
         """Record an appended batch (after `check` allowed it, or when replaying the log)."""
         entry = self._producers.get(producer_id)
-        if entry is None or epoch != entry.epoch:
-            entry = ProducerEntry(epoch)
-            self._producers[producer_id] = entry
+        if entry is None:
+            entry = self._producers[producer_id] = ProducerEntry(epoch)
+        elif epoch != entry.epoch:
+            entry.epoch = epoch
+            entry.batches.clear()
         entry.batches.append(
             BatchMetadata(first_seq, last_seq, first_offset, last_offset, timestamp)
         )
+        entry.last_timestamp = max(entry.last_timestamp, timestamp)
 
     def update_from_header(self, h: BatchHeader) -> None:
-        if h.producer_id < 0 or h.is_control or h.base_sequence < 0:
+        """Record an appended data batch (control batches go through `complete_txn`)."""
+        if h.producer_id < 0 or h.is_control:
             return
-        self.update(
-            h.producer_id,
-            h.producer_epoch,
-            h.base_sequence,
-            last_sequence(h.base_sequence, h.last_offset_delta),
-            h.base_offset,
-            h.base_offset + h.last_offset_delta,
-            h.max_timestamp,
-        )
-
-    def truncate_to(self, offset: int) -> None:
-        """Forget batches at or past `offset` (the log was truncated there)."""
-        for pid in list(self._producers):
-            entry = self._producers[pid]
-            kept = [b for b in entry.batches if b.last_offset < offset]
-            if not kept:
-                del self._producers[pid]
-            elif len(kept) != len(entry.batches):
-                entry.batches = deque(kept, maxlen=MAX_CACHED_BATCHES)
+        if h.base_sequence >= 0:
+            self.update(
+                h.producer_id,
+                h.producer_epoch,
+                h.base_sequence,
+                last_sequence(h.base_sequence, h.last_offset_delta),
+                h.base_offset,
+                h.base_offset + h.last_offset_delta,
+                h.max_timestamp,
+            )
+        if h.is_transactional and h.producer_id not in self._ongoing:
+            self._ongoing[h.producer_id] = h.base_offset
+            entry = self._producers.get(h.producer_id)
+            if entry is None:
+                entry = self._producers[h.producer_id] = ProducerEntry(h.producer_epoch)
+            entry.current_txn_first_offset = h.base_offset
 
     def remove_expired(self, now_ms: int, expiration_ms: int) -> int:
-        """Drop producers whose last batch is older than producer.id.expiration.ms; returns how many."""
+        """Drop producers whose last batch is older than producer.id.expiration.ms and that hold no
+        open transaction; returns how many."""
         old = [
             pid
             for pid, e in self._producers.items()
-            if e.batches and now_ms - e.batches[-1].timestamp > expiration_ms
+            if e.last_timestamp >= 0
+            and now_ms - e.last_timestamp > expiration_ms
+            and pid not in self._ongoing
         ]
         for pid in old:
             del self._producers[pid]
@@ -160,9 +262,9 @@ class _SegmentLike(Protocol):
     def read_bytes(self, position: int, length: int) -> bytes: ...
 
 
-def segment_batch_headers(segment: _SegmentLike) -> Iterator[BatchHeader]:
-    """The header of every batch in a (recovered) segment file, read a header at a time; records are
-    skipped, so a rebuild costs one small read per batch."""
+def segment_batch_headers(segment: _SegmentLike) -> Iterator[tuple[int, BatchHeader]]:
+    """(position, header) of every batch in a (recovered) segment file, read a header at a time;
+    records are skipped, so a rebuild costs one small read per batch."""
     pos = 0
     end = segment.size
     while pos + HEADER_SIZE <= end:
@@ -172,5 +274,5 @@ def segment_batch_headers(segment: _SegmentLike) -> Iterator[BatchHeader]:
         h = read_header_fields(raw)
         if h.magic != 2 or h.size <= 0 or pos + h.size > end:
             return  # recovery already cut torn tails; stop rather than trust a bad length
-        yield h
+        yield pos, h
         pos += h.size

@@ -21,6 +21,7 @@ from kafkalite.records.header import (
     compute_crc,
 )
 from kafkalite.storage.index import CorruptIndex, OffsetIndex, TimeIndex
+from kafkalite.storage.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -78,7 +79,7 @@ class LogSegment:
         flags = os.O_RDWR | os.O_CREAT | (os.O_TRUNC if create else 0)
         self.log_path = directory / (segment_file_name(base_offset) + suffix)
         if create:
-            for ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            for ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
                 p = directory / (segment_file_name(base_offset, ext) + suffix)
                 if p.exists():
                     p.unlink()
@@ -96,6 +97,10 @@ class LogSegment:
             directory / (segment_file_name(base_offset, TIME_INDEX_SUFFIX) + suffix),
             base_offset,
             max_index_bytes,
+        )
+        # aborted transactions whose abort marker is in this segment (written by the Log)
+        self.txn_index = TransactionIndex(
+            directory / (segment_file_name(base_offset, TXN_INDEX_SUFFIX) + suffix)
         )
         self.size = os.fstat(self.fd).st_size if not create else 0
         self.next_offset = base_offset
@@ -230,6 +235,7 @@ class LogSegment:
                     return
                 raise
             self.synced_size = size
+        self.txn_index.flush()  # abort markers' entries are rare: synced with the data they describe
         if indexes:
             self.offset_index.flush()
             self.time_index.flush()
@@ -458,6 +464,7 @@ class LogSegment:
         self.first_batch_timestamp = first_ts
         self.bytes_since_last_index_entry = since
         self.synced_size = -1
+        self.txn_index.truncate_to(self.next_offset)  # markers past the recovered end are gone
         return RecoveryResult(pos, truncated, batches)
 
     def truncate_to(self, offset: int) -> int:
@@ -471,16 +478,17 @@ class LogSegment:
         self.size = pos
         self.offset_index.truncate_to(h.base_offset)
         self.time_index.truncate_to(h.base_offset)
+        self.txn_index.truncate_to(offset)
         # recompute the tail state by rescanning (rare: replication truncation)
         self.recover()
         return removed
 
     # -- files ------------------------------------------------------------------------------------
     def all_paths(self) -> list[Path]:
-        return [self.log_path, self.offset_index.path, self.time_index.path]
+        return [self.log_path, self.offset_index.path, self.time_index.path, self.txn_index.path]
 
     def change_suffix(self, old: str, new: str) -> None:
-        """Rename all three files from suffix `old` to `new` (fds stay valid)."""
+        """Rename the segment's files from suffix `old` to `new` (fds stay valid)."""
 
         def renamed(p: Path) -> Path:
             name = p.name[: len(p.name) - len(old)] if old else p.name
@@ -494,6 +502,7 @@ class LogSegment:
                 idx.rename(target)
             else:
                 idx._file.path = target
+        self.txn_index.rename(renamed(self.txn_index.path))
         self.suffix = new
 
     def close(self) -> None:
@@ -505,6 +514,7 @@ class LogSegment:
         finally:
             self.offset_index.close()
             self.time_index.close()
+            self.txn_index.close()
 
     def delete_files(self) -> None:
         self.close()

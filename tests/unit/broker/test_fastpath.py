@@ -171,6 +171,8 @@ def test_fetch_encode_matches_schema(version):
     p1 = FetchPartitionResult(0, 0)
     p1.high_watermark, p1.last_stable_offset, p1.log_start_offset = 10, 10, 2
     p1.records = build_batch([(b"k", b"v")])
+    if version >= 4:  # read_committed: the aborted transactions of the range
+        p1.aborted_transactions = [(5, 0), (7, 3)]
     p2 = FetchPartitionResult(1, 1)
     p2.records = None if version >= 4 else b""
     res = FetchResult([FetchTopicResult("topic-a", uuid.uuid4(), [p1, p2])])

@@ -198,6 +198,7 @@ def test_leftover_cleaned_and_deleted_files_are_removed(tmp_path: Path) -> None:
             "00000000000000000000.index",
             "00000000000000000000.log",
             "00000000000000000000.timeindex",
+            "00000000000000000001.snapshot",  # producer state at the clean close
         ]
         assert lg.log_end_offset == 1
     finally:

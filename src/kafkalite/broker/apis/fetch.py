@@ -1,5 +1,6 @@
-"""Fetch (key 1): consumers read below the high watermark, follower brokers up to the log end (their
-fetch offset moves the leader's high watermark); long-polls until min_bytes or max_wait.
+"""Fetch (key 1): consumers read below the high watermark (read_committed: below the last stable offset,
+with the aborted transactions of the range), follower brokers up to the log end (their fetch offset moves
+the leader's high watermark); long-polls until min_bytes or max_wait.
 
 Data leaves as file regions (sendfile) for v4+; v0-3 get message sets down-converted to magic 0/1.
 """
@@ -102,13 +103,23 @@ def _resolve(ctx: RequestContext, topics: list[Any], replica_id: int) -> list[li
     return out
 
 
-def _limit(part: Partition, follower: bool) -> int:
-    """Consumers read below the high watermark; followers up to the log end."""
+FOLLOWER = -1  # the fetch "isolation" of a follower broker: up to the log end
+READ_UNCOMMITTED = 0
+READ_COMMITTED = 1
+
+
+def _limit(part: Partition, isolation: int) -> int:
+    """Followers read up to the log end; consumers below the high watermark, or the last stable
+    offset when read_committed."""
     lg = part.log
-    return lg.log_end_offset if follower else lg.high_watermark
+    if isolation == FOLLOWER:
+        return lg.log_end_offset
+    if isolation == READ_COMMITTED:
+        return lg.last_stable_offset
+    return lg.high_watermark
 
 
-def _has_data(targets: list[_Target], min_bytes: int, follower: bool) -> bool:
+def _has_data(targets: list[_Target], min_bytes: int, isolation: int) -> bool:
     """Whether the partitions hold at least `min_bytes` new bytes (or any error to report)."""
     total = 0
     for tgt in targets:
@@ -116,7 +127,7 @@ def _has_data(targets: list[_Target], min_bytes: int, follower: bool) -> bool:
         if part is None or tgt.error or not part.is_leader:
             return True
         lg = part.log
-        hw = _limit(part, follower)
+        hw = _limit(part, isolation)
         if tgt.offset > hw or tgt.offset < lg.log_start_offset:
             return True  # out of range: answer now
         if tgt.offset < hw:
@@ -144,14 +155,17 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             return FetchResult([], error_code=err)
     topics = request.topics if session is None or full else session.as_topics()
     replica_id = request.replica_id if version <= 14 else -1
-    follower = replica_id >= 0
+    if replica_id >= 0:
+        isolation = FOLLOWER
+    else:
+        isolation = READ_COMMITTED if version >= 4 and request.isolation_level == 1 else 0
     groups = _resolve(ctx, topics, replica_id)
     flat = [t for g in groups for t in g]
     max_wait = min(max(request.max_wait_ms, 0), MAX_WAIT_MS)
-    if max_wait > 0 and flat and not _has_data(flat, request.min_bytes, follower):
+    if max_wait > 0 and flat and not _has_data(flat, request.min_bytes, isolation):
         keys = [(t.topic, t.partition) for t in flat]
         await broker.delayed.wait_until(
-            keys, lambda: _has_data(flat, request.min_bytes, follower), max_wait / 1000
+            keys, lambda: _has_data(flat, request.min_bytes, isolation), max_wait / 1000
         )
         if ctx.connection.closed:
             return None
@@ -185,9 +199,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 continue
             lg = part.log
             hw = lg.high_watermark
-            limit_offset = _limit(part, follower)
+            limit_offset = _limit(part, isolation)
             pr.high_watermark = hw
-            pr.last_stable_offset = hw
+            pr.last_stable_offset = lg.last_stable_offset
             pr.log_start_offset = lg.log_start_offset
             limit = min(tgt.max_bytes, budget)
             if limit <= 0 and not first:
@@ -208,6 +222,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             region = info.slice
             if region is None or region.length == 0:
                 continue
+            if isolation == READ_COMMITTED:
+                pr.aborted_transactions = [
+                    (a.producer_id, a.first_offset)
+                    for a in lg.collect_aborted_transactions(tgt.offset, limit_offset)
+                ]
             first = False
             budget -= region.length
             if version >= 4:
@@ -269,7 +288,12 @@ def to_schema(result: FetchResult) -> Any:
                         high_watermark=p.high_watermark,
                         last_stable_offset=p.last_stable_offset,
                         log_start_offset=p.log_start_offset,
-                        aborted_transactions=None,
+                        aborted_transactions=None
+                        if p.aborted_transactions is None
+                        else [
+                            _SchemaPart.AbortedTransaction(producer_id=pid, first_offset=first)
+                            for pid, first in p.aborted_transactions
+                        ],
                         preferred_read_replica=-1,
                         records=p.records,
                     )

@@ -26,10 +26,11 @@ EARLIEST_LOCAL = -4
 LATEST_TIERED = -5
 
 
-def lookup(lg: Any, ts: int) -> tuple[int, int]:
-    """(timestamp, offset) for a ListOffsets timestamp query; offset -1 when nothing matches."""
+def lookup(lg: Any, ts: int, read_committed: bool = False) -> tuple[int, int]:
+    """(timestamp, offset) for a ListOffsets timestamp query; offset -1 when nothing matches. The
+    latest offset of a read_committed client is the last stable offset."""
     if ts == LATEST:
-        return -1, lg.high_watermark
+        return -1, lg.last_stable_offset if read_committed else lg.high_watermark
     if ts in (EARLIEST, EARLIEST_LOCAL):
         return -1, lg.log_start_offset
     if ts == LATEST_TIERED:
@@ -75,7 +76,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 # v0 by time is answered from segment boundaries in Kafka; the closest we give is the lookup
                 pass
             try:
-                ts, off = lookup(lg, p.timestamp)
+                ts, off = lookup(lg, p.timestamp, v >= 2 and request.isolation_level == 1)
             except Exception as exc:
                 code = getattr(exc, "error_code", None)
                 if code is None:
