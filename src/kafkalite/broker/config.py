@@ -239,6 +239,55 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "5000",
             "How long an offset commit waits for the ISR of its __consumer_offsets partition.",
         ),
+        # -- transactions
+        _d(
+            "transaction.state.log.num.partitions",
+            T_INT,
+            "50",
+            "Partitions of __transaction_state.",
+        ),
+        _d(
+            "transaction.state.log.replication.factor",
+            T_SHORT,
+            "3",
+            "Replication of __transaction_state in a cluster (a single-node broker has one replica).",
+        ),
+        _d(
+            "transaction.state.log.min.isr",
+            T_INT,
+            "2",
+            "min.insync.replicas of __transaction_state (capped by its replication factor).",
+        ),
+        _d(
+            "transaction.state.log.segment.bytes",
+            T_INT,
+            "104857600",
+            "segment.bytes of __transaction_state.",
+        ),
+        _d(
+            "transaction.max.timeout.ms",
+            T_INT,
+            "900000",
+            "Largest transaction.timeout.ms a producer may ask for (INVALID_TRANSACTION_TIMEOUT above).",
+        ),
+        _d(
+            "transactional.id.expiration.ms",
+            T_INT,
+            "604800000",
+            "A transactional id idle this long (no transaction) is forgotten.",
+        ),
+        _d(
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+            T_INT,
+            "10000",
+            "How often the coordinator aborts transactions past their timeout.",
+        ),
+        _d(
+            "transaction.remove.expired.transaction.cleanup.interval.ms",
+            T_INT,
+            "3600000",
+            "How often the coordinator forgets expired transactional ids.",
+        ),
         # -- cluster mode (ZooKeeper)
         _d(
             "zookeeper.connect",

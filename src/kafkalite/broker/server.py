@@ -21,6 +21,7 @@ from kafkalite.broker.dynamic_config import DynamicBrokerConfig
 from kafkalite.broker.fetch_session import FetchSessionCache
 from kafkalite.broker.groups import GroupCoordinatorComponent
 from kafkalite.broker.purgatory import DelayedOperations
+from kafkalite.broker.transactions import TransactionCoordinatorComponent
 from kafkalite.broker.zk_broker import ZkBroker
 from kafkalite.cluster.metadata import (
     LocalMetadataStore,
@@ -74,6 +75,7 @@ class BrokerServer:
         self.zk_broker: ZkBroker | None = None
         if config.zookeeper_connect is not None:
             self.zk_broker = ZkBroker(self, config.zookeeper_connect)
+        self.transactions = TransactionCoordinatorComponent(self)
         self.cluster_id = ""
         self.connections: set[Connection] = set()
         self.advertised: list[Listener] = []
@@ -131,6 +133,7 @@ class BrokerServer:
             # until the controller's UpdateMetadata arrives, clients see this broker alone
             self.metadata_cache.set_brokers([self.local_endpoint()], -1)
         await self.groups.start()
+        await self.transactions.start()
         self._groups_started = True
         if self.zk_broker is not None:
             await self.zk_broker.start()
@@ -232,6 +235,10 @@ class BrokerServer:
                 log.exception("leaving the cluster failed")
         if self._groups_started:
             self._groups_started = False
+            try:
+                await self.transactions.stop()
+            except Exception:
+                log.exception("stopping the transaction coordinator failed")
             try:
                 await self.groups.stop()
             except Exception:

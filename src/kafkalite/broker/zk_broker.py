@@ -314,6 +314,7 @@ class ZkBroker:
         for p in change.became_leader:
             self._pending_isr.pop(p.key, None)
         server.groups.on_leadership_change(change)
+        server.transactions.on_leadership_change(change)
         return change.errors
 
     def apply_update_metadata(

@@ -188,16 +188,34 @@ class Partition:
                     f"fewer than min.insync.replicas={need}"
                 )
         result = lg.append_as_leader(records, self.leader_epoch)
+        self._after_leader_append(result[1] + 1)
+        return result
+
+    def append_control_marker(
+        self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool
+    ) -> AppendResult:
+        """WriteTxnMarkers: a COMMIT/ABORT marker closing the producer's transaction, at the current
+        leader epoch (storage refuses one from an older producer or coordinator epoch)."""
+        if not self.is_leader:
+            raise NotLeaderOrFollower(
+                f"broker {self.local_broker_id} is not the leader of {self.topic}-{self.partition}"
+            )
+        result = self.log.append_control_marker(
+            producer_id, producer_epoch, coordinator_epoch, commit, self.leader_epoch
+        )
+        self._after_leader_append(result[1] + 1)
+        return result
+
+    def _after_leader_append(self, leo: int) -> None:
+        lg = self.log
         if len(self.isr) <= 1 and self.pending_isr is None:
             # the common single-replica case: the high watermark is the log end offset
-            leo = result[1] + 1
             if leo > lg.high_watermark:
                 lg.update_high_watermark(leo)
                 if self._on_high_watermark is not None:
                     self._on_high_watermark(self)
         else:
             self.maybe_increment_high_watermark()
-        return result
 
     def maybe_increment_high_watermark(self) -> bool:
         """HW = the smallest log end offset in the (maximal) ISR; it only moves forward."""

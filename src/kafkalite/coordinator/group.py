@@ -122,6 +122,10 @@ class GroupMetadata:
     subscribed_topics: set[str] | None = None
     offsets: dict[TopicPartition, OffsetAndMetadata] = field(default_factory=dict)
     pending_offset_commits: Counter[TopicPartition] = field(default_factory=Counter)
+    # TxnOffsetCommit: offsets of open transactions, by producer id, until their marker says
+    pending_txn_offsets: dict[int, dict[TopicPartition, OffsetAndMetadata]] = field(
+        default_factory=dict
+    )
     # timers (absolute ms on the coordinator's clock)
     join_deadline: int | None = None
     initial_delay_remaining_ms: int | None = None  # set while the initial rebalance delay runs
@@ -446,7 +450,14 @@ class GroupMetadata:
     # ------------------------------------------------------------------ offsets
 
     def has_offsets(self) -> bool:
-        return bool(self.offsets) or bool(self.pending_offset_commits)
+        return (
+            bool(self.offsets)
+            or bool(self.pending_offset_commits)
+            or bool(self.pending_txn_offsets)
+        )
+
+    def has_pending_txn_offset(self, tp: TopicPartition) -> bool:
+        return any(tp in pending for pending in self.pending_txn_offsets.values())
 
     def expired_offsets(self, now_ms: int, retention_ms: int) -> list[TopicPartition]:
         """Committed offsets past retention, by the rules of the design:

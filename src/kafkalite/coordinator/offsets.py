@@ -97,11 +97,41 @@ class Offsets(CoordinatorRuntime):
             return E.UNKNOWN_MEMBER_ID  # only members may commit for a group that has members
         return None
 
+    def txn_commit_offsets(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Sequence[OffsetCommitPartition],
+        *,
+        member_id: str = UNKNOWN_MEMBER_ID,
+        generation_id: int = -1,
+        group_instance_id: str | None = None,
+    ) -> Deferred[CommitResult]:
+        """TxnOffsetCommit: the offsets are written in the producer's transaction and become the
+        group's committed offsets only when its COMMIT marker reaches this partition."""
+        d: Deferred[CommitResult] = Deferred()
+        err = self._validate(group_id)
+        group = self.groups.get(group_id)
+        if err is None and group is None and generation_id >= 0:
+            err = E.ILLEGAL_GENERATION
+        if err is None and group is not None:
+            err = self._validate_commit(group, member_id, group_instance_id, generation_id)
+        if err is not None:
+            d.complete(
+                dict.fromkeys((TopicPartition(p.topic, p.partition) for p in partitions), err)
+            )
+            return d
+        if group is None:
+            group = self.groups[group_id] = GroupMetadata(group_id)  # offsets-only group
+        return self._store_offsets(group, partitions, d, producer=(producer_id, producer_epoch))
+
     def _store_offsets(
         self,
         group: GroupMetadata,
         partitions: Sequence[OffsetCommitPartition],
         d: Deferred[CommitResult],
+        producer: tuple[int, int] | None = None,
     ) -> Deferred[CommitResult]:
         now = self.now()
         max_metadata = self.config.offset_metadata_max_bytes
@@ -145,7 +175,7 @@ class Offsets(CoordinatorRuntime):
                     result[tp] = mapped
             d.complete(result)
 
-        self._write(group_id, records, appended)
+        self._write(group_id, records, appended, producer)
         return d
 
     # ================================================================== OffsetFetch
@@ -158,7 +188,8 @@ class Offsets(CoordinatorRuntime):
         require_stable: bool = False,
     ) -> OffsetFetchResult:
         """OffsetFetch: the given partitions (unknown ones answer -1), or all with `partitions=None`.
-        `require_stable` only matters for transactional commits, which this coordinator does not hold."""
+        With `require_stable`, a partition with an open transaction's offset answers
+        UNSTABLE_OFFSET_COMMIT (the client retries until the transaction ends)."""
         err = self._validate(group_id, allow_empty_id=True)
         if err is not None:
             return OffsetFetchResult(err)
@@ -178,7 +209,11 @@ class Offsets(CoordinatorRuntime):
         for tp in partitions:
             tp = TopicPartition(tp[0], tp[1])
             om = offsets.get(tp)
-            if om is None:
+            if require_stable and group is not None and group.has_pending_txn_offset(tp):
+                out.append(
+                    OffsetFetchPartition(tp.topic, tp.partition, error=E.UNSTABLE_OFFSET_COMMIT)
+                )
+            elif om is None:
                 out.append(OffsetFetchPartition(tp.topic, tp.partition))
             else:
                 out.append(

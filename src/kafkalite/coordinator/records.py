@@ -249,9 +249,17 @@ def group_tombstone(group: str) -> CoordinatorRecord:
     return CoordinatorRecord(group_key(group), None, GroupKey(group), None)
 
 
-def encode_batch(records: Sequence[CoordinatorRecord], timestamp: int) -> bytes:
-    """One v2 batch of the records' keys and values, all stamped `timestamp`, built in one pass."""
-    builder = RecordBatchBuilder()
+def encode_batch(
+    records: Sequence[CoordinatorRecord], timestamp: int, producer: tuple[int, int] | None = None
+) -> bytes:
+    """One v2 batch of the records' keys and values, all stamped `timestamp`, built in one pass;
+    with `producer` (id, epoch) a transactional batch (no sequence: the coordinator wrote it)."""
+    if producer is None:
+        builder = RecordBatchBuilder()
+    else:
+        builder = RecordBatchBuilder(
+            producer_id=producer[0], producer_epoch=producer[1], is_transactional=True
+        )
     append = builder.append
     for r in records:
         append(r.key, r.value, (), timestamp)

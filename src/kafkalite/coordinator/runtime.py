@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from kafkalite.coordinator import records as rec
 from kafkalite.coordinator.deferred import Deferred
@@ -29,8 +29,20 @@ from kafkalite.protocol.exceptions import DecodeError
 
 log = logging.getLogger("kafkalite.coordinator")
 
-# append(partition, records) -> Deferred completed with NO_ERROR or the storage error code, on the loop thread
-AppendFn = Callable[[int, list[CoordinatorRecord]], Deferred[ErrorCode]]
+
+class AppendFn(Protocol):
+    """append(partition, records[, (producer id, epoch)]) -> Deferred completed with NO_ERROR or the
+    storage error code, on the loop thread. With a producer, the batch is transactional (TxnOffsetCommit)."""
+
+    def __call__(
+        self,
+        partition: int,
+        records: list[CoordinatorRecord],
+        producer: tuple[int, int] | None = ...,
+        /,
+    ) -> Deferred[ErrorCode]: ...
+
+
 Clock = Callable[[], int]
 
 E = ErrorCode
@@ -144,11 +156,16 @@ class CoordinatorRuntime:
         group_id: str,
         records: list[CoordinatorRecord],
         on_done: Callable[[ErrorCode], None] | None = None,
+        producer: tuple[int, int] | None = None,
     ) -> None:
-        """Append records to the group's partition; replay them once appended, then call `on_done`."""
+        """Append records to the group's partition; replay them once appended, then call `on_done`.
+        With `producer` (id, epoch) they are a transaction's offsets: pending until its marker."""
         partition = self.partition_for(group_id)
         try:
-            pending = self._append(partition, records)
+            if producer is None:
+                pending = self._append(partition, records)
+            else:
+                pending = self._append(partition, records, producer)
         except (
             Exception
         ):  # the sink must answer with a code; never let it take the coordinator down
@@ -156,7 +173,10 @@ class CoordinatorRuntime:
             pending = Deferred.completed(E.UNKNOWN_SERVER_ERROR)
 
         def appended(code: ErrorCode) -> None:
-            if code == E.NO_ERROR:
+            if code == E.NO_ERROR and producer is not None:
+                for r in records:
+                    self._replay_txn_offset(producer[0], r.parsed_key, r.parsed_value)
+            elif code == E.NO_ERROR:
                 apply = self._apply
                 for r in records:
                     if r.parsed_key is None:  # built from bytes alone: read them as a load would
@@ -238,6 +258,47 @@ class CoordinatorRuntime:
             group = self.groups[key.group] = GroupMetadata(key.group)
         group.offsets[tp] = value
 
+    def _replay_txn_offset(
+        self, producer_id: int, key: Any, value: OffsetAndMetadata | None
+    ) -> None:
+        """A transaction's offset commit: held per producer until its COMMIT (or ABORT) marker."""
+        if type(key) is not rec.OffsetKey or value is None:
+            return
+        group = self.groups.get(key.group)
+        if group is None:
+            group = self.groups[key.group] = GroupMetadata(key.group)
+        group.pending_txn_offsets.setdefault(producer_id, {})[
+            TopicPartition(key.topic, key.partition)
+        ] = value
+
+    def replay_txn(
+        self, partition: int, producer_id: int, key: bytes | None, value: bytes | None
+    ) -> None:
+        """Load path: one record of a transactional batch (a TxnOffsetCommit)."""
+        if key is None or value is None:
+            return
+        try:
+            parsed = rec.parse_key(key)
+            if not isinstance(parsed, rec.OffsetKey):
+                return
+            om = rec.parse_offset_value(value)
+        except DecodeError as exc:
+            log.warning(
+                "__consumer_offsets-%d: unreadable transactional offset: %s", partition, exc
+            )
+            return
+        self._replay_txn_offset(producer_id, parsed, om)
+
+    def complete_txn(self, partition: int, producer_id: int, commit: bool) -> None:
+        """A COMMIT or ABORT marker for `producer_id` is in `__consumer_offsets-partition` (live or
+        replayed): its pending offsets become the committed ones, or are dropped."""
+        for group in list(self.groups.values()):
+            if self.partition_for(group.group_id) != partition:
+                continue
+            pending = group.pending_txn_offsets.pop(producer_id, None)
+            if pending and commit:
+                group.offsets.update(pending)
+
     def _replay_group_metadata(self, group_id: str, value: Any, *, live: bool) -> None:
         group = self.groups.get(group_id)
         if live:
@@ -262,10 +323,13 @@ class CoordinatorRuntime:
             self._fence_member(group, member, E.COORDINATOR_NOT_AVAILABLE)
             group.remove(member.member_id)
         group.pending_members.clear()
-        if group.offsets or group.pending_offset_commits:
+        if group.offsets or group.pending_offset_commits or group.pending_txn_offsets:
             # offsets outlive the group's metadata (a group that is then used only to store offsets)
             fresh = GroupMetadata(
-                group_id, offsets=group.offsets, pending_offset_commits=group.pending_offset_commits
+                group_id,
+                offsets=group.offsets,
+                pending_offset_commits=group.pending_offset_commits,
+                pending_txn_offsets=group.pending_txn_offsets,
             )
             self.groups[group_id] = fresh
         else:

@@ -462,8 +462,16 @@ class Log(LogReads, LogProducers, LogRetention):
                     return dup
                 h0 = producers[0]
                 self._producer_state_locked().check_transactional(
-                    h0.producer_id, h0.is_transactional
+                    h0.producer_id, h0.is_transactional, h0.producer_epoch
                 )
+            elif assign_offsets:
+                # a coordinator's transactional batch (TxnOffsetCommit: no sequence) is still
+                # fenced by the producer's epoch
+                for _, h in headers:
+                    if h.producer_id >= 0 and h.is_transactional and not h.is_control:
+                        self._producer_state_locked().check_transactional(
+                            h.producer_id, True, h.producer_epoch
+                        )
             first = nxt = self._leo
             if cfg.log_append_time and assign_offsets:
                 # the leader stamps LogAppendTime; a follower keeps the leader's bytes

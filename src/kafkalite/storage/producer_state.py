@@ -129,8 +129,14 @@ class ProducerStateManager:
                 f"than {entry.coordinator_epoch}"
             )
 
-    def check_transactional(self, producer_id: int, is_transactional: bool) -> None:
-        """A plain batch from a producer with an open transaction is refused (INVALID_TXN_STATE)."""
+    def check_transactional(self, producer_id: int, is_transactional: bool, epoch: int) -> None:
+        """A plain batch from a producer with an open transaction is refused (INVALID_TXN_STATE), a
+        batch from an epoch older than the producer's (fenced) with INVALID_PRODUCER_EPOCH."""
+        entry = self._producers.get(producer_id)
+        if entry is not None and epoch < entry.epoch:
+            raise InvalidProducerEpoch(
+                f"producer {producer_id} epoch {epoch} is older than the current epoch {entry.epoch}"
+            )
         if not is_transactional and producer_id in self._ongoing:
             raise InvalidTxnState(
                 f"producer {producer_id} sent a non-transactional batch inside an open transaction"

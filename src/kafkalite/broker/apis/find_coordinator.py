@@ -1,6 +1,7 @@
-"""FindCoordinator (key 10) v0-4: the node coordinating a group (or a transactional id), single or batched keys.
+"""FindCoordinator (key 10) v0-4: the node coordinating a group or a transactional id, single or batched keys.
 
-A group's coordinator is the leader of its `__consumer_offsets` partition, as the metadata cache knows it.
+A group's coordinator is the leader of its `__consumer_offsets` partition, a transactional id's the leader of
+its `__transaction_state` partition, as the metadata cache knows them.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ log = logging.getLogger("kafkalite.broker.find_coordinator")
 
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
-_END_TXN_KEY = 26
 
 _NONE = BrokerEndpoint(-1, "", -1)
 
@@ -49,13 +49,25 @@ def _lookup(
             )
         return ErrorCode.NO_ERROR, None, node
     if key_type == KEY_TYPE_TRANSACTION:
-        if broker.dispatch.get(_END_TXN_KEY) is None:
+        txn = broker.transactions.coordinator
+        if txn is None or not txn.active:
             return (
                 ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                "transactions are not supported by this broker",
+                "the transaction coordinator is not running",
                 _NONE,
             )
-        return ErrorCode.NO_ERROR, None, broker.local_endpoint()
+        topic = broker.transactions.topic
+        partition = txn.partition_for(key)
+        node = broker.metadata_cache.leader_endpoint(topic, partition)
+        if node is None and topic not in broker.metadata_cache:
+            broker.transactions.ensure_topic()
+        if node is None:
+            return (
+                ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                f"the transactional id's partition {topic}-{partition} has no leader",
+                _NONE,
+            )
+        return ErrorCode.NO_ERROR, None, node
     return ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}", _NONE
 
 

@@ -1,22 +1,21 @@
-"""InitProducerId (key 22) for idempotent producers: a fresh producer id (epoch 0) per request — in a
+"""InitProducerId (key 22): idempotent producers get a fresh producer id (epoch 0) per request — in a
 cluster from this broker's block in /latest_producer_id_block, so ids are unique across brokers.
 
-Transactional ids need a transaction coordinator, which this broker does not have yet: they get an error.
+A transactional id goes to the transaction coordinator: its producer id with a bumped epoch, fencing the
+older instance (and aborting the transaction it left open).
 """
 
 from __future__ import annotations
 
 import itertools
-import logging
 import time
 from typing import Any
 
+from kafkalite.broker.apis._txn_common import coordinator_or_error, old_fenced_code
 from kafkalite.broker.context import RequestContext
-from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.txn import INIT_PRODUCER_ID, InitProducerIdResponse
 
 API = INIT_PRODUCER_ID
-log = logging.getLogger("kafkalite.broker.init_producer_id")
 
 # ids from the wall clock (ms) times 1024 plus a counter: distinct across restarts without a stored block
 _BASE = int(time.time() * 1000) << 10
@@ -34,16 +33,22 @@ async def _new_id(ctx: RequestContext) -> int:
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     if request.transactional_id is not None:
-        log.warning(
-            "InitProducerId for transactional id %r from %s refused: transactions are not supported",
-            request.transactional_id,
-            ctx.client_id,
+        coord, code = coordinator_or_error(ctx)
+        if coord is None:
+            return InitProducerIdResponse(
+                throttle_time_ms=0, error_code=code, producer_id=-1, producer_epoch=-1
+            )
+        expected = (
+            (request.producer_id, request.producer_epoch) if ctx.api_version >= 3 else (-1, -1)
+        )
+        result = await coord.init_producer_id(
+            request.transactional_id, request.transaction_timeout_ms, *expected
         )
         return InitProducerIdResponse(
             throttle_time_ms=0,
-            error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
-            producer_id=-1,
-            producer_epoch=-1,
+            error_code=old_fenced_code(result.error, ctx.api_version, 4),
+            producer_id=result.producer_id,
+            producer_epoch=result.producer_epoch,
         )
     if ctx.api_version >= 3 and request.producer_id >= 0:
         # bumping the epoch of an existing idempotent producer (KIP-360)

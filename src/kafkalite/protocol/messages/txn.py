@@ -397,18 +397,19 @@ DESCRIBE_TRANSACTIONS = api(
 ListTransactionsRequest = request(
     66,
     "ListTransactionsRequest",
-    valid="0",
+    valid="0-1",
     flexible="0+",
     fields=[
         F("state_filters", "[]string", "0+"),
         F("producer_id_filters", "[]int64", "0+"),
+        F("duration_filter", "int64", "1+", default=-1),  # KIP-994
     ],
 )
 
 ListTransactionsResponse = response(
     66,
     "ListTransactionsResponse",
-    valid="0",
+    valid="0-1",
     flexible="0+",
     fields=[
         F("throttle_time_ms", "int32", "0+"),

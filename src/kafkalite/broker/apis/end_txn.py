@@ -1,0 +1,25 @@
+"""EndTxn (key 26) v0-3: commit or abort the producer's transaction. Answered once PrepareCommit /
+PrepareAbort is in `__transaction_state`; the markers are then written by the coordinator's channel.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafkalite.broker.apis._txn_common import coordinator_or_error, old_fenced_code
+from kafkalite.broker.context import RequestContext
+from kafkalite.protocol.messages.txn import END_TXN, EndTxnResponse
+
+API = END_TXN
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    coord, code = coordinator_or_error(ctx)
+    if coord is not None:
+        code = await coord.end_txn(
+            request.transactional_id,
+            request.producer_id,
+            request.producer_epoch,
+            bool(request.committed),
+        )
+    return EndTxnResponse(throttle_time_ms=0, error_code=old_fenced_code(code, ctx.api_version, 2))

@@ -1,0 +1,310 @@
+"""CoordinatorPartitions: what a coordinator backed by an internal compacted topic needs from the broker —
+the topic created on first need, its partitions loaded by replay when this broker becomes their leader and
+unloaded when it stops, appends through the ReplicaManager answered once committed on the ISR.
+
+The group coordinator (`__consumer_offsets`) and the transaction coordinator (`__transaction_state`)
+are the two subclasses; each says how to begin, feed and finish a load and how to unload.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kafkalite.cluster.partition import Partition
+from kafkalite.cluster.replica_manager import LeadershipChange
+from kafkalite.coordinator import Deferred
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.exceptions import DecodeError
+from kafkalite.records import iter_batches
+from kafkalite.records.control import parse_end_txn_marker
+
+if TYPE_CHECKING:
+    from kafkalite.broker.server import BrokerServer
+
+log = logging.getLogger("kafkalite.broker.coordinator")
+
+_READ_CHUNK = 4 * 1024 * 1024
+_TICK_MAX_S = 0.1
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredBatch:
+    """One batch of a coordinator partition as a load replays it: its records' (key, value) pairs,
+    the transactional producer that wrote it (-1: none) and, for a transaction marker, commit/abort."""
+
+    producer_id: int
+    records: list[tuple[bytes | None, bytes | None]]
+    marker_commit: bool | None = None
+
+
+def read_partition(broker: BrokerServer, topic: str, partition: int) -> list[StoredBatch]:
+    """Every batch of one coordinator partition, oldest first (runs in a worker thread)."""
+    part = broker.replica_manager.get_partition(topic, partition)
+    out: list[StoredBatch] = []
+    if part is None:
+        return out
+    lg = part.log
+    offset = lg.log_start_offset
+    end = lg.log_end_offset
+    while offset < end:
+        info = lg.read(offset, _READ_CHUNK)
+        region = info.slice
+        if region is None:
+            break
+        advanced = False
+        for batch in iter_batches(region.read_bytes(), allow_truncated_tail=True):
+            if batch.next_offset <= offset:
+                continue
+            advanced = True
+            offset = batch.next_offset
+            pid = batch.producer_id if batch.is_transactional else -1
+            if batch.is_control:
+                if pid < 0 or not batch.records:
+                    continue
+                try:
+                    marker = parse_end_txn_marker(batch.records[0])
+                except DecodeError:
+                    continue
+                out.append(StoredBatch(pid, [], marker.is_commit))
+                continue
+            out.append(StoredBatch(pid, [(r.key, r.value) for r in batch.records]))
+        if not advanced:
+            break
+    return out
+
+
+class CoordinatorPartitions:
+    """Leadership-following load/unload and committed appends for one internal topic."""
+
+    topic: str = ""
+    topic_configs: dict[str, str] = {}
+    partitions_config: str = ""  # e.g. offsets.topic.num.partitions
+    replication_config: str = ""  # e.g. offsets.topic.replication.factor
+    timeout_config: str = ""  # e.g. offsets.commit.timeout.ms
+    name: str = "coordinator"
+
+    def __init__(self, broker: BrokerServer) -> None:
+        self.broker = broker
+        self._ticker: asyncio.Task[None] | None = None
+        self._loads: dict[int, asyncio.Task[None]] = {}
+        self._waits: set[asyncio.Task[ErrorCode]] = set()
+        self._creating: asyncio.Task[None] | None = None
+        self.num_partitions = 0
+
+    # -- hooks ------------------------------------------------------------------------------------
+    def _begin_loading(self, partition: int, leader_epoch: int) -> None:
+        raise NotImplementedError
+
+    def _replay(self, partition: int, batch: StoredBatch) -> None:
+        raise NotImplementedError
+
+    def _finish_loading(self, partition: int) -> None:
+        raise NotImplementedError
+
+    def _unload(self, partition: int) -> None:
+        raise NotImplementedError
+
+    def _owns(self, partition: int) -> bool:
+        raise NotImplementedError
+
+    def _started(self) -> bool:
+        raise NotImplementedError
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    async def _open_topic(self) -> int:
+        """Single node: create the topic now; a cluster creates it on first need (FindCoordinator)
+        once enough brokers are alive for its replication factor, as Kafka does. Returns the
+        partition count to place keys with (the existing topic's, so keys stay where they are)."""
+        broker = self.broker
+        wanted = int(broker.config.get(self.partitions_config) or 50)
+        info = await asyncio.to_thread(broker.metadata_store.get, self.topic)
+        if info is None and broker.zk_broker is None:
+            info = broker.create_topic(self.topic, wanted, dict(self.topic_configs))
+        if info is not None and info.partitions != wanted:
+            log.warning(
+                "%s has %d partitions (%s=%d); keeping %d so keys stay where they are",
+                self.topic, info.partitions, self.partitions_config, wanted, info.partitions,
+            )  # fmt: skip
+        self.num_partitions = int(info.partitions) if info is not None else wanted
+        return self.num_partitions
+
+    async def _load_led_partitions(self) -> int:
+        led = sorted(
+            p.partition
+            for p in self.broker.replica_manager.leader_partitions()
+            if p.topic == self.topic
+        )
+        for p in led:
+            await self._load(p)
+        return len(led)
+
+    def _start_timers(
+        self, tick: Callable[[], None], next_deadline: Callable[[], int | None]
+    ) -> None:
+        self._ticker = asyncio.get_running_loop().create_task(
+            _drive_timers(self.name, tick, next_deadline)
+        )
+
+    async def _stop_tasks(self) -> None:
+        tasks: list[asyncio.Task[Any]] = [*self._loads.values(), *self._waits]
+        if self._ticker is not None:
+            tasks.append(self._ticker)
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        self._ticker = None
+        self._loads.clear()
+        self._waits.clear()
+
+    def ensure_topic(self) -> None:
+        """Cluster mode: create the topic in ZooKeeper (in the background) when it does not exist
+        and enough brokers are alive for its replication factor."""
+        broker = self.broker
+        if broker.zk_broker is None or self._creating is not None:
+            return
+        rf = int(broker.config.get(self.replication_config))
+        alive = len(broker.metadata_cache.alive_brokers())
+        if alive < rf:
+            log.info(
+                "%s not created yet: %d broker(s) alive, %s=%d",
+                self.topic, alive, self.replication_config, rf,
+            )  # fmt: skip
+            return
+        partitions = self.num_partitions or int(broker.config.get(self.partitions_config))
+        topic, configs = self.topic, dict(self.topic_configs)
+
+        def create() -> None:
+            try:
+                broker.metadata_store.create_topic(
+                    topic, partitions, configs, replication_factor=rf
+                )
+                log.info("created %s (%d partitions, RF %d)", topic, partitions, rf)
+            except Exception as exc:  # another broker was first, or ZooKeeper is away
+                log.info("creating %s: %s", topic, exc)
+
+        task = asyncio.get_running_loop().create_task(asyncio.to_thread(create))
+        self._creating = task
+        task.add_done_callback(lambda _t: setattr(self, "_creating", None))
+
+    # -- following leadership ----------------------------------------------------------------------
+    def on_leadership_change(self, change: LeadershipChange) -> None:
+        """Partitions of our topic we now lead are loaded; those we lost are unloaded."""
+        if not self._started():
+            return
+        for p in change.became_follower:
+            if p.topic == self.topic and self._owns(p.partition):
+                task = self._loads.pop(p.partition, None)
+                if task is not None:
+                    task.cancel()
+                self._unload(p.partition)
+                log.info("no longer the %s of %s-%d", self.name, self.topic, p.partition)
+        loop = asyncio.get_running_loop()
+        for p in change.became_leader:
+            if p.topic == self.topic:
+                old = self._loads.pop(p.partition, None)
+                if old is not None:
+                    old.cancel()
+                self._loads[p.partition] = loop.create_task(self._load(p.partition))
+
+    async def _load(self, partition: int) -> None:
+        part = self.broker.replica_manager.get_partition(self.topic, partition)
+        self._begin_loading(partition, part.leader_epoch if part is not None else 0)
+        batches = await asyncio.to_thread(read_partition, self.broker, self.topic, partition)
+        part = self.broker.replica_manager.get_partition(self.topic, partition)
+        if part is None or not part.is_leader:
+            return  # leadership moved on while we read
+        for batch in batches:
+            self._replay(partition, batch)
+        self._finish_loading(partition)
+        self._loads.pop(partition, None)
+
+    # -- writes ------------------------------------------------------------------------------------
+    def append(self, partition: int, records: bytes) -> Deferred[ErrorCode]:
+        """Append a batch to our partition on this (leader) broker; the Deferred completes with
+        NO_ERROR once the ISR has it (and the flush policy is met), or with the error."""
+        d: Deferred[ErrorCode] = Deferred()
+        try:
+            part, result = self.broker.replica_manager.append_to_leader(
+                self.topic, partition, records, -1
+            )
+        except Exception as exc:
+            code = getattr(exc, "error_code", None)
+            if code is None:
+                log.exception("append to %s-%d failed", self.topic, partition)
+                code = ErrorCode.UNKNOWN_SERVER_ERROR
+            else:
+                log.warning("append to %s-%d failed: %s", self.topic, partition, exc)
+            d.complete(ErrorCode(code))
+            return d
+
+        def done(code: ErrorCode) -> None:
+            d.complete(code)
+
+        self.await_commit(part, result[1] + 1).on_done(done)
+        return d
+
+    def await_commit(self, part: Partition, required: int) -> Deferred[ErrorCode]:
+        """NO_ERROR once `part`'s high watermark passes `required` (after the fsync the flush policy
+        asks for), or the error (timeout, leadership lost, ISR too small)."""
+        d: Deferred[ErrorCode] = Deferred()
+        flush = part.log.needs_flush
+        if not flush and part.log.high_watermark >= required:
+            d.complete(ErrorCode.NO_ERROR)
+            return d
+        task = asyncio.get_running_loop().create_task(self._await_commit(part, required, flush))
+        self._waits.add(task)
+        topic, partition = part.topic, part.partition
+
+        def finished(t: asyncio.Task[ErrorCode]) -> None:
+            self._waits.discard(t)
+            if t.cancelled():
+                d.complete(ErrorCode.NOT_COORDINATOR)
+                return
+            exc = t.exception()
+            if exc is not None:
+                log.error("write to %s-%d failed: %s", topic, partition, exc)
+                d.complete(ErrorCode.KAFKA_STORAGE_ERROR)
+                return
+            d.complete(t.result())
+
+        task.add_done_callback(finished)
+        return d
+
+    async def _await_commit(self, part: Partition, required: int, flush: bool) -> ErrorCode:
+        if flush:
+            await asyncio.to_thread(part.log.flush)
+        timeout = int(self.broker.config.get(self.timeout_config, 5000) or 5000) / 1000
+        await self.broker.delayed.wait_until(
+            [part.key], lambda: part.acks_all_done(required)[0], timeout
+        )
+        done, code = part.acks_all_done(required)
+        if not done:
+            return ErrorCode.REQUEST_TIMED_OUT
+        return ErrorCode(code)
+
+
+async def _drive_timers(
+    name: str, tick: Callable[[], None], next_deadline: Callable[[], int | None]
+) -> None:
+    while True:
+        nxt = next_deadline()
+        delay = (
+            _TICK_MAX_S if nxt is None else min(max((nxt - now_ms()) / 1000, 0.001), _TICK_MAX_S)
+        )
+        await asyncio.sleep(delay)
+        try:
+            tick()
+        except Exception:
+            log.exception("%s timer failed", name)
