@@ -312,7 +312,7 @@ class Sender:
         if drained:
             self.acc.batch_done(batch)
         if err is not None and self.txn is not None:
-            self.txn.on_batch_failed(err, batch.built is not None)
+            err = self.txn.on_batch_failed(err, batch.built is not None)
         if batch.in_retry:
             self.acc.muted.discard(batch.tp)
         self.acc.release(batch)

@@ -284,16 +284,18 @@ class TransactionManager:
             and self.state in (S.IN_TRANSACTION, S.COMMITTING_TRANSACTION)
         )
 
-    def on_batch_failed(self, error: BaseException, sequenced: bool) -> None:
-        """A batch of this transaction failed for good: the transaction can only be aborted."""
+    def on_batch_failed(self, error: BaseException, sequenced: bool) -> BaseException:
+        """A batch of this transaction failed for good: the transaction can only be aborted (or, for
+        a fatal code, nothing more can be done). Returns the error its records fail with."""
         if isinstance(error, TransactionAbortedError):
-            return
+            return error
         if sequenced:
             self.epoch_bump_needed = True
         if isinstance(error, KafkaError) and error.code in FATAL_CODES:
-            self.fail_fatal(fatal_error(int(error.code), "Produce"))
-        elif self.state is not S.ABORTING_TRANSACTION:
+            return self.fail_fatal(fatal_error(int(error.code), "Produce"))
+        if self.state is not S.ABORTING_TRANSACTION:
             self.fail_abortable(error)
+        return error
 
     # -- the async API (on the I/O loop): each user-facing step as one coroutine
     async def init_transactions(self) -> None:

@@ -173,7 +173,7 @@ class FakeBroker:
                     R.AddPartitionsToTxnTopicResult(
                         name=t.name,
                         results_by_partition=[
-                            R.AddPartitionsToTxnPartitionResult(
+                            R.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult(
                                 partition_index=p, partition_error_code=code
                             )
                             for p in t.partitions
@@ -203,7 +203,7 @@ class FakeBroker:
                     R.TxnOffsetCommitResponseTopic(
                         name=t.name,
                         partitions=[
-                            R.TxnOffsetCommitResponsePartition(
+                            R.TxnOffsetCommitResponseTopic.TxnOffsetCommitResponsePartition(
                                 partition_index=p.partition_index, error_code=code
                             )
                             for p in t.partitions
