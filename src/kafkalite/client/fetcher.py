@@ -367,7 +367,8 @@ class Fetcher:
         # read_committed, as Kafka's consumer: a producer's batches are aborted from the first offset of
         # its aborted transaction (the fetch response lists them) until its ABORT marker
         aborted_pids: set[int] = set()
-        pending = sorted(((a.first_offset, a.producer_id) for a in cf.aborted or ()), reverse=True)
+        listed = cf.aborted if self.read_committed else None
+        pending = sorted(((a.first_offset, a.producer_id) for a in listed or ()), reverse=True)
         for batch in iter_batches(cf.blob, verify_crc=self.check_crcs, allow_truncated_tail=True):
             if pending:
                 while pending and pending[-1][0] <= batch.last_offset:
