@@ -40,6 +40,8 @@ class FakeBroker:
             self.offer[22] = 4
         if transactions:
             self.offer.update({10: find_coordinator_version, 24: 3, 25: 3, 26: 3, 28: 3})
+            self.offer.update({27: 1, 61: 0, 65: 0, 66: 0})
+        self.markers: list[Any] = []
         # transaction coordinator state: transactional id -> (producer id, epoch)
         self.txn_ids: dict[str, tuple[int, int]] = {}
         self.txn_partitions: set[tuple[str, int]] = set()
@@ -210,6 +212,84 @@ class FakeBroker:
                         ],
                     )
                     for t in req.topics
+                ]
+            )
+        if key == 65:
+            states = []
+            for tid in req.transactional_ids:
+                pid, epoch = self.txn_ids.get(tid, (-1, -1))
+                ongoing = bool(self.txn_partitions) and pid >= 0
+                states.append(
+                    R.TransactionState(
+                        error_code=0 if pid >= 0 else 105,  # TRANSACTIONAL_ID_NOT_FOUND
+                        transactional_id=tid,
+                        transaction_state="Ongoing" if ongoing else "Empty",
+                        transaction_timeout_ms=60000,
+                        transaction_start_time_ms=1 if ongoing else -1,
+                        producer_id=pid,
+                        producer_epoch=epoch,
+                        topics=[
+                            R.TransactionState.TopicData(topic=t, partitions=[p])
+                            for t, p in sorted(self.txn_partitions)
+                        ],
+                    )
+                )
+            return R(transaction_states=states)
+        if key == 66:
+            rows = [
+                R.TransactionState(transactional_id=tid, producer_id=pid, transaction_state="Empty")
+                for tid, (pid, _) in sorted(self.txn_ids.items())
+                if not req.producer_id_filters or pid in req.producer_id_filters
+            ]
+            return R(error_code=0, unknown_state_filters=[], transaction_states=rows)
+        if key == 61:
+            P = R.TopicResponse.PartitionResponse
+            return R(
+                topics=[
+                    R.TopicResponse(
+                        name=t.name,
+                        partitions=[
+                            P(
+                                partition_index=i,
+                                error_code=0,
+                                active_producers=[
+                                    P.ProducerState(
+                                        producer_id=77,
+                                        producer_epoch=3,
+                                        last_sequence=9,
+                                        last_timestamp=1000,
+                                        coordinator_epoch=2,
+                                        current_txn_start_offset=40,
+                                    )
+                                ],
+                            )
+                            for i in t.partition_indexes
+                        ],
+                    )
+                    for t in req.topics
+                ]
+            )
+        if key == 27:
+            self.markers.extend(req.markers)
+            M = R.WritableTxnMarkerResult
+            return R(
+                markers=[
+                    M(
+                        producer_id=m.producer_id,
+                        topics=[
+                            M.WritableTxnMarkerTopicResult(
+                                name=t.name,
+                                partitions=[
+                                    M.WritableTxnMarkerTopicResult.WritableTxnMarkerPartitionResult(
+                                        partition_index=p, error_code=forced
+                                    )
+                                    for p in t.partition_indexes
+                                ],
+                            )
+                            for t in m.topics
+                        ],
+                    )
+                    for m in req.markers
                 ]
             )
         if key == 26:
