@@ -7,16 +7,22 @@ from kafkalite.client.admin import KafkaAdminClient, NewTopic
 from kafkalite.client.consumer import KafkaConsumer
 from kafkalite.client.errors import (
     CommitFailedError,
+    FatalProducerError,
     KafkaClientError,
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
     NoBrokersAvailable,
+    ProducerFenced,
+    ProducerFencedError,
+    TransactionAbortableError,
+    TransactionAbortedError,
     UnsupportedFeatureError,
 )
 from kafkalite.client.futures import FutureRecordMetadata, RecordMetadata
 from kafkalite.client.producer import KafkaProducer
 from kafkalite.client.structs import (
+    ConsumerGroupMetadata,
     ConsumerRebalanceListener,
     ConsumerRecord,
     OffsetAndMetadata,
@@ -26,8 +32,10 @@ from kafkalite.client.structs import (
 
 __all__ = [
     "CommitFailedError",
+    "ConsumerGroupMetadata",
     "ConsumerRebalanceListener",
     "ConsumerRecord",
+    "FatalProducerError",
     "FutureRecordMetadata",
     "KafkaAdminClient",
     "KafkaClientError",
@@ -40,7 +48,11 @@ __all__ = [
     "NoBrokersAvailable",
     "OffsetAndMetadata",
     "OffsetAndTimestamp",
+    "ProducerFenced",
+    "ProducerFencedError",
     "RecordMetadata",
     "TopicPartition",
+    "TransactionAbortableError",
+    "TransactionAbortedError",
     "UnsupportedFeatureError",
 ]

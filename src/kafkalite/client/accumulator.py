@@ -17,6 +17,7 @@ from kafkalite.client.errors import KafkaTimeoutError
 from kafkalite.client.futures import BatchOutcome, FutureRecordMetadata
 from kafkalite.client.metadata import ClusterMetadata
 from kafkalite.records.compression import compress
+from kafkalite.records.header import TRANSACTIONAL_MASK
 from kafkalite.records.speedups import RecordBuffer
 
 TopicPartition = tuple[str, int]
@@ -43,6 +44,7 @@ class BatchWriter:
         "producer_id",
         "producer_epoch",
         "base_sequence",
+        "is_transactional",
         "records",
     )
 
@@ -54,6 +56,7 @@ class BatchWriter:
         self.producer_id = -1
         self.producer_epoch = -1
         self.base_sequence = -1
+        self.is_transactional = False
         self.records = RecordBuffer(capacity)
 
     def __len__(self) -> int:
@@ -79,6 +82,8 @@ class BatchWriter:
             out += compress(self.compression, view[HEADER_SIZE:], level=self.compression_level)
             attrs = self.compression
             view.release()
+        if self.is_transactional:
+            attrs |= TRANSACTIONAL_MASK
         _BODY.pack_into(
             out,
             21,
@@ -305,7 +310,10 @@ class RecordAccumulator:
         max_size: int,
         per_partition: int,
         now: float,
+        allowed: set[TopicPartition] | None = None,
     ) -> dict[int, list[ProducerBatch]]:
+        """Take up to `max_size` bytes of ready batches per node (`allowed`: only these partitions,
+        the transactional producer's partitions already added to the transaction)."""
         out: dict[int, list[ProducerBatch]] = {}
         with self.lock:
             by_node: dict[int, list[TopicPartition]] = {}
@@ -319,6 +327,8 @@ class RecordAccumulator:
                 size = 0
                 chosen: list[ProducerBatch] = []
                 for tp in tps:
+                    if allowed is not None and tp not in allowed:
+                        continue
                     limit = 1 if tp in self.muted else per_partition
                     if self.in_flight.get(tp, 0) >= limit:
                         continue

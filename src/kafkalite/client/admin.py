@@ -1,5 +1,5 @@
 """KafkaAdminClient: topics (create/delete/list/describe, partitions), configs (describe/alter), groups
-(list/describe/delete, offsets list/alter), delete records and describe cluster, over the NetworkClient.
+(list/describe/delete, offsets list/alter), transactions, delete records and describe cluster.
 """
 
 from __future__ import annotations
@@ -10,6 +10,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafkalite.client import admin_transactions as txns
+from kafkalite.client.admin_transactions import (
+    AbortTransactionSpec,
+    ProducerState,
+    TransactionDescription,
+    TransactionListing,
+)
 from kafkalite.client.config import ADMIN, make_config
 from kafkalite.client.errors import KafkaTimeoutError
 from kafkalite.client.network import IOThread, NetworkClient
@@ -484,6 +491,32 @@ class KafkaAdminClient:
         for t in resp.topics:
             for p in t.partitions:
                 _check(p.error_code, f"alter offset {t.name}-{p.partition_index}")
+
+    # -- transactions (admin_transactions holds the requests)
+    def describe_transactions(
+        self, transactional_ids: list[str]
+    ) -> dict[str, TransactionDescription]:
+        return self._run(  # type: ignore[no-any-return]
+            txns.describe_transactions(self._client, transactional_ids, self._timeout)
+        )
+
+    def list_transactions(
+        self, states: list[str] | None = None, producer_ids: list[int] | None = None
+    ) -> list[TransactionListing]:
+        """Transactions of every coordinator; `states` like ["Ongoing"], `producer_ids` to filter."""
+        return self._run(  # type: ignore[no-any-return]
+            txns.list_transactions(self._client, states, producer_ids)
+        )
+
+    def describe_producers(
+        self, partitions: list[Any]
+    ) -> dict[TopicPartition, list[ProducerState]]:
+        return self._run(txns.describe_producers(self._client, partitions))  # type: ignore[no-any-return]
+
+    def abort_transaction(self, spec: AbortTransactionSpec) -> None:
+        """Abort a hanging transaction on one partition (producer id, epoch and coordinator epoch as
+        describe_producers() shows them)."""
+        self._run(txns.abort_transaction(self._client, spec))
 
     def close(self) -> None:
         try:

@@ -44,6 +44,7 @@ PRODUCER: dict[str, Any] = {
     "delivery.timeout.ms": 120000,
     "enable.idempotence": False,
     "transactional.id": None,
+    "transaction.timeout.ms": 60000,
     "partitioner": "default",
     "partitioner.ignore.keys": False,
     "key.serializer": None,

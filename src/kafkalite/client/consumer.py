@@ -23,6 +23,7 @@ from kafkalite.client.fetcher import Fetcher
 from kafkalite.client.network import IOThread, NetworkClient
 from kafkalite.client.serialization import make_deserializer
 from kafkalite.client.structs import (
+    ConsumerGroupMetadata,
     ConsumerRecord,
     OffsetAndMetadata,
     OffsetAndTimestamp,
@@ -302,6 +303,14 @@ class KafkaConsumer:
             lambda: coord.fetch_committed(parts), deadline
         )
         return result
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """This member's group id, generation and member id: pass it to a transactional producer's
+        send_offsets_to_transaction() so the coordinator refuses offsets from a stale member."""
+        coord = self._require_group()
+        return ConsumerGroupMetadata(
+            coord.group_id, coord.generation, coord.member_id, coord.instance_id
+        )
 
     def _require_group(self) -> ConsumerCoordinator:
         if self._coordinator is None:

@@ -51,6 +51,33 @@ SUBSCRIPTION_VERSION = 3
 ASSIGNMENT_VERSION = 1
 
 
+GROUP_KEY, TRANSACTION_KEY = 0, 1  # FindCoordinator key types
+
+
+async def find_coordinator(client: NetworkClient, key: str, key_type: int) -> int:
+    """One FindCoordinator for a group id (key type 0) or transactional id (1): the pseudo node id of the
+    coordinator's connection; KafkaError with the broker's code when it answers an error."""
+    req_cls: Any = APIS[FIND_COORDINATOR].request
+    conn = await client.connection(client.least_loaded_node())
+    v = conn.version(FIND_COORDINATOR)
+    if key_type and v < 1:
+        raise KafkaError(
+            E.UNSUPPORTED_VERSION, "FindCoordinator v0 cannot find a transaction coordinator"
+        )
+    if v >= 4:
+        resp = await conn.send(req_cls(key_type=key_type, coordinator_keys=[key]), version=v)
+        c = resp.coordinators[0]
+        code, node_id, host, port = c.error_code, c.node_id, c.host, c.port
+    else:
+        resp = await conn.send(req_cls(key=key, key_type=key_type), version=v)
+        code, node_id, host, port = resp.error_code, resp.node_id, resp.host, resp.port
+    if code:
+        raise KafkaError(code, f"FindCoordinator({key!r}, key type {key_type})")
+    pseudo: int = COORDINATOR_BASE + node_id
+    client.extra_nodes[pseudo] = (host, port)
+    return pseudo
+
+
 class ConsumerCoordinator:
     def __init__(self, client: NetworkClient, subs: SubscriptionState, config: dict[str, Any]):
         self.client = client

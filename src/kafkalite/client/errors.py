@@ -48,6 +48,36 @@ class UnsupportedFeatureError(KafkaClientError):
     """The broker does not offer an API (or version) a requested feature needs."""
 
 
+class FatalProducerError(KafkaError):
+    """The transactional producer can do nothing more but close: every later call raises this again."""
+
+
+class ProducerFencedError(FatalProducerError):
+    """Another producer with the same transactional.id (a newer epoch) took over: this one is fenced."""
+
+
+ProducerFenced = ProducerFencedError
+
+
+class TransactionalIdAuthorizationError(FatalProducerError):
+    """The principal may not use this transactional.id."""
+
+
+class TransactionAbortableError(KafkaClientError):
+    """The current transaction cannot commit (a send or offset commit in it failed); abort it, then go on.
+
+    The failure that caused it is `__cause__` (and `cause`)."""
+
+    def __init__(self, message: str, cause: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause
+        self.__cause__ = cause
+
+
+class TransactionAbortedError(KafkaClientError):
+    """A record was not sent because its transaction was aborted first."""
+
+
 def raise_for_code(code: int, message: str | None = None) -> None:
     """Raise KafkaError for a non-zero error code."""
     if code:
@@ -63,6 +93,7 @@ def is_retriable(exc: BaseException) -> bool:
 __all__ = [
     "CommitFailedError",
     "ErrorCode",
+    "FatalProducerError",
     "IllegalStateError",
     "KafkaClientError",
     "KafkaConnectionError",
@@ -70,6 +101,11 @@ __all__ = [
     "KafkaTimeoutError",
     "NoBrokersAvailable",
     "NoOffsetForPartitionError",
+    "ProducerFenced",
+    "ProducerFencedError",
+    "TransactionAbortableError",
+    "TransactionAbortedError",
+    "TransactionalIdAuthorizationError",
     "UnsupportedFeatureError",
     "is_retriable",
     "raise_for_code",

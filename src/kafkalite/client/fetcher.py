@@ -16,8 +16,10 @@ from kafkalite.client.network import NetworkClient
 from kafkalite.client.structs import ConsumerRecord, TopicPartition
 from kafkalite.client.subscription import SubscriptionState
 from kafkalite.protocol.errors import ErrorCode, KafkaError
+from kafkalite.protocol.exceptions import DecodeError
 from kafkalite.protocol.schema import APIS
-from kafkalite.records.batch import iter_batches
+from kafkalite.records.batch import RecordBatch, iter_batches
+from kafkalite.records.control import ControlRecordType, control_type_of
 
 log = logging.getLogger("kafkalite.client.consumer")
 FETCH = 1
@@ -50,6 +52,16 @@ def next_offset_of(blob: bytes) -> tuple[int, int]:
         nxt = base + _I.unpack_from(blob, pos + 23)[0] + 1 if blob[pos + 16] == 2 else base + 1
         pos += size
     return nxt, pos
+
+
+def _is_abort(batch: RecordBatch) -> bool:
+    """A control batch holding an ABORT marker (a malformed control key counts as not)."""
+    for r in batch.records:
+        try:
+            return control_type_of(r) == ControlRecordType.ABORT
+        except DecodeError:
+            return False
+    return False
 
 
 class CompletedFetch:
@@ -92,7 +104,12 @@ class Fetcher:
         self.max_bytes = int(config["fetch.max.bytes"])
         self.max_wait_ms = int(config["fetch.max.wait.ms"])
         self.partition_max_bytes = int(config["max.partition.fetch.bytes"])
-        self.read_committed = str(config["isolation.level"]) == "read_committed"
+        isolation = str(config["isolation.level"]).lower()
+        if isolation not in ("read_uncommitted", "read_committed"):
+            raise ValueError(
+                f"isolation.level must be read_uncommitted or read_committed, not {isolation!r}"
+            )
+        self.read_committed = isolation == "read_committed"
         self.check_crcs = bool(config["check.crcs"])
         self.rack = config.get("client.rack") or ""
         self.key_des = key_deserializer
@@ -347,14 +364,17 @@ class Fetcher:
         out: list[ConsumerRecord] = []
         extend = out.extend
         start = position if position is not None else -1
+        # read_committed, as Kafka's consumer: a producer's batches are aborted from the first offset of
+        # its aborted transaction (the fetch response lists them) until its ABORT marker
         aborted_pids: set[int] = set()
-        pending = sorted(((a.first_offset, a.producer_id) for a in cf.aborted or ()), reverse=True)
+        listed = cf.aborted if self.read_committed else None
+        pending = sorted(((a.first_offset, a.producer_id) for a in listed or ()), reverse=True)
         for batch in iter_batches(cf.blob, verify_crc=self.check_crcs, allow_truncated_tail=True):
             if pending:
                 while pending and pending[-1][0] <= batch.last_offset:
                     aborted_pids.add(pending.pop()[1])
-            if batch.is_control:
-                if aborted_pids and batch.producer_id in aborted_pids:
+            if batch.is_control:  # never handed to the user; the position still moves past it
+                if aborted_pids and batch.producer_id in aborted_pids and _is_abort(batch):
                     aborted_pids.discard(batch.producer_id)
                 continue
             if aborted_pids and batch.is_transactional and batch.producer_id in aborted_pids:

@@ -1,16 +1,17 @@
 """KafkaProducer: serializers, partitioners, the RecordAccumulator and the Sender on a background I/O
-thread; `send()` returns a future usable with `.get()`, callbacks or `await`.
+thread; `send()` returns a future usable with `.get()`, callbacks or `await`; transactions with transactional.id.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
 from kafkalite.client.accumulator import RECORD_OVERHEAD, RecordAccumulator
-from kafkalite.client.config import PRODUCER, make_config
+from kafkalite.client.config import PRODUCER, make_config, normalize_key
 from kafkalite.client.errors import IllegalStateError, KafkaTimeoutError
 from kafkalite.client.futures import FutureRecordMetadata, RecordMetadata, _RecordFuture
 from kafkalite.client.network import IOThread, NetworkClient
@@ -22,6 +23,8 @@ from kafkalite.client.partitioner import (
 )
 from kafkalite.client.sender import Sender
 from kafkalite.client.serialization import make_serializer
+from kafkalite.client.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
+from kafkalite.client.transaction_manager import TransactionManager, TxnState
 from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.records.compression import Compression
 from kafkalite.records.speedups import now_ms
@@ -50,8 +53,12 @@ class KafkaProducer:
 
     def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
         self.config = cfg = make_config(PRODUCER, config, kwargs)
-        if cfg["transactional.id"]:
-            raise NotImplementedError("transactions are not supported by this client yet")
+        transactional = bool(cfg["transactional.id"])
+        if transactional:  # transactions build on idempotence, as in Kafka's clients
+            given = {normalize_key(k) for k in [*(config or {}), *kwargs]}
+            if "enable.idempotence" in given and not cfg["enable.idempotence"]:
+                raise ValueError("transactional.id requires enable.idempotence=true")
+            cfg["enable.idempotence"] = True
         acks = str(cfg["acks"]).lower()
         if cfg["enable.idempotence"]:
             if acks not in ("all", "-1"):
@@ -73,7 +80,8 @@ class KafkaProducer:
         self._client = NetworkClient(cfg, self._io)
         self.metadata = self._client.metadata
         self._acc = RecordAccumulator(cfg, _compression_id(cfg["compression.type"]))
-        self._sender = Sender(self._client, self._acc, cfg)
+        self._txn = TransactionManager(cfg, self._client, self._acc) if transactional else None
+        self._sender = Sender(self._client, self._acc, cfg, self._txn)
         self._parts: dict[str, tuple[int, list[int], list[int]]] = {}
         # topic -> (metadata version, partition count, the accumulator's deques by partition)
         self._fast: dict[str, tuple[int, int, dict[int, Any]]] = {}
@@ -90,7 +98,7 @@ class KafkaProducer:
         self._closed = False
         try:
             self._io.run(self._client.refresh_metadata([]), timeout=self._max_block)
-            if cfg["enable.idempotence"]:
+            if cfg["enable.idempotence"] and not transactional:  # init_transactions() does it
                 self._io.run(self._sender.init_producer_id(), timeout=self._max_block)
         except BaseException:
             self._closed = True
@@ -205,10 +213,15 @@ class KafkaProducer:
         ts = now_ms() if timestamp_ms is None else int(timestamp_ms)
         acc = self._acc
         tp = (topic, partition)
+        txn = self._txn
+        if txn is not None:
+            txn.maybe_add_partition(tp)
         got, full, new_batch = acc.append(tp, ts, kb, vb, hdrs, None, sticky)
         if got is None:  # KIP-480: a new batch is due, move the sticky partition first
             self._partitioner.on_new_batch(topic, partition)
             partition = self._partitioner.partition(topic, kb, parts, available)
+            if txn is not None:
+                txn.maybe_add_partition((topic, partition))
             got, full, new_batch = acc.append((topic, partition), ts, kb, vb, hdrs)
         assert got is not None
         fut = got
@@ -257,6 +270,8 @@ class KafkaProducer:
         wakeup = self._sender.wakeup
         clock = now_ms
         new_fut = _RecordFuture
+        txn = self._txn
+        open_txn = TxnState.IN_TRANSACTION
 
         def send(
             topic: str,
@@ -274,6 +289,7 @@ class KafkaProducer:
                 and (value is None or type(value) is bytes)
                 and fast[0] == md.version
                 and not acc.closed
+                and (txn is None or txn.state is open_txn)
             ):
                 p = partition
                 if key is None:
@@ -339,6 +355,107 @@ class KafkaProducer:
         finally:
             with self._acc.lock:
                 self._acc.flushing -= 1
+
+    # -- transactions (transactional.id); each call raises the fatal error again once fenced
+    def _transactions(self) -> TransactionManager:
+        if self._txn is None:
+            raise IllegalStateError("transactions need the transactional.id configuration")
+        if self._closed:
+            raise IllegalStateError("the producer is closed")
+        return self._txn
+
+    def _txn_call(
+        self,
+        operation: str,
+        start: Callable[[], Coroutine[Any, Any, None]],
+        timeout: float | None,
+    ) -> None:
+        """Run a transaction step on the I/O thread. On timeout the step goes on: calling the same
+        method again waits for it (as Kafka's clients); another transaction method is refused until then."""
+        txn = self._transactions()
+        pending = txn.pending
+        if pending is not None and pending[0] != operation:
+            raise IllegalStateError(
+                f"{pending[0]}() timed out and is still under way: call it again to wait for it"
+            )
+        if pending is not None:
+            fut = pending[1]
+        else:
+            fut = self._io.submit(start())
+            txn.pending = (operation, fut)
+        wait = self._max_block if timeout is None else timeout
+        try:
+            fut.result(wait)
+        except concurrent.futures.TimeoutError:
+            raise KafkaTimeoutError(
+                f"{operation}() did not finish within {wait} s; call it again to keep waiting"
+            ) from None
+        finally:
+            if fut.done():
+                txn.pending = None
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        """Get the producer id and epoch of transactional.id, fencing any older producer using it and
+        completing its open transaction. Once per producer, before the first begin_transaction()."""
+
+        def start() -> Coroutine[Any, Any, None]:
+            txn.begin_init()
+            return txn.initialize()
+
+        txn = self._transactions()
+        self._txn_call("init_transactions", start, timeout)
+
+    def begin_transaction(self) -> None:
+        """Open a transaction: records sent until commit or abort belong to it."""
+        self._transactions().begin_transaction()
+
+    def send_offsets_to_transaction(
+        self,
+        offsets: dict[Any, Any],
+        group: ConsumerGroupMetadata | str,
+        timeout: float | None = None,
+    ) -> None:
+        """Commit consumer offsets ({tp: offset | OffsetAndMetadata}) as part of the transaction: they
+        become the group's committed offsets only if it commits. `group` is the consumer's
+        `group_metadata()` (its generation and member id are checked) or a group id."""
+        meta = ConsumerGroupMetadata(group) if isinstance(group, str) else group
+        data: dict[TopicPartition, OffsetAndMetadata] = {}
+        for tp, om in dict(offsets).items():
+            if isinstance(om, int):
+                om = OffsetAndMetadata(om, "")
+            elif not isinstance(om, OffsetAndMetadata):
+                om = OffsetAndMetadata(*om)
+            data[TopicPartition(*tp)] = om
+
+        def start() -> Coroutine[Any, Any, None]:
+            txn.check_send_offsets()
+            return txn.send_offsets(data, meta)
+
+        txn = self._transactions()
+        if data:
+            self._txn_call("send_offsets_to_transaction", start, timeout)
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Send every record of the transaction, then commit it. Raises TransactionAbortableError when
+        something in it failed (then call abort_transaction()), a FatalProducerError when fenced."""
+
+        def start() -> Coroutine[Any, Any, None]:
+            txn.begin_commit()
+            return txn.end_transaction(True)
+
+        txn = self._transactions()
+        self._txn_call("commit_transaction", start, timeout)
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Abort the transaction: records not yet sent fail with TransactionAbortedError, and
+        read_committed consumers never see the ones already written."""
+
+        def start() -> Coroutine[Any, Any, None]:
+            txn.begin_abort()
+            return txn.end_transaction(False)
+
+        txn = self._transactions()
+        self._txn_call("abort_transaction", start, timeout)
 
     def close(self, timeout: float | None = None) -> None:
         """Deliver what is queued (up to `timeout`), then stop the I/O thread."""

@@ -1,5 +1,8 @@
 """The producer's Sender: a coroutine on the I/O thread that drains ready batches per leader node,
 sends Produce requests (acks 0/1/all), retries retriable errors with backoff, and completes futures.
+
+With a TransactionManager it sends only partitions already added to the transaction (starting the
+AddPartitionsToTxn for new ones), and fails queued batches when the transaction is aborted or lost.
 """
 
 from __future__ import annotations
@@ -7,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkalite.client.accumulator import ProducerBatch, RecordAccumulator
 from kafkalite.client.errors import (
@@ -19,6 +22,9 @@ from kafkalite.client.errors import (
 from kafkalite.client.network import NetworkClient
 from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.schema import APIS
+
+if TYPE_CHECKING:
+    from kafkalite.client.transaction_manager import TransactionManager
 
 log = logging.getLogger("kafkalite.client.producer")
 PRODUCE = 0
@@ -34,7 +40,11 @@ _LEADER_ERRORS = {
 
 class Sender:
     def __init__(
-        self, client: NetworkClient, accumulator: RecordAccumulator, config: dict[str, Any]
+        self,
+        client: NetworkClient,
+        accumulator: RecordAccumulator,
+        config: dict[str, Any],
+        txn: TransactionManager | None = None,
     ) -> None:
         self.client = client
         self.acc = accumulator
@@ -45,7 +55,9 @@ class Sender:
         self.request_timeout_ms = int(config["request.timeout.ms"])
         self.max_request_size = int(config["max.request.size"])
         self.max_in_flight = max(1, int(config["max.in.flight.requests.per.connection"]))
-        self.idempotent = bool(config["enable.idempotence"])
+        self.txn = txn
+        self.idempotent = bool(config["enable.idempotence"]) or txn is not None
+        self.transactional_id = None if txn is None else txn.transactional_id
         self.producer_id = -1
         self.producer_epoch = -1
         self._sequences: dict[tuple[str, int], int] = {}
@@ -57,6 +69,15 @@ class Sender:
         self.force_close = False
         self._task: asyncio.Task[None] | None = None
         self.fatal: BaseException | None = None
+        if txn is not None:
+            txn.wakeup = self.wakeup
+            txn.on_producer_id = self.set_producer_id
+
+    def set_producer_id(self, producer_id: int, epoch: int) -> None:
+        """A new producer id or epoch (I/O thread): sequence numbers start again at 0."""
+        self.producer_id = producer_id
+        self.producer_epoch = epoch
+        self._sequences.clear()
 
     # -- waking from the user thread
     def wakeup(self) -> None:
@@ -129,6 +150,15 @@ class Sender:
             self._complete(
                 b, -1, -1, KafkaTimeoutError("delivery.timeout.ms expired before send"), False
             )
+        allowed = None
+        txn = self.txn
+        if txn is not None:
+            abandon = txn.undrained_batch_error()
+            if abandon is not None:
+                self._fail_all(abandon)
+            if txn.wants_add_partitions():
+                self._spawn(txn.add_partitions())
+            allowed = txn.sendable_partitions()
         nodes, next_check, unknown = self.acc.ready(md, now)
         if unknown:
             md.add_topics(*unknown)
@@ -147,7 +177,9 @@ class Sender:
             sendable.add(node)
         if sendable:
             per_partition = self.max_in_flight if self.idempotent or self.max_in_flight == 1 else 5
-            drained = self.acc.drain(md, sendable, self.max_request_size, per_partition, now)
+            drained = self.acc.drain(
+                md, sendable, self.max_request_size, per_partition, now, allowed
+            )
             for node, batches in drained.items():
                 self._node_in_flight[node] = self._node_in_flight.get(node, 0) + 1
                 self._spawn(self._send_produce(node, batches))
@@ -175,6 +207,7 @@ class Sender:
             b.producer_id = self.producer_id
             b.producer_epoch = self.producer_epoch
             b.base_sequence = seq
+            b.is_transactional = self.txn is not None
             self._sequences[batch.tp] = (seq + len(b)) & 0x7FFFFFFF
         return batch.build()
 
@@ -189,7 +222,7 @@ class Sender:
                     )
                 )
             req = req_cls(
-                transactional_id=None,
+                transactional_id=self.transactional_id,
                 acks=self.acks,
                 timeout_ms=self.request_timeout_ms,
                 topic_data=[
@@ -278,6 +311,8 @@ class Sender:
     ) -> None:
         if drained:
             self.acc.batch_done(batch)
+        if err is not None and self.txn is not None:
+            err = self.txn.on_batch_failed(err, batch.built is not None)
         if batch.in_retry:
             self.acc.muted.discard(batch.tp)
         self.acc.release(batch)

@@ -1,5 +1,5 @@
 """Value types shared by the consumer, producer and admin client: TopicPartition, ConsumerRecord,
-OffsetAndMetadata, OffsetAndTimestamp and the ConsumerRebalanceListener protocol.
+OffsetAndMetadata, OffsetAndTimestamp, ConsumerGroupMetadata and the ConsumerRebalanceListener protocol.
 """
 
 from __future__ import annotations
@@ -34,6 +34,16 @@ class OffsetAndTimestamp(NamedTuple):
     offset: int
     timestamp: int
     leader_epoch: int = -1
+
+
+class ConsumerGroupMetadata(NamedTuple):
+    """A consumer's place in its group, for the producer's send_offsets_to_transaction (the group
+    coordinator rejects offsets from a member of an older generation)."""
+
+    group_id: str
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
 
 
 class ConsumerRebalanceListener:

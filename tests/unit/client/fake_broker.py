@@ -1,5 +1,7 @@
 """A scripted in-process Kafka broker for client unit tests: ApiVersions, Metadata, Produce (with
-injected per-request errors), InitProducerId on demand; it records what it received."""
+injected per-request errors), InitProducerId on demand, and with `transactions=True` a transaction and
+group coordinator (FindCoordinator, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn) that
+fences older epochs and refuses transactional batches of partitions not added; it records what it received."""
 
 from __future__ import annotations
 
@@ -24,18 +26,39 @@ _LEN = struct.Struct(">i")
 
 class FakeBroker:
     def __init__(
-        self, partitions: int = 2, *, init_producer_id: bool = False, max_produce: int = 9
+        self,
+        partitions: int = 2,
+        *,
+        init_producer_id: bool = False,
+        max_produce: int = 9,
+        transactions: bool = False,
+        find_coordinator_version: int = 4,
     ):
         self.partitions = partitions
         self.offer = {18: 3, 3: 9, 0: max_produce}
-        if init_producer_id:
+        if init_producer_id or transactions:
             self.offer[22] = 4
+        if transactions:
+            self.offer.update({10: find_coordinator_version, 24: 3, 25: 3, 26: 3, 28: 3})
+            self.offer.update({27: 1, 61: 0, 65: 0, 66: 0})
+        self.markers: list[Any] = []
+        # transaction coordinator state: transactional id -> (producer id, epoch)
+        self.txn_ids: dict[str, tuple[int, int]] = {}
+        self.txn_partitions: set[tuple[str, int]] = set()
+        self.txn_groups: set[str] = set()
+        self.pending_offsets: dict[tuple[str, str, int], int] = {}
+        self.committed_offsets: dict[tuple[str, str, int], int] = {}
+        self.txn_offset_commits: list[Any] = []
+        self.end_txns: list[bool] = []
+        self.api_errors: dict[int, list[int]] = {}  # api key -> codes for its next requests
+        self.violations: list[str] = []  # protocol rules the client broke
+        self.txn_log: dict[int, list[tuple[bytes | None, bool]]] = {}  # value, committed
         self.produce_errors: list[int] = []  # error code for each following Produce request
         self.produce_delay = 0.0
         self.log: dict[int, list[tuple[bytes | None, bytes | None]]] = {}
         self.batches: list[Any] = []
         self.requests: list[int] = []
-        self.next_seq: dict[int, int] = {}
+        self.next_seq: dict[tuple[int, int, int], int] = {}
         self.loop = asyncio.new_event_loop()
         self.port = 0
         ready = threading.Event()
@@ -115,8 +138,166 @@ class FakeBroker:
                     R.MetadataResponseTopic(error_code=0, name=n, partitions=parts) for n in names
                 ],
             )
+        scripted = self.api_errors.get(key)
+        forced = scripted.pop(0) if scripted else 0
         if key == 22:
-            return R(error_code=0, producer_id=4242, producer_epoch=0)
+            if forced:
+                return R(error_code=forced, producer_id=-1, producer_epoch=-1)
+            tid = req.transactional_id
+            if tid is None:
+                return R(error_code=0, producer_id=4242, producer_epoch=0)
+            pid, epoch = self.txn_ids.get(tid, (5000 + len(self.txn_ids), -1))
+            self.txn_ids[tid] = (pid, epoch + 1)
+            self._end(False)  # an open transaction of the old epoch is aborted
+            return R(error_code=0, producer_id=pid, producer_epoch=epoch + 1)
+        if key == 10:
+            if ver >= 4:
+                c = R.Coordinator(
+                    key=req.coordinator_keys[0],
+                    node_id=1,
+                    host="127.0.0.1",
+                    port=self.port,
+                    error_code=forced,
+                )
+                return R(coordinators=[c])
+            return R(error_code=forced, node_id=1, host="127.0.0.1", port=self.port)
+        if key == 24:
+            code = forced or self._fenced(
+                req.v3_and_below_transactional_id,
+                req.v3_and_below_producer_id,
+                req.v3_and_below_producer_epoch,
+            )
+            if not code:
+                for t in req.v3_and_below_topics:
+                    self.txn_partitions.update((t.name, p) for p in t.partitions)
+            return R(
+                results_by_topic_v3_and_below=[
+                    R.AddPartitionsToTxnTopicResult(
+                        name=t.name,
+                        results_by_partition=[
+                            R.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult(
+                                partition_index=p, partition_error_code=code
+                            )
+                            for p in t.partitions
+                        ],
+                    )
+                    for t in req.v3_and_below_topics
+                ]
+            )
+        if key == 25:
+            code = forced or self._fenced(req.transactional_id, req.producer_id, req.producer_epoch)
+            if not code:
+                self.txn_groups.add(req.group_id)
+            return R(error_code=code)
+        if key == 28:
+            self.txn_offset_commits.append(req)
+            code = forced
+            if not code and req.group_id not in self.txn_groups:
+                self.violations.append("TxnOffsetCommit before AddOffsetsToTxn")
+            if not code:
+                for t in req.topics:
+                    for p in t.partitions:
+                        self.pending_offsets[(req.group_id, t.name, p.partition_index)] = (
+                            p.committed_offset
+                        )
+            return R(
+                topics=[
+                    R.TxnOffsetCommitResponseTopic(
+                        name=t.name,
+                        partitions=[
+                            R.TxnOffsetCommitResponseTopic.TxnOffsetCommitResponsePartition(
+                                partition_index=p.partition_index, error_code=code
+                            )
+                            for p in t.partitions
+                        ],
+                    )
+                    for t in req.topics
+                ]
+            )
+        if key == 65:
+            states = []
+            for tid in req.transactional_ids:
+                pid, epoch = self.txn_ids.get(tid, (-1, -1))
+                ongoing = bool(self.txn_partitions) and pid >= 0
+                states.append(
+                    R.TransactionState(
+                        error_code=0 if pid >= 0 else 105,  # TRANSACTIONAL_ID_NOT_FOUND
+                        transactional_id=tid,
+                        transaction_state="Ongoing" if ongoing else "Empty",
+                        transaction_timeout_ms=60000,
+                        transaction_start_time_ms=1 if ongoing else -1,
+                        producer_id=pid,
+                        producer_epoch=epoch,
+                        topics=[
+                            R.TransactionState.TopicData(topic=t, partitions=[p])
+                            for t, p in sorted(self.txn_partitions)
+                        ],
+                    )
+                )
+            return R(transaction_states=states)
+        if key == 66:
+            rows = [
+                R.TransactionState(transactional_id=tid, producer_id=pid, transaction_state="Empty")
+                for tid, (pid, _) in sorted(self.txn_ids.items())
+                if not req.producer_id_filters or pid in req.producer_id_filters
+            ]
+            return R(error_code=0, unknown_state_filters=[], transaction_states=rows)
+        if key == 61:
+            P = R.TopicResponse.PartitionResponse
+            return R(
+                topics=[
+                    R.TopicResponse(
+                        name=t.name,
+                        partitions=[
+                            P(
+                                partition_index=i,
+                                error_code=0,
+                                active_producers=[
+                                    P.ProducerState(
+                                        producer_id=77,
+                                        producer_epoch=3,
+                                        last_sequence=9,
+                                        last_timestamp=1000,
+                                        coordinator_epoch=2,
+                                        current_txn_start_offset=40,
+                                    )
+                                ],
+                            )
+                            for i in t.partition_indexes
+                        ],
+                    )
+                    for t in req.topics
+                ]
+            )
+        if key == 27:
+            self.markers.extend(req.markers)
+            M = R.WritableTxnMarkerResult
+            return R(
+                markers=[
+                    M(
+                        producer_id=m.producer_id,
+                        topics=[
+                            M.WritableTxnMarkerTopicResult(
+                                name=t.name,
+                                partitions=[
+                                    M.WritableTxnMarkerTopicResult.WritableTxnMarkerPartitionResult(
+                                        partition_index=p, error_code=forced
+                                    )
+                                    for p in t.partition_indexes
+                                ],
+                            )
+                            for t in m.topics
+                        ],
+                    )
+                    for m in req.markers
+                ]
+            )
+        if key == 26:
+            code = forced or self._fenced(req.transactional_id, req.producer_id, req.producer_epoch)
+            if not code:
+                self.end_txns.append(req.committed)
+                self._end(req.committed)
+            return R(error_code=code)
         if key == 0:
             if self.produce_delay:
                 await asyncio.sleep(self.produce_delay)
@@ -130,20 +311,28 @@ class FakeBroker:
                     if code == 0:
                         batches = list(iter_batches(p.records))
                         b0 = batches[0]
-                        if b0.producer_id >= 0:
-                            expected = self.next_seq.get(p.index, 0)
+                        if b0.is_transactional:
+                            pcode = self._check_txn_batch(req.transactional_id, t.name, p.index, b0)
+                        if b0.producer_id >= 0 and not pcode:
+                            # sequences per producer id and epoch (a new epoch starts at 0)
+                            seq_key = (b0.producer_id, b0.producer_epoch, p.index)
+                            expected = self.next_seq.get(seq_key, 0)
                             if b0.base_sequence > expected:
                                 pcode = 45  # OUT_OF_ORDER_SEQUENCE_NUMBER
                             elif b0.base_sequence < expected:
                                 pcode = 46  # DUPLICATE_SEQUENCE_NUMBER
                             else:
-                                self.next_seq[p.index] = expected + sum(len(b) for b in batches)
+                                self.next_seq[seq_key] = expected + sum(len(b) for b in batches)
                     if pcode == 0:
                         log = self.log.setdefault(p.index, [])
                         base = len(log)
                         for b in iter_batches(p.records):
                             self.batches.append((p.index, b))
                             log.extend((r.key, r.value) for r in b.records)
+                            if b.is_transactional:
+                                self.txn_log.setdefault(p.index, []).extend(
+                                    (r.value, False) for r in b.records
+                                )
                     prs.append(
                         R.TopicProduceResponse.PartitionProduceResponse(
                             index=p.index, error_code=pcode, base_offset=base
@@ -154,3 +343,32 @@ class FakeBroker:
                 return None
             return R(responses=out)
         raise AssertionError(f"unexpected API {key}")
+
+    def _fenced(self, tid: str, pid: int, epoch: int) -> int:
+        known = self.txn_ids.get(tid)
+        if known is None or known[0] != pid:
+            return 49  # INVALID_PRODUCER_ID_MAPPING
+        return 90 if epoch < known[1] else 0  # PRODUCER_FENCED
+
+    def _check_txn_batch(self, tid: str | None, topic: str, partition: int, batch: Any) -> int:
+        if tid is None or self.txn_ids.get(tid, (-1, -1))[0] != batch.producer_id:
+            self.violations.append(f"transactional batch without its transactional id ({tid})")
+            return 49
+        if batch.producer_epoch < self.txn_ids[tid][1]:
+            return 47  # INVALID_PRODUCER_EPOCH
+        if (topic, partition) not in self.txn_partitions:
+            self.violations.append(f"batch for {topic}-{partition} before AddPartitionsToTxn")
+            return 48  # INVALID_TXN_STATE
+        return 0
+
+    def _end(self, commit: bool) -> None:
+        """Write the markers: the open transaction's records become committed (or stay out)."""
+        for part, entries in self.txn_log.items():
+            self.txn_log[part] = [(v, True) if not done else (v, done) for v, done in entries]
+            if not commit:
+                self.txn_log[part] = [e for e in entries if e[1]]
+        if commit:
+            self.committed_offsets.update(self.pending_offsets)
+        self.pending_offsets.clear()
+        self.txn_partitions.clear()
+        self.txn_groups.clear()
