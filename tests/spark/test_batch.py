@@ -230,3 +230,49 @@ def test_empty_topic_reads_nothing(spark, broker, topic):
     df = _read(spark, broker, topic)
     assert df.count() == 0
     assert df.collect() == []
+
+
+def test_read_committed_batch_skips_aborted_and_stops_at_the_open_transaction(spark, broker, topic):
+    """Real transactions (librdkafka): committed rows appear once, aborted ones never, and the offsets
+    are planned up to the last stable offset — a transaction still open hides what follows it."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    broker.create_topic(topic, 1)
+    bs = broker.bootstrap_servers
+    p = confluent_kafka.Producer({"bootstrap.servers": bs, "transactional.id": f"spark-{topic}"})
+    p.init_transactions(30)
+    for label, commit in (("c1", True), ("a1", False), ("c2", True)):
+        p.begin_transaction()
+        for i in range(5):
+            p.produce(topic, value=b"%s-%d" % (label.encode(), i), partition=0)
+        p.flush(30)
+        if commit:
+            p.commit_transaction(30)
+        else:
+            p.abort_transaction(30)
+    opener = confluent_kafka.Producer(
+        {"bootstrap.servers": bs, "transactional.id": f"open-{topic}"}
+    )
+    opener.init_transactions(30)
+    opener.begin_transaction()
+    opener.produce(topic, value=b"open-0", partition=0)
+    opener.flush(30)
+    p.begin_transaction()
+    p.produce(topic, value=b"after-open", partition=0)  # committed, but behind the open transaction
+    p.commit_transaction(30)
+    committed = [
+        r.value
+        for r in _read(spark, broker, topic, **{"kafka.isolation.level": "read_committed"})
+        .select("value")
+        .collect()
+    ]
+    assert sorted(committed) == sorted(b"%s-%d" % (x, i) for x in (b"c1", b"c2") for i in range(5))
+    opener.commit_transaction(30)
+    committed = [
+        r.value
+        for r in _read(spark, broker, topic, **{"kafka.isolation.level": "read_committed"})
+        .select("value")
+        .collect()
+    ]
+    assert sorted(committed) == sorted(
+        [b"%s-%d" % (x, i) for x in (b"c1", b"c2") for i in range(5)] + [b"open-0", b"after-open"]
+    )
