@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING
 from kafkalite.broker.apis.init_producer_id import next_producer_id
 from kafkalite.broker.coordinator_log import CoordinatorPartitions, StoredBatch, now_ms
 from kafkalite.broker.txn_markers import TransactionMarkerChannelManager
-from kafkalite.coordinator import OFFSETS_TOPIC, CoordinatorRecord, Deferred, TopicPartition
+from kafkalite.coordinator import (
+    OFFSETS_TOPIC,
+    TRANSACTION_STATE_TOPIC,
+    CoordinatorRecord,
+    Deferred,
+    TopicPartition,
+)
 from kafkalite.coordinator.records import encode_batch
 from kafkalite.coordinator.txn_coordinator import TransactionCoordinator
 from kafkalite.coordinator.txn_types import TxnConfig, TxnMarkerRequest
@@ -25,8 +31,6 @@ if TYPE_CHECKING:
     from kafkalite.broker.server import BrokerServer
 
 log = logging.getLogger("kafkalite.broker.transactions")
-
-TRANSACTION_STATE_TOPIC = "__transaction_state"
 
 
 def txn_config(broker: BrokerServer, partitions: int) -> TxnConfig:
