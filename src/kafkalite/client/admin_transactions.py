@@ -37,6 +37,7 @@ class TransactionListing:
     transactional_id: str
     producer_id: int
     state: str
+    coordinator_id: int = -1  # the broker that listed it (its transaction coordinator)
 
 
 @dataclass
@@ -114,11 +115,11 @@ async def list_transactions(
     nodes = sorted(client.metadata.brokers)
     answers = await asyncio.gather(*(_send(client, n, req) for n in nodes))
     out: list[TransactionListing] = []
-    for resp in answers:
+    for node, resp in zip(nodes, answers, strict=True):
         if resp.error_code:
             raise KafkaError(resp.error_code, "ListTransactions")
         out += [
-            TransactionListing(s.transactional_id, s.producer_id, s.transaction_state)
+            TransactionListing(s.transactional_id, s.producer_id, s.transaction_state, node)
             for s in resp.transaction_states
         ]
     return sorted(out, key=lambda t: t.transactional_id)
