@@ -46,7 +46,7 @@ EXPECTED = {
     28: ("TxnOffsetCommit", "0-3", 3),
     61: ("DescribeProducers", "0", 0),
     65: ("DescribeTransactions", "0", 0),
-    66: ("ListTransactions", "0", 0),
+    66: ("ListTransactions", "0-1", 0),  # v1: KIP-994 duration filter
     17: ("SaslHandshake", "0-1", None),
     36: ("SaslAuthenticate", "0-2", 2),
 }

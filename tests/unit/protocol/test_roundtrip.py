@@ -54,7 +54,7 @@ EXPECTED_APIS: list[tuple[str, int, int, int]] = [
     ("DescribeCluster", 60, 0, 1),
     ("DescribeProducers", 61, 0, 0),
     ("DescribeTransactions", 65, 0, 0),
-    ("ListTransactions", 66, 0, 0),
+    ("ListTransactions", 66, 0, 1),  # v1: KIP-994 duration filter
     # issue 13: the inter-broker APIs of ZooKeeper mode
     ("LeaderAndIsr", 4, 0, 7),
     ("StopReplica", 5, 0, 4),
