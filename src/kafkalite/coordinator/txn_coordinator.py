@@ -366,6 +366,25 @@ class TransactionCoordinator:
 
     # ------------------------------------------------------------------ AddPartitions / AddOffsets
 
+    def _producer_of(
+        self, transactional_id: str, producer_id: int, producer_epoch: int
+    ) -> tuple[int, int, TransactionMetadata] | ErrorCode:
+        """(partition, coordinator epoch, metadata) of a transactional id whose current producer is
+        `producer_id` at `producer_epoch`, or the error Kafka answers (INVALID_REQUEST, NOT_COORDINATOR,
+        COORDINATOR_LOAD_IN_PROGRESS, INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED)."""
+        if not transactional_id:
+            return E.INVALID_REQUEST
+        located = self._state.locate(transactional_id)
+        if isinstance(located, ErrorCode):
+            return located
+        partition, epoch, txns = located
+        metadata = txns.get(transactional_id)
+        if metadata is None or metadata.producer_id != producer_id:
+            return E.INVALID_PRODUCER_ID_MAPPING
+        if metadata.producer_epoch != producer_epoch:
+            return E.PRODUCER_FENCED
+        return partition, epoch, metadata
+
     def add_partitions(
         self,
         transactional_id: str,
@@ -374,17 +393,10 @@ class TransactionCoordinator:
         partitions: Sequence[TopicPartition],
     ) -> Deferred[ErrorCode]:
         """Add partitions to the producer's transaction (starting it if none is ongoing)."""
-        if not transactional_id:
-            return _completed(E.INVALID_REQUEST)
-        located = self._state.locate(transactional_id)
-        if isinstance(located, ErrorCode):
-            return _completed(located)
-        partition, epoch, txns = located
-        metadata = txns.get(transactional_id)
-        if metadata is None or metadata.producer_id != producer_id:
-            return _completed(E.INVALID_PRODUCER_ID_MAPPING)
-        if metadata.producer_epoch != producer_epoch:
-            return _completed(E.PRODUCER_FENCED)
+        checked = self._producer_of(transactional_id, producer_id, producer_epoch)
+        if isinstance(checked, ErrorCode):
+            return _completed(checked)
+        partition, epoch, metadata = checked
         if metadata.pending_transition_in_progress or metadata.state in (
             _S.PREPARE_COMMIT,
             _S.PREPARE_ABORT,
@@ -419,17 +431,10 @@ class TransactionCoordinator:
         self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
     ) -> Deferred[ErrorCode]:
         """Commit or abort: answered once the Prepare record is appended; markers follow."""
-        if not transactional_id:
-            return _completed(E.INVALID_REQUEST)
-        located = self._state.locate(transactional_id)
-        if isinstance(located, ErrorCode):
-            return _completed(located)
-        partition, epoch, txns = located
-        metadata = txns.get(transactional_id)
-        if metadata is None or metadata.producer_id != producer_id:
-            return _completed(E.INVALID_PRODUCER_ID_MAPPING)
-        if metadata.producer_epoch != producer_epoch:
-            return _completed(E.PRODUCER_FENCED)
+        checked = self._producer_of(transactional_id, producer_id, producer_epoch)
+        if isinstance(checked, ErrorCode):
+            return _completed(checked)
+        partition, epoch, metadata = checked
         if metadata.pending_transition_in_progress:
             return _completed(E.CONCURRENT_TRANSACTIONS)
         state = metadata.state

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from kafkalite.coordinator.deferred import Deferred
+from kafkalite.coordinator.runtime import group_store_error
 from kafkalite.coordinator.txn_records import parse_key, parse_value, partition_for, txn_tombstone
 from kafkalite.coordinator.txn_state import (
     NO_PRODUCER_EPOCH,
@@ -38,19 +39,9 @@ Located = tuple[int, int, dict[str, TransactionMetadata]]
 
 
 def txn_store_error(code: ErrorCode) -> ErrorCode:
-    """The error a client sees when appending to `__transaction_state` failed (as Kafka maps it)."""
-    if code in (
-        E.UNKNOWN_TOPIC_OR_PARTITION,
-        E.NOT_ENOUGH_REPLICAS,
-        E.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-        E.REQUEST_TIMED_OUT,
-    ):
-        return E.COORDINATOR_NOT_AVAILABLE
-    if code in (E.NOT_LEADER_OR_FOLLOWER, E.KAFKA_STORAGE_ERROR):
-        return E.NOT_COORDINATOR
-    if code in (E.MESSAGE_TOO_LARGE, E.RECORD_LIST_TOO_LARGE):
-        return E.UNKNOWN_SERVER_ERROR
-    return code
+    """The error a client sees when appending to `__transaction_state` failed: Kafka maps it as it
+    maps a failed group write."""
+    return group_store_error(code)
 
 
 def completer(result: Deferred[T]) -> Callable[[T], None]:
