@@ -123,9 +123,11 @@ class LogProducers:
 
     @property
     def first_unstable_offset(self) -> int | None:
-        """The first offset of an open (or not yet replicated) transaction; None when there is none."""
-        state = self._producer_state
-        return state.first_unstable_offset() if state is not None else None
+        """The first offset of an open (or not yet replicated) transaction; None when there is none.
+        Taken under the lock: the cleaner asks from its own thread while appends change the state."""
+        with self._lock:
+            state = self._producer_state
+            return state.first_unstable_offset() if state is not None else None
 
     def collect_aborted_transactions(self, start: int, upper_bound: int) -> list[AbortedTxn]:
         """Aborted transactions overlapping [start, upper_bound), for a read_committed fetch."""
