@@ -110,9 +110,7 @@ class _Tokenizer:
             elif "0" <= e <= "7":  # octal, up to three digits (max \377)
                 digits = e
                 limit = 3 if e <= "3" else 2
-                while (
-                    len(digits) < limit and self.pos < len(text) and "0" <= text[self.pos] <= "7"
-                ):
+                while len(digits) < limit and self.pos < len(text) and "0" <= text[self.pos] <= "7":
                     digits += text[self.pos]
                     self.pos += 1
                 out.append(chr(int(digits, 8)))
@@ -134,7 +132,9 @@ def parse_jaas_config(text: str) -> list[AppConfigurationEntry]:
             )
         flag_tok = tokens.next()
         if flag_tok is None or flag_tok[0] != "word":
-            raise JaasConfigError(f"Login module control flag not specified in JAAS config for {module}")
+            raise JaasConfigError(
+                f"Login module control flag not specified in JAAS config for {module}"
+            )
         try:
             flag = ControlFlag(flag_tok[1].lower())
         except ValueError:

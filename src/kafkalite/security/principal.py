@@ -140,9 +140,7 @@ def parse_rules(rules: str) -> list[SslPrincipalMappingRule]:
             except re.error as e:
                 raise ValueError(f"Invalid rule: `{rule}`, bad regular expression: {e}") from e
             parsed.append(
-                SslPrincipalMappingRule(
-                    pattern, m.group(3), m.group(4) == "L", m.group(4) == "U"
-                )
+                SslPrincipalMappingRule(pattern, m.group(3), m.group(4) == "L", m.group(4) == "U")
             )
         # an empty entry (e.g. a trailing comma) is ignored, as in Kafka
         if split.end() == len(rules.strip()):

@@ -129,7 +129,11 @@ class PlainServer(SaslServer):
 
 def plain_client_token(username: str, password: str, authorization_id: str = "") -> bytes:
     """The client's single PLAIN message; NUL may appear in none of the three parts."""
-    for part, what in ((username, "username"), (password, "password"), (authorization_id, "authzid")):
+    for part, what in (
+        (username, "username"),
+        (password, "password"),
+        (authorization_id, "authzid"),
+    ):
         if "\0" in part:
             raise ValueError(f"SASL/PLAIN {what} must not contain NUL")
     return f"{authorization_id}\0{username}\0{password}".encode()

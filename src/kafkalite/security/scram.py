@@ -101,7 +101,9 @@ def _hmac(mechanism: ScramMechanism, key: bytes, data: bytes) -> bytes:
     return hmac.new(key, data, mechanism.hash_name).digest()
 
 
-def salted_password(mechanism: ScramMechanism, password: str, salt: bytes, iterations: int) -> bytes:
+def salted_password(
+    mechanism: ScramMechanism, password: str, salt: bytes, iterations: int
+) -> bytes:
     """Hi(password, salt, i) of RFC 5802: PBKDF2 with HMAC of the mechanism's hash."""
     return hashlib.pbkdf2_hmac(mechanism.hash_name, password.encode("utf-8"), salt, iterations)
 
@@ -158,7 +160,9 @@ def _new_nonce() -> str:
 
 _NONCE = re.compile(r"[\x21-\x2b\x2d-\x7e]+")
 _CLIENT_FIRST = re.compile(r"(?P<cbind>[^,]*),(?P<authzid>[^,]*),(?P<bare>.*)", re.DOTALL)
-_CLIENT_FINAL = re.compile(r"c=(?P<cbind>[^,]*),r=(?P<nonce>[^,]*)(?P<ext>(?:,[^,]*)*?),p=(?P<proof>[^,]*)")
+_CLIENT_FINAL = re.compile(
+    r"c=(?P<cbind>[^,]*),r=(?P<nonce>[^,]*)(?P<ext>(?:,[^,]*)*?),p=(?P<proof>[^,]*)"
+)
 
 
 def _attributes(text: str, what: str) -> list[tuple[str, str]]:
@@ -261,7 +265,9 @@ class ScramServer(SaslServer):
         if m is None:
             raise SaslAuthenticationError("Invalid SCRAM client final message format")
         if m["cbind"] != _b64encode(self._gs2_header.encode()):
-            raise SaslAuthenticationError("Invalid SCRAM channel binding in the final client message")
+            raise SaslAuthenticationError(
+                "Invalid SCRAM channel binding in the final client message"
+            )
         if m["nonce"] != self._nonce:
             raise SaslAuthenticationError("Invalid client nonce in the final client message.")
         try:
