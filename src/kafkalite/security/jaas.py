@@ -163,6 +163,8 @@ def parse_jaas_config(text: str) -> list[AppConfigurationEntry]:
                 raise JaasConfigError(f"Value not specified for key '{key}' in JAAS config")
             options[key] = value_tok[1]
         entries.append(AppConfigurationEntry(module, flag, options))
+    if not entries:
+        raise JaasConfigError("Login module not specified in JAAS config")
     return entries
 
 

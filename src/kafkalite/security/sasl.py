@@ -81,7 +81,7 @@ class SaslServer(abc.ABC):
     def _evaluate(self, token: bytes) -> bytes: ...
 
 
-LookupPassword = Callable[[str], "str | None"]
+LookupPassword = Callable[[str], str | None]
 
 # Compared against when the user is unknown, so the time taken does not tell who exists.
 _DUMMY_PASSWORD = b"\x00" * 32

@@ -174,7 +174,7 @@ def _attributes(text: str, what: str) -> list[tuple[str, str]]:
     return out
 
 
-LookupCredential = Callable[[str], "ScramCredential | None"]
+LookupCredential = Callable[[str], ScramCredential | None]
 
 
 class ScramServer(SaslServer):

@@ -76,7 +76,7 @@ def test_several_modules_and_flags() -> None:
     ]
     with pytest.raises(JaasConfigError, match="contains 2 login modules, should be 1"):
         parse_sasl_jaas_config("a.A sufficient; b.B Requisite k=v;")
-    with pytest.raises(JaasConfigError, match="contains 0 login modules"):
+    with pytest.raises(JaasConfigError, match="Login module not specified"):
         parse_sasl_jaas_config("  // nothing\n")
 
 
