@@ -130,9 +130,9 @@ def test_exactly_once_options():
     assert not parse_sink_options(base).exactly_once
     opts = parse_sink_options({**base, "kafkalite.sink.exactlyOnce": "TRUE"})
     assert opts.exactly_once and opts.client["transaction.timeout.ms"] == "900000"
-    with pytest.raises(ValueError, match="needs 'kafkalite.sink.exactlyOnce'"):
+    with pytest.raises(ValueError, match=r"needs 'kafkalite\.sink\.exactlyOnce'"):
         parse_sink_options({**base, "kafkalite.sink.transactionalIdPrefix": "p"})
-    with pytest.raises(ValueError, match="transactional.id' is not supported"):
+    with pytest.raises(ValueError, match=r"transactional\.id' is not supported"):
         parse_sink_options({**base, "kafka.transactional.id": "x"})
     with pytest.raises(ValueError, match="acks"):
         parse_sink_options({**base, "kafkalite.sink.exactlyOnce": "true", "kafka.acks": "1"})
