@@ -6,6 +6,7 @@ usage: eos_query.py BOOTSTRAP SOURCE SINK CHECKPOINT MAX_OFFSETS_PER_TRIGGER [MA
 
 from __future__ import annotations
 
+import os
 import sys
 
 
@@ -24,8 +25,10 @@ def main(argv: list[str]) -> int:
         .config("spark.driver.memory", "512m")
     )
     if not master.startswith("local"):
-        builder = builder.config("spark.executor.memory", "512m").config(
-            "spark.task.maxFailures", "8"
+        builder = (
+            builder.config("spark.executor.memory", "512m")
+            .config("spark.task.maxFailures", "8")
+            .config("spark.executorEnv.PYTHONPATH", os.environ.get("PYTHONPATH", ""))
         )
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

@@ -136,3 +136,136 @@ def test_sigkill_and_restart_gives_each_record_once(broker, topic, tmp_path):
     print(f"{runs} runs, {killed} SIGKILLs")
     assert killed >= 2
     check_exactly_once(broker, sink, n)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _descendants(pid: int) -> list[tuple[int, str]]:
+    """(pid, command line) of every process below `pid` (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], list(children.get(pid, []))
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        out.append((p, cmd))
+        todo.extend(children.get(p, []))
+    return out
+
+
+@pytest.fixture
+def standalone_cluster(tmp_path):
+    """A Spark standalone master and one worker (2 cores, 2g) on 127.0.0.1; yields (url, worker)."""
+    import pyspark
+
+    spark_class = Path(pyspark.__file__).parent / "bin" / "spark-class"
+    port = _free_port()
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_WORKER_DIR": str(tmp_path / "work")}
+    started = []
+    try:
+        master = subprocess.Popen(
+            [
+                str(spark_class),
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--webui-port",
+                str(_free_port()),
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        started.append(master)
+        url = f"spark://127.0.0.1:{port}"
+        worker = subprocess.Popen(
+            [
+                str(spark_class),
+                "org.apache.spark.deploy.worker.Worker",
+                url,
+                "--cores",
+                "2",
+                "--memory",
+                "2g",
+                "--host",
+                "127.0.0.1",
+                "--webui-port",
+                str(_free_port()),
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        started.append(worker)
+        yield url, worker
+    finally:
+        for proc in reversed(started):
+            _kill_group(proc)
+
+
+def test_executor_killed_mid_batch_on_a_standalone_cluster(
+    broker, topic, tmp_path, standalone_cluster
+):
+    """SIGKILL the executor JVM while its tasks hold open transactions, then a Python worker the same
+    way: Spark re-runs the lost tasks on a new executor, whose init_transactions fences the old attempts;
+    the driver (not restarted) commits only the new ones."""
+    from kafkalite.client import KafkaAdminClient
+
+    url, worker = standalone_cluster
+    n, per_trigger = 2000, 200
+    source, sink = topic + "-in", topic + "-out"
+    broker.create_topic(source, 2)
+    broker.create_topic(sink, 2)
+    produce(broker, source, [{"value": b"%d" % i, "partition": i % 2} for i in range(n)])
+    ckpt = tmp_path / "ckpt"
+    args = [broker.bootstrap_servers, source, sink, str(ckpt), str(per_trigger), url]
+    proc = _start(args)
+    targets = ["CoarseGrainedExecutorBackend", "pyspark"]
+    kills: list[str] = []
+    deadline = time.monotonic() + 400
+    with KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+        while proc.poll() is None:
+            assert time.monotonic() < deadline, "the query did not finish in time"
+            if targets and _open_transactions(admin, "kafkalite-spark-"):
+                victims = [(p, c) for p, c in _descendants(worker.pid) if targets[0] in c]
+                if targets[0] == "pyspark":  # a Python worker (not the daemon that forks them)
+                    victims = [(p, c) for p, c in victims if "pyspark.daemon" not in c] or victims
+                if victims:
+                    pid, _cmd = victims[-1]
+                    os.kill(pid, signal.SIGKILL)
+                    kills.append(targets.pop(0))
+                    print(
+                        f"\nSIGKILL {pid} ({kills[-1]}) with batch "
+                        f"{max(_batch_ids(ckpt, 'offsets'), default=None)} planned"
+                    )
+                    time.sleep(1.0)
+            time.sleep(0.02)
+    try:
+        assert proc.returncode == 0, f"the query failed (exit {proc.returncode})"
+    finally:
+        _kill_group(proc)
+    print(f"killed: {kills}")
+    assert kills and kills[0] == "CoarseGrainedExecutorBackend"
+    check_exactly_once(broker, sink, n)
