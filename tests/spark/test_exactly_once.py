@@ -115,6 +115,23 @@ def test_task_and_driver_halves_give_each_record_once(broker, topic):
     assert sorted(r.value for r in consume_committed(broker, topic)) == got
 
 
+def test_a_failed_task_aborts_its_own_transaction(broker, topic):
+    from kafkalite.client import KafkaAdminClient
+    from kafkalite.spark.writer import KafkaliteWriteError
+
+    broker.create_topic(topic, 1, max_message_bytes=200)
+    opts = _opts(broker, topic, **{"kafkalite.sink.transactionalIdPrefix": "fail-" + topic})
+    task = TaskInfo(0, 0, str(uuid.uuid4()))
+    with pytest.raises(KafkaliteWriteError, match=r"(?i)MESSAGE_TOO_LARGE|too large"):
+        write_prepared(opts, _batches([b"ok", b"z" * 3000]), task)
+    with KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
+        state = admin.describe_transactions([transactional_id(opts, task)])
+    # aborted (then Empty after the epoch bump that follows a failed, sequenced batch)
+    assert state[transactional_id(opts, task)].state in ("CompleteAbort", "Empty")
+    produce(broker, topic, [{"value": b"after"}])  # the last stable offset is not held back
+    assert [r.value for r in consume_committed(broker, topic, timeout=5)] == [b"after"]
+
+
 def test_bookkeeping_ignores_offsets_of_another_query():
     from kafkalite.client.structs import OffsetAndMetadata, TopicPartition
 

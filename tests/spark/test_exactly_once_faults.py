@@ -146,8 +146,8 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _descendants(pid: int) -> list[tuple[int, str]]:
-    """(pid, command line) of every process below `pid` (from /proc)."""
+def _descendants(pid: int) -> list[tuple[int, int, str]]:
+    """(pid, parent pid, command line) of every process below `pid` (from /proc)."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -158,16 +158,17 @@ def _descendants(pid: int) -> list[tuple[int, str]]:
         except (OSError, IndexError, ValueError):
             continue
         children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], list(children.get(pid, []))
+    out: list[tuple[int, int, str]] = []
+    todo = [(c, pid) for c in children.get(pid, [])]
     while todo:
-        p = todo.pop()
+        p, parent = todo.pop()
         try:
             with open(f"/proc/{p}/cmdline", "rb") as f:
                 cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        out.append((p, cmd))
-        todo.extend(children.get(p, []))
+        out.append((p, parent, cmd))
+        todo.extend((c, p) for c in children.get(p, []))
     return out
 
 
@@ -249,11 +250,13 @@ def test_executor_killed_mid_batch_on_a_standalone_cluster(
         while proc.poll() is None:
             assert time.monotonic() < deadline, "the query did not finish in time"
             if targets and _open_transactions(admin, "kafkalite-spark-"):
-                victims = [(p, c) for p, c in _descendants(worker.pid) if targets[0] in c]
-                if targets[0] == "pyspark":  # a Python worker (not the daemon that forks them)
-                    victims = [(p, c) for p, c in victims if "pyspark.daemon" not in c] or victims
+                procs = _descendants(worker.pid)
+                victims = [p for p, _, c in procs if targets[0] in c]
+                if targets[0] == "pyspark":  # a Python worker: forked by pyspark.daemon
+                    daemons = {p for p, _, c in procs if "pyspark.daemon" in c}
+                    victims = [p for p, parent, _ in procs if parent in daemons]
                 if victims:
-                    pid, _cmd = victims[-1]
+                    pid = victims[-1]
                     os.kill(pid, signal.SIGKILL)
                     kills.append(targets.pop(0))
                     print(

@@ -137,22 +137,30 @@ def write_prepared(
             yield first
             yield from it
 
-        count, topic = send_rows(producer, opts, rows(), tracker)
-        tracker.raise_first()
-        assert topic is not None
-        producer.send_offsets_to_transaction(
-            {(topic, 0): (task.batch_id + 1, _bookkeeping_metadata(task))}, tid
-        )
         try:
-            prepared = producer.prepare_transaction()
-        except Exception as exc:
+            count, topic = send_rows(producer, opts, rows(), tracker)
             tracker.raise_first()
-            raise KafkaliteWriteError(f"writing to kafkalite failed: {exc}") from exc
-        tracker.raise_first()
+            assert topic is not None
+            producer.send_offsets_to_transaction(
+                {(topic, 0): (task.batch_id + 1, _bookkeeping_metadata(task))}, tid
+            )
+            try:
+                prepared = producer.prepare_transaction()
+            except Exception as exc:
+                tracker.raise_first()
+                raise KafkaliteWriteError(f"writing to kafkalite failed: {exc}") from exc
+            tracker.raise_first()
+        except BaseException:
+            # a failed task ends its own transaction, so read_committed readers are not held until a
+            # retry fences it or transaction.timeout.ms passes (best effort: it may be fenced already)
+            try:
+                producer.abort_transaction(timeout=10)
+            except Exception as exc:  # pragma: no cover - best effort
+                log.info("%s: aborting the failed write: %s", tid, exc)
+            raise
         return PreparedPartitionWrite(task.batch_id, task.partition_id, count, prepared)
     finally:
-        # never commit or abort here: a prepared transaction stays open for the driver; a failed one
-        # is aborted by the next attempt's init_transactions (or by transaction.timeout.ms)
+        # a prepared transaction stays open for the driver: closing the producer does not end it
         try:
             producer.close(timeout=10)
         except Exception:  # pragma: no cover - best effort
