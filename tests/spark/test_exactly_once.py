@@ -142,19 +142,6 @@ def test_bookkeeping_ignores_offsets_of_another_query():
     assert committed_batches({}, "q1") == 0
 
 
-def test_exactly_once_options():
-    base = {"kafka.bootstrap.servers": "x:1", "topic": "t"}
-    assert not parse_sink_options(base).exactly_once
-    opts = parse_sink_options({**base, "kafkalite.sink.exactlyOnce": "TRUE"})
-    assert opts.exactly_once and opts.client["transaction.timeout.ms"] == "900000"
-    with pytest.raises(ValueError, match=r"needs 'kafkalite\.sink\.exactlyOnce'"):
-        parse_sink_options({**base, "kafkalite.sink.transactionalIdPrefix": "p"})
-    with pytest.raises(ValueError, match=r"transactional\.id' is not supported"):
-        parse_sink_options({**base, "kafka.transactional.id": "x"})
-    with pytest.raises(ValueError, match="acks"):
-        parse_sink_options({**base, "kafkalite.sink.exactlyOnce": "true", "kafka.acks": "1"})
-
-
 @pytest.mark.spark
 def test_streaming_query_writes_each_record_once(spark, broker, topic, tmp_path):
     source, sink = topic + "-in", topic + "-out"
