@@ -1,8 +1,5 @@
-"""A streaming query for the exactly-once fault tests, run as its own program (its own SparkSession) so a
-test can SIGKILL it: source topic -> kafkalite exactly-once sink, Trigger.AvailableNow, exits 0 when done.
-
-usage: eos_query.py BOOTSTRAP SOURCE SINK CHECKPOINT MAX_OFFSETS_PER_TRIGGER [MASTER]
-"""
+"""A streaming query for the exactly-once fault tests, as its own program (own SparkSession, killable):
+source topic -> kafkalite exactly-once sink, Trigger.AvailableNow; exits 0 once everything is written."""
 
 from __future__ import annotations
 
@@ -11,6 +8,7 @@ import sys
 
 
 def main(argv: list[str]) -> int:
+    """argv: BOOTSTRAP SOURCE SINK CHECKPOINT MAX_OFFSETS_PER_TRIGGER [MASTER]"""
     bootstrap, source, sink, checkpoint, max_offsets = argv[:5]
     master = argv[5] if len(argv) > 5 else "local[2]"
     from pyspark.sql import SparkSession

@@ -1,5 +1,5 @@
-"""The exactly-once streaming sink (`kafkalite.sink.exactlyOnce`): the prepared-transaction client helper,
-the task and driver halves of the two-phase commit against a real broker, and a real streaming query."""
+"""The exactly-once streaming sink: the prepared-transaction client helper, the task and driver halves of
+the two-phase commit against a real broker, and a real streaming query read back with read_committed."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Fault test of the exactly-once sink: a streaming query in a child process (its own SparkSession) is
-killed with SIGKILL (driver, JVM and Python workers at once) while micro-batches are in flight and
-restarted from its checkpoint until it has read everything; a read_committed reader of the output must
-then see every input record exactly once."""
+"""Fault tests of the exactly-once sink: SIGKILL a streaming query (child process) or a standalone cluster's
+executor mid-batch, let it recover, and check with read_committed that each input record appears once."""
 
 from __future__ import annotations
 

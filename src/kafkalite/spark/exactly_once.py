@@ -1,15 +1,5 @@
 """Exactly-once streaming writes (`kafkalite.sink.exactlyOnce`): each task writes its rows in a Kafka
-transaction that it prepares but does not commit; the driver commits them all when Spark commits the batch.
-
-Per (micro-batch, Spark partition p) the task uses transactional id `<prefix>-p<p>` (the same for every
-batch and attempt). It calls init_transactions() (fencing any earlier attempt and aborting its open
-transaction, or waiting for a commit already under way), then reads the committed offset of the
-bookkeeping group `<prefix>-p<p>`: when that says this batch (or a later one) of this query was committed,
-the partition's output is already visible and the task writes nothing. Otherwise it opens a transaction,
-sends the rows, adds the offset batchId + 1 for the group (TxnOffsetCommit on partition 0 of the first
-row's topic, with the query id in its metadata) and flushes; its commit message carries the transactional
-id, producer id and epoch. The driver's commit() ends every prepared transaction with EndTxn(commit);
-abort() ends them with EndTxn(abort). A retried EndTxn that already completed is answered NO_ERROR.
+transaction it prepares but does not commit; the driver commits them all when Spark commits the batch.
 """
 
 from __future__ import annotations
@@ -213,6 +203,16 @@ def abort_prepared(
 
 
 class KafkaliteExactlyOnceStreamWriter(DataSourceStreamArrowWriter):
+    """Two-phase commit per micro-batch. For (batch, Spark partition p) a task uses transactional id
+    `<prefix>-p<p>` (the same for every batch and attempt): init_transactions() fences any earlier
+    attempt and aborts its open transaction (or waits for a commit under way), then the committed offset
+    of the bookkeeping group `<prefix>-p<p>` tells whether this batch of this query was committed for p
+    already (then the task writes nothing). Otherwise it opens a transaction, sends the rows, adds the
+    offset batchId + 1 for the group (TxnOffsetCommit on partition 0 of the first row's topic, the query
+    id in its metadata) and flushes; its commit message carries the transactional id, producer id and
+    epoch. commit() ends every prepared transaction with EndTxn(commit), abort() with EndTxn(abort); a
+    retried EndTxn that already completed is answered NO_ERROR."""
+
     def __init__(self, opts: SinkOptions, schema: StructType) -> None:
         self.opts = opts
         self.schema = schema

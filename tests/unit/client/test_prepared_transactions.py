@@ -1,5 +1,5 @@
-"""end_prepared_transaction's retry rules against a scripted coordinator: it finds the coordinator again
-when it moves, backs off on CONCURRENT_TRANSACTIONS, and reports a fenced transaction as such."""
+"""end_prepared_transaction's retry rules against a scripted coordinator: coordinator moves, lost
+connections, CONCURRENT_TRANSACTIONS back-off, fencing and the deadline."""
 
 from __future__ import annotations
 
