@@ -43,3 +43,32 @@ def consume_all(broker: Broker, topic: str, timeout: float = 30) -> list[Any]:
             for recs in consumer.poll(500).values():
                 out.extend(recs)
         return out
+
+
+def consume_committed(broker: Broker, topic: str, timeout: float = 30) -> list[Any]:
+    """Every committed record of `topic` (a read_committed reader, up to each partition's last stable
+    offset: records of open or aborted transactions are not returned)."""
+    import time
+
+    from kafkalite.client import KafkaConsumer, TopicPartition
+
+    with KafkaConsumer(
+        bootstrap_servers=broker.bootstrap_servers,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        isolation_level="read_committed",
+    ) as consumer:
+        parts = [
+            TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())
+        ]
+        ends = consumer.end_offsets(parts)
+        consumer.assign(parts)
+        consumer.seek_to_beginning()
+        out: list[Any] = []
+        deadline = time.monotonic() + timeout
+        while any(consumer.position(tp) < ends[tp] for tp in parts):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"could not read {topic} to its last stable offset")
+            for recs in consumer.poll(200).values():
+                out.extend(recs)
+        return out

@@ -21,6 +21,7 @@ from kafkalite.client.partitioner import (
     make_partitioner,
     murmur2,
 )
+from kafkalite.client.prepared_transactions import PreparedTransaction
 from kafkalite.client.sender import Sender
 from kafkalite.client.serialization import make_serializer
 from kafkalite.client.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
@@ -456,6 +457,23 @@ class KafkaProducer:
 
         txn = self._transactions()
         self._txn_call("abort_transaction", start, timeout)
+
+    def prepare_transaction(self, timeout: float | None = None) -> PreparedTransaction:
+        """First phase of a two-phase commit: send every record of the open transaction and return what
+        another process needs to end it (prepared_transactions.end_prepared_transactions). Close this
+        producer afterwards without committing or aborting; the transaction stays open until someone
+        ends it, a newer producer with the same transactional.id fences it, or transaction.timeout.ms."""
+        txn = self._transactions()
+        txn.check_send_offsets()  # raises the abortable or fatal error; needs an open transaction
+        self.flush(timeout)
+        txn.check_send_offsets()  # a batch may have failed while flushing
+        with txn.lock:
+            if not txn.transaction_started:
+                raise IllegalStateError(
+                    "prepare_transaction() needs a transaction the coordinator knows of: send a "
+                    "record or offsets first"
+                )
+            return PreparedTransaction(txn.transactional_id, txn.producer_id, txn.producer_epoch)
 
     def close(self, timeout: float | None = None) -> None:
         """Deliver what is queued (up to `timeout`), then stop the I/O thread."""

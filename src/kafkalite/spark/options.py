@@ -284,17 +284,53 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
     )
 
 
+EXACTLY_ONCE = "kafkalite.sink.exactlyOnce"
+TRANSACTIONAL_ID_PREFIX = "kafkalite.sink.transactionalIdPrefix"
+DEFAULT_SINK_TRANSACTION_TIMEOUT_MS = (
+    900_000  # 15 min: the broker's default transaction.max.timeout.ms
+)
+
+
 @dataclass(frozen=True)
 class SinkOptions:
     client: dict[str, str]
     topic: str | None
+    exactly_once: bool = False
+    transactional_id_prefix: str | None = None  # None: derived from the streaming query's id
 
 
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
-    """Validate the options of a write the way Spark's Kafka sink does."""
+    """Validate the options of a write the way Spark's Kafka sink does (plus the exactly-once ones)."""
     opts = _lower(options)
     client = kafka_params(opts, _REJECTED_SINK)
     topic = opts.get("topic")
     if topic is not None and not topic.strip():
         raise ValueError("Option 'topic' must not be empty")
-    return SinkOptions(client=client, topic=topic.strip() if topic else None)
+    if "transactional.id" in client:
+        raise ValueError(
+            "Kafka option 'transactional.id' is not supported: the sink uses one transactional id "
+            f"per Spark partition; set '{EXACTLY_ONCE}' to 'true' (and optionally "
+            f"'{TRANSACTIONAL_ID_PREFIX}') for transactional, exactly-once writes."
+        )
+    exactly_once = _bool(opts, EXACTLY_ONCE, False)
+    prefix = opts.get(TRANSACTIONAL_ID_PREFIX.lower())
+    if prefix is not None:
+        if not exactly_once:
+            raise ValueError(f"Option '{TRANSACTIONAL_ID_PREFIX}' needs '{EXACTLY_ONCE}' = 'true'")
+        if not prefix.strip():
+            raise ValueError(f"Option '{TRANSACTIONAL_ID_PREFIX}' must not be empty")
+        prefix = prefix.strip()
+    if exactly_once:
+        client.setdefault("transaction.timeout.ms", str(DEFAULT_SINK_TRANSACTION_TIMEOUT_MS))
+        for prop, needed in (("acks", ("all", "-1")), ("enable.idempotence", ("true",))):
+            if prop in client and client[prop].strip().lower() not in needed:
+                raise ValueError(
+                    f"Kafka option '{prop}' = {client[prop]!r} conflicts with '{EXACTLY_ONCE}': "
+                    "transactional writes need acks=all and idempotence"
+                )
+    return SinkOptions(
+        client=client,
+        topic=topic.strip() if topic else None,
+        exactly_once=exactly_once,
+        transactional_id_prefix=prefix,
+    )

@@ -322,9 +322,12 @@ class KafkaliteDataSource(DataSource):
         return KafkaliteStreamReader(opts, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> Any:
+        from kafkalite.spark.options import EXACTLY_ONCE
         from kafkalite.spark.writer import KafkaliteBatchWriter, validate_input_schema
 
         opts = parse_sink_options(self.options)
+        if opts.exactly_once:
+            raise ValueError(f"Option '{EXACTLY_ONCE}' applies to streaming writes only")
         validate_input_schema(schema, opts)
         return KafkaliteBatchWriter(opts, schema)
 
@@ -333,4 +336,8 @@ class KafkaliteDataSource(DataSource):
 
         opts = parse_sink_options(self.options)
         validate_input_schema(schema, opts)
+        if opts.exactly_once:
+            from kafkalite.spark.exactly_once import KafkaliteExactlyOnceStreamWriter
+
+            return KafkaliteExactlyOnceStreamWriter(opts, schema)
         return KafkaliteStreamWriter(opts, schema)

@@ -1,11 +1,11 @@
 """Batch and streaming writes to kafkalite (Spark's Kafka sink columns: value required, key, topic or the
-`topic` option, partition, headers); at-least-once, broker errors fail the query with their message.
+`topic` option, partition, headers); at-least-once unless exactly-once streaming (exactly_once.py) is on.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,6 +88,71 @@ def _bytes(v: Any) -> bytes | None:
     return bytes(v)
 
 
+class SendTracker:
+    """Collects the first asynchronous send failure (producer callbacks run on its I/O thread)."""
+
+    def __init__(self) -> None:
+        self.failures: list[BaseException] = []
+        self.lock = threading.Lock()
+
+    def on_done(self, _md: Any, exc: BaseException | None) -> None:
+        if exc is not None:
+            with self.lock:
+                self.failures.append(exc)
+
+    def raise_first(self) -> None:
+        if self.failures:
+            first = self.failures[0]
+            raise KafkaliteWriteError(f"writing to kafkalite failed: {first}") from first
+
+
+def send_rows(
+    producer: Any, opts: SinkOptions, batches: Iterable[Any], tracker: SendTracker
+) -> tuple[int, str | None]:
+    """producer.send() every row of the Arrow batches (stops early once a send failed); returns the
+    number of rows and the topic of the first one."""
+    count = 0
+    first_topic: str | None = None
+    for batch in batches:
+        names = {n.lower(): n for n in batch.schema.names}
+        cols = {k: batch.column(v).to_pylist() for k, v in names.items()}
+        n = batch.num_rows
+        values = cols["value"]
+        keys = cols.get("key") or [None] * n
+        topics = [opts.topic] * n if opts.topic is not None else cols.get("topic")
+        parts = cols.get("partition") or [None] * n
+        headers = cols.get("headers") or [None] * n
+        assert topics is not None
+        for i in range(n):
+            topic = topics[i]
+            if topic is None:
+                raise KafkaliteWriteError(
+                    "null topic present in the data. Use the topic option for setting a topic."
+                )
+            if first_topic is None:
+                first_topic = topic
+            hdrs = headers[i]
+            try:
+                producer.send(
+                    topic,
+                    value=_bytes(values[i]),
+                    key=_bytes(keys[i]),
+                    headers=[(h["key"], h["value"]) for h in hdrs] if hdrs else None,
+                    partition=parts[i],
+                    callback=tracker.on_done,
+                )
+            except Exception as exc:
+                raise KafkaliteWriteError(
+                    f"writing to kafkalite topic {topic!r} failed: {exc}"
+                ) from exc
+            if tracker.failures:
+                break
+        count += n
+        if tracker.failures:
+            break
+    return count, first_topic
+
+
 def write_batches(opts: SinkOptions, batches: Iterator[Any]) -> int:
     """Send every row of the Arrow batches; flush; raise KafkaliteWriteError on the first failure."""
     from kafkalite.client import KafkaProducer
@@ -95,59 +160,16 @@ def write_batches(opts: SinkOptions, batches: Iterator[Any]) -> int:
     cfg: dict[str, Any] = dict(opts.client)
     cfg.setdefault("client.id", "kafkalite-spark-writer")
     producer = KafkaProducer(config=cfg)
-    failures: list[BaseException] = []
-    lock = threading.Lock()
-
-    def on_done(_md: Any, exc: BaseException | None) -> None:
-        if exc is not None:
-            with lock:
-                failures.append(exc)
-
-    count = 0
+    tracker = SendTracker()
     try:
-        for batch in batches:
-            names = {n.lower(): n for n in batch.schema.names}
-            cols = {k: batch.column(v).to_pylist() for k, v in names.items()}
-            n = batch.num_rows
-            values = cols["value"]
-            keys = cols.get("key") or [None] * n
-            topics = [opts.topic] * n if opts.topic is not None else cols.get("topic")
-            parts = cols.get("partition") or [None] * n
-            headers = cols.get("headers") or [None] * n
-            assert topics is not None
-            for i in range(n):
-                topic = topics[i]
-                if topic is None:
-                    raise KafkaliteWriteError(
-                        "null topic present in the data. Use the topic option for setting a topic."
-                    )
-                hdrs = headers[i]
-                try:
-                    producer.send(
-                        topic,
-                        value=_bytes(values[i]),
-                        key=_bytes(keys[i]),
-                        headers=[(h["key"], h["value"]) for h in hdrs] if hdrs else None,
-                        partition=parts[i],
-                        callback=on_done,
-                    )
-                except Exception as exc:
-                    raise KafkaliteWriteError(
-                        f"writing to kafkalite topic {topic!r} failed: {exc}"
-                    ) from exc
-                if failures:
-                    break
-            count += n
-            if failures:
-                break
+        count, _ = send_rows(producer, opts, batches, tracker)
         producer.flush()
     finally:
         try:
             producer.close(timeout=10)
         except Exception:  # pragma: no cover - best effort
             pass
-    if failures:
-        raise KafkaliteWriteError(f"writing to kafkalite failed: {failures[0]}") from failures[0]
+    tracker.raise_first()
     return count
 
 

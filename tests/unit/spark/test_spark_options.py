@@ -143,3 +143,16 @@ def test_offset_json_has_a_fixed_key_order():
     assert to_offset_json(offsets) == '{"a":{"0":4,"2":7},"b":{"2":1,"10":3}}'
     assert list(to_offset_dict(offsets)["b"]) == ["2", "10"]
     assert from_offset_dict(to_offset_dict(offsets)) == offsets
+
+
+def test_exactly_once_sink_options():
+    base = {"kafka.bootstrap.servers": "x:1", "topic": "t"}
+    assert not parse_sink_options(base).exactly_once
+    opts = parse_sink_options({**base, "kafkalite.sink.exactlyOnce": "TRUE"})
+    assert opts.exactly_once and opts.client["transaction.timeout.ms"] == "900000"
+    with pytest.raises(ValueError, match=r"needs 'kafkalite\.sink\.exactlyOnce'"):
+        parse_sink_options({**base, "kafkalite.sink.transactionalIdPrefix": "p"})
+    with pytest.raises(ValueError, match=r"transactional\.id' is not supported"):
+        parse_sink_options({**base, "kafka.transactional.id": "x"})
+    with pytest.raises(ValueError, match="acks"):
+        parse_sink_options({**base, "kafkalite.sink.exactlyOnce": "true", "kafka.acks": "1"})
