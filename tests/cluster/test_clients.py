@@ -100,3 +100,43 @@ def test_kcat(cluster: LocalCluster, tmp_path: Path) -> None:
         timeout=60,
     ).stdout.decode()
     assert sorted(out.split()) == sorted(lines.split())
+
+
+def test_transactional_requests_to_a_broker_that_is_not_the_coordinator(
+    cluster: LocalCluster,
+) -> None:
+    """Kafka answers NOT_COORDINATOR (and changes nothing) when a transactional request reaches a
+    broker that does not lead the id's __transaction_state partition; the coordinator then serves it."""
+    from kafkalite.cli.wire import WireClient
+    from kafkalite.protocol.errors import ErrorCode
+    from kafkalite.protocol.schema import APIS
+
+    find, init, end = APIS[10].request, APIS[22].request, APIS[26].request
+    txn_id = "not-mine"
+    deadline = time.monotonic() + 60
+    while True:  # __transaction_state is created on the first FindCoordinator(TRANSACTION)
+        with WireClient(cluster.bootstrap_servers.split(",")[0], timeout=10) as c:
+            r = c.send(find(key=txn_id, key_type=1), version=3)
+        if r.error_code == 0:
+            break
+        assert r.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+        assert time.monotonic() < deadline, "no transaction coordinator in time"
+        time.sleep(0.5)
+    coordinator = f"{r.host}:{r.port}"
+    others = [b for b in cluster.bootstrap_servers.split(",") if b != coordinator]
+    assert len(others) == 2
+    for bs in others:
+        with WireClient(bs, timeout=10) as c:
+            got = c.send(init(transactional_id=txn_id, transaction_timeout_ms=60000))
+            assert got.error_code == ErrorCode.NOT_COORDINATOR
+            ended = c.send(
+                end(transactional_id=txn_id, producer_id=1, producer_epoch=0, committed=True)
+            )
+            assert ended.error_code == ErrorCode.NOT_COORDINATOR
+    with WireClient(coordinator, timeout=10) as c:
+        for _ in range(100):  # the coordinator may still be loading its new partition
+            got = c.send(init(transactional_id=txn_id, transaction_timeout_ms=60000))
+            if got.error_code != ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+                break
+            time.sleep(0.1)
+        assert got.error_code == 0 and got.producer_epoch == 0
