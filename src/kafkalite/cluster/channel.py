@@ -95,6 +95,14 @@ class BrokerChannel:
                 raise ChannelError(
                     f"cannot connect to broker at {self.host}:{self.port}: {exc or 'timed out'}"
                 ) from None
+            if self.ssl_context is not None:
+                log.info(
+                    "%s: connected to broker at %s:%d over TLS (%s)",
+                    self.client_id,
+                    self.host,
+                    self.port,
+                    writer.get_extra_info("ssl_object").version(),
+                )
             conn = ClientConnection(self.client_id)
             self._conn, self._writer = conn, writer
             self._reader_task = asyncio.get_running_loop().create_task(
