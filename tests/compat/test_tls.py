@@ -318,3 +318,65 @@ def test_custom_listener_names_and_advertised_addresses(pki: Pki, tmp_path: Path
 def test_sasl_ssl_listener_refuses_to_start(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"listener SASL_SSL .* security protocol SASL_SSL"):
         Broker(tmp_path, config={"listeners": "SASL_SSL://127.0.0.1:0"}).start()
+
+
+def _served_subject(port: int, ca: Path) -> str:
+    ctx = ssl.create_default_context(cafile=str(ca))
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=10) as raw,
+        ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s,
+    ):
+        cert = s.getpeercert()
+    return dict(x[0] for x in cert["subject"])["commonName"]
+
+
+def test_listener_certificate_reload_through_incremental_alter_configs(
+    pki: Pki, tmp_path: Path
+) -> None:
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+    renewed = pki.ca.issue("broker-renewed", server=True)
+    props = {
+        "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+        "ssl.keystore.location": str(pki.server.bundle),
+        "ssl.key.password": "broker-pw",
+    }
+    with Broker(tmp_path / "data", config=props) as b:
+        port = _ports(b)["SSL"]
+        assert _served_subject(port, pki.ca.cert) == "broker"
+        tls = {
+            "bootstrap.servers": f"127.0.0.1:{port}",
+            "security.protocol": "SSL",
+            "ssl.ca.location": str(pki.ca.cert),
+        }
+        admin = AdminClient(tls)  # this connection was made with the old certificate
+
+        def alter(resource: str, **entries: str) -> None:
+            res = ConfigResource(
+                "BROKER",
+                resource,
+                incremental_configs=[
+                    ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
+                    for k, v in entries.items()
+                ],
+            )
+            admin.incremental_alter_configs([res])[res].result(15)
+
+        bad = {"listener.name.ssl.ssl.keystore.location": "/no/such/bundle.pem"}
+        with pytest.raises(Exception, match="cannot read it"):
+            alter("0", **bad)
+        new = {
+            "listener.name.ssl.ssl.keystore.location": str(renewed.bundle),
+            "listener.name.ssl.ssl.key.password": "",
+        }
+        assert _served_subject(port, pki.ca.cert) == "broker"
+        alter("0", **new)
+        assert _served_subject(port, pki.ca.cert) == "broker-renewed"
+        # the old connection still works, and the password is not shown
+        described = admin.describe_configs([ConfigResource("BROKER", "0")])
+        entries = next(iter(described.values())).result(15)
+        assert entries["listener.name.ssl.ssl.key.password"].value is None
+        assert entries["ssl.key.password"].value is None
+    # a restart keeps the reloaded certificate (it is stored with the dynamic configs)
+    with Broker(tmp_path / "data", config=props) as b:
+        assert _served_subject(_ports(b)["SSL"], pki.ca.cert) == "broker-renewed"

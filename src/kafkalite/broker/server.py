@@ -11,10 +11,10 @@ import signal
 import ssl
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from kafkalite.broker.config import BrokerConfig, Listener
+from kafkalite.broker.config import BrokerConfig, Listener, listener_override_def
 from kafkalite.broker.connection import CloseConnection, Connection
 from kafkalite.broker.context import DeferredResponse, RequestContext, SlicedResponse
 from kafkalite.broker.dispatch import DispatchTable
@@ -23,7 +23,7 @@ from kafkalite.broker.fetch_session import FetchSessionCache
 from kafkalite.broker.groups import GroupCoordinatorComponent
 from kafkalite.broker.listeners import ListenerRuntime, bind_listeners, configure_listeners
 from kafkalite.broker.purgatory import DelayedOperations
-from kafkalite.broker.tls import client_context, ssl_settings
+from kafkalite.broker.tls import client_context, server_context, ssl_settings
 from kafkalite.broker.transactions import TransactionCoordinatorComponent
 from kafkalite.broker.zk_broker import ZkBroker
 from kafkalite.cluster.metadata import (
@@ -120,6 +120,9 @@ class BrokerServer:
         # the log defaults from the first log opened
         self.dynamic_config = DynamicBrokerConfig(self.config, self.log_dirs[0])
         self.dynamic_config.load()
+        if any(listener_override_def(k) for k in self.dynamic_config.per_broker):
+            # listener certificates changed at runtime earlier (AlterConfigs) outlive a restart
+            self.install_listener_tls(self.build_listener_tls(self.dynamic_config.per_broker))
         default_config = self.dynamic_config.log_config()
         cfg = self.config
         flush_check = int(cfg.get("log.flush.scheduler.interval.ms"))
@@ -162,6 +165,23 @@ class BrokerServer:
         await bind_listeners(self, self.listeners)
         self._servers = [lr.server for lr in self.listeners]
         self.advertised = [lr.advertised for lr in self.listeners]
+
+    def build_listener_tls(self, per_broker: Mapping[str, str]) -> dict[str, ssl.SSLContext]:
+        """The TLS context of every SSL listener with `per_broker` dynamic settings over the static
+        ones (TlsConfigError when one cannot work)."""
+        return {
+            lr.name: server_context(ssl_settings(self.config, lr.name, per_broker))
+            for lr in self.listeners
+            if lr.security_protocol == "SSL"
+        }
+
+    def install_listener_tls(self, contexts: Mapping[str, ssl.SSLContext]) -> None:
+        """New connections on these listeners handshake with the new contexts; open ones keep theirs."""
+        for lr in self.listeners:
+            ctx = contexts.get(lr.name)
+            if ctx is not None and ctx is not lr.ssl_context:
+                lr.ssl_context = ctx
+                log.info("listener %s: TLS key and trust stores reloaded", lr.name)
 
     def local_endpoint(self) -> BrokerEndpoint:
         """This broker as others reach it (the inter-broker listener), with every listener."""

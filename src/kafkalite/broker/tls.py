@@ -59,22 +59,21 @@ def ssl_settings(
     """ssl.* of a listener: `listener.name.<lower name>.ssl.*` (dynamic, then static) over `ssl.*`
     over the defaults. `listener_name` None: the plain ssl.* settings."""
     prefix = f"listener.name.{listener_name.lower()}." if listener_name else None
-    layers: list[Mapping[str, str]] = [dynamic or {}, config.props]
+    # only listener-prefixed names are dynamic; plain ssl.* come from server.properties alone
+    candidates: list[tuple[Mapping[str, str], str]] = []
+    if prefix:
+        candidates = [(dynamic or {}, prefix), (config.props, prefix)]
+    candidates.append((config.props, ""))
     values: dict[str, str] = {}
     sources: dict[str, str] = {}
     for d in SSL_CONFIG_DEFS:
-        candidates = [f"{prefix}{d.name}", d.name] if prefix else [d.name]
-        found = False
-        for cand in candidates:
-            for layer in layers:
-                if cand in layer:
-                    values[d.name], sources[d.name] = layer[cand], cand
-                    found = True
-                    break
-            if found:
+        for layer, pre in candidates:
+            if pre + d.name in layer:
+                values[d.name], sources[d.name] = layer[pre + d.name], pre + d.name
                 break
-        if not found and d.default is not None:
-            values[d.name], sources[d.name] = d.default, d.name
+        else:
+            if d.default is not None:
+                values[d.name], sources[d.name] = d.default, d.name
     where = f"listener {listener_name}" if listener_name else "the broker-to-broker client"
     return SslSettings(where, values, sources)
 

@@ -57,6 +57,8 @@ def _serve(args: argparse.Namespace) -> int:
         runner(server.serve_forever(on_started=announce))
     except KeyboardInterrupt:
         pass
+    except ConfigError as exc:  # e.g. a listener certificate stored by AlterConfigs went bad
+        raise CliError(f"configuration: {exc}") from None
     except OSError as exc:
         raise CliError(f"cannot start: {exc}") from None
     return 0

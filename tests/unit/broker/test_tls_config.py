@@ -205,3 +205,24 @@ def test_cipher_names_and_subjects() -> None:
     assert subject_rfc2253(cert) == "CN=svc,OU=eng+UID=7,O=Acme\\, Inc.,C=US"
     assert subject_rfc2253({}) is None
     assert subject_rfc2253(None) is None
+
+
+def test_listener_tls_changes_are_per_broker(
+    pki: tuple[CertificateAuthority, Issued, Issued], tmp_path: Path
+) -> None:
+    from kafkalite.broker.dynamic_config import alter_broker
+    from kafkalite.protocol.errors import ErrorCode
+    from kafkalite.testing import Broker
+
+    _, srv, _ = pki
+    props = {"listeners": "SSL://127.0.0.1:0", "ssl.keystore.location": str(srv.bundle)}
+    with Broker(tmp_path, config=props) as b:
+        change = {"listener.name.ssl.ssl.keystore.location": str(srv.bundle)}
+        code, msg = b.call(alter_broker, b.server, "", change, False)
+        assert code == ErrorCode.INVALID_REQUEST and "per broker" in str(msg)
+        code, msg = b.call(
+            alter_broker, b.server, "0", {**change, "ssl.keystore.type": "JKS"}, True
+        )
+        assert (code == ErrorCode.INVALID_REQUEST and "read-only" in str(msg)) or "JKS" in str(msg)
+        code, msg = b.call(alter_broker, b.server, "0", change, False)
+        assert (code, msg) == (0, None)
