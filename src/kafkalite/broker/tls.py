@@ -341,7 +341,7 @@ def handshake_failure_reason(exc: BaseException) -> str:
         if reason in ("UNSUPPORTED_PROTOCOL", "NO_SHARED_CIPHER", "NO_PROTOCOLS_AVAILABLE"):
             return f"no TLS version or cipher suite in common ({reason.lower()})"
         return f"{exc.reason or exc}"
-    if isinstance(exc, TimeoutError):
+    if isinstance(exc, TimeoutError) or "taking longer" in str(exc):
         return "the handshake did not finish in time"
     if isinstance(exc, ConnectionError | EOFError):
         return "the client closed the connection during the handshake"
