@@ -32,10 +32,19 @@ def free_port() -> int:
 class BrokerProcess:
     """One broker process: started with `kafkalite serve`, its output kept in `<dir>/broker.log`."""
 
-    def __init__(self, broker_id: int, data_dir: Path, port: int, props: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        broker_id: int,
+        data_dir: Path,
+        port: int,
+        props: Mapping[str, str],
+        ssl_port: int | None = None,
+    ) -> None:
         self.broker_id = broker_id
         self.data_dir = data_dir
         self.port = port
+        # set: a second listener, SSL, on this port (its ssl.* settings come with the props)
+        self.ssl_port = ssl_port
         self.props = dict(props)
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = data_dir.parent / f"broker-{broker_id}.log"
@@ -44,6 +53,15 @@ class BrokerProcess:
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def ssl_bootstrap(self) -> str:
+        return f"127.0.0.1:{self.ssl_port}"
+
+    @property
+    def listeners(self) -> str:
+        plain = f"PLAINTEXT://127.0.0.1:{self.port}"
+        return plain if self.ssl_port is None else f"{plain},SSL://127.0.0.1:{self.ssl_port}"
 
     @property
     def running(self) -> bool:
@@ -60,10 +78,10 @@ class BrokerProcess:
             "serve",
             "--data-dir",
             str(self.data_dir),
-            "--listen",
-            f"127.0.0.1:{self.port}",
             "--override",
             f"broker.id={self.broker_id}",
+            "--override",
+            f"listeners={self.listeners}",
         ]
         for k, v in self.props.items():
             args += ["--override", f"{k}={v}"]
@@ -146,7 +164,10 @@ class LocalCluster:
         config: Mapping[str, Any] | None = None,
         zookeeper: ZooKeeperServer | None = None,
         chroot: str = "/kafkalite",
+        ssl_listener: bool = False,
     ) -> None:
+        """`ssl_listener`: every broker also listens with SSL on a port of its own (pass the ssl.*
+        settings, and inter.broker.listener.name=SSL for TLS between brokers, in `config`)."""
         self.base_dir = Path(base_dir)
         self.base_dir.mkdir(parents=True, exist_ok=True)
         self._own_zk = zookeeper is None
@@ -156,7 +177,11 @@ class LocalCluster:
         self.brokers: dict[int, BrokerProcess] = {}
         for i in range(1, brokers + 1):
             self.brokers[i] = BrokerProcess(
-                i, self.base_dir / f"broker-{i}" / "data", free_port(), {}
+                i,
+                self.base_dir / f"broker-{i}" / "data",
+                free_port(),
+                {},
+                free_port() if ssl_listener else None,
             )
 
     @property
@@ -166,6 +191,10 @@ class LocalCluster:
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(b.bootstrap for b in self.brokers.values())
+
+    @property
+    def ssl_bootstrap_servers(self) -> str:
+        return ",".join(b.ssl_bootstrap for b in self.brokers.values() if b.ssl_port is not None)
 
     def broker_props(self) -> dict[str, str]:
         props = {

@@ -11,417 +11,68 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kafkalite.broker.config_defs import (
+    _PY,
+    BROKER_CONFIGS,
+    BROKER_SYNONYM_GROUPS,
+    DYNAMIC_BROKER_CONFIGS,
+    LONG_MAX,
+    SOURCE_DEFAULT,
+    SOURCE_DYNAMIC_BROKER,
+    SOURCE_DYNAMIC_DEFAULT_BROKER,
+    SOURCE_STATIC_BROKER,
+    SOURCE_TOPIC,
+    SSL_CONFIG_DEFS,
+    STATIC_KAFKA_CONFIGS,
+    T_BOOLEAN,
+    T_DOUBLE,
+    T_INT,
+    T_LIST,
+    T_LONG,
+    T_SHORT,
+    T_STRING,
+    TOPIC_CONFIGS,
+    ConfigDef,
+    broker_synonyms,
+    is_read_only_broker_config,
+)
+
 log = logging.getLogger("kafkalite.broker.config")
 
-LONG_MAX = 2**63 - 1
-
-# DescribeConfigs config types (v3+)
-T_BOOLEAN, T_STRING, T_INT, T_SHORT, T_LONG, T_DOUBLE, T_LIST = 1, 2, 3, 4, 5, 6, 7
-_PY = {
-    T_BOOLEAN: "bool",
-    T_STRING: "str",
-    T_INT: "int",
-    T_SHORT: "int",
-    T_LONG: "int",
-    T_DOUBLE: "float",
-    T_LIST: "list",
-}
-
-# DescribeConfigs config sources (Kafka's ConfigSource ids)
-SOURCE_TOPIC = 1
-SOURCE_DYNAMIC_BROKER = 2
-SOURCE_DYNAMIC_DEFAULT_BROKER = 3
-SOURCE_STATIC_BROKER = 4
-SOURCE_DEFAULT = 5
-
-
-@dataclass(frozen=True)
-class ConfigDef:
-    name: str
-    type: int
-    default: str | None
-    doc: str
-    read_only: bool = True
-
-
-def _d(name: str, type_: int, default: str | None, doc: str, read_only: bool = True) -> ConfigDef:
-    return ConfigDef(name, type_, default, doc, read_only)
-
-
-BROKER_CONFIGS: dict[str, ConfigDef] = {
-    c.name: c
-    for c in [
-        _d("broker.id", T_INT, "0", "The id of this broker (node.id is an alias)."),
-        _d("node.id", T_INT, None, "Alias of broker.id."),
-        _d(
-            "listeners",
-            T_LIST,
-            "PLAINTEXT://127.0.0.1:9092",
-            "Listener URLs to bind, e.g. PLAINTEXT://0.0.0.0:9092.",
-        ),
-        _d(
-            "advertised.listeners",
-            T_LIST,
-            None,
-            "Listener URLs given to clients; defaults to listeners.",
-        ),
-        _d("log.dirs", T_LIST, None, "Directories holding partition logs; defaults to log.dir."),
-        _d("log.dir", T_STRING, "./data", "The data directory when log.dirs is not set."),
-        _d("num.partitions", T_INT, "1", "Partitions of an auto-created topic."),
-        _d(
-            "default.replication.factor", T_INT, "1", "Replication factor of an auto-created topic."
-        ),
-        _d(
-            "auto.create.topics.enable",
-            T_BOOLEAN,
-            "true",
-            "Create unknown topics on Metadata/Produce.",
-        ),
-        _d("delete.topic.enable", T_BOOLEAN, "true", "Allow DeleteTopics."),
-        _d(
-            "message.max.bytes",
-            T_INT,
-            "1048588",
-            "Largest record batch a topic accepts (topic: max.message.bytes).",
-        ),
-        _d("socket.request.max.bytes", T_INT, "104857600", "Largest request frame accepted."),
-        _d(
-            "socket.send.buffer.bytes",
-            T_INT,
-            "102400",
-            "SO_SNDBUF of client sockets (-1: OS default).",
-        ),
-        _d(
-            "socket.receive.buffer.bytes",
-            T_INT,
-            "102400",
-            "SO_RCVBUF of client sockets (-1: OS default).",
-        ),
-        _d(
-            "connections.max.idle.ms",
-            T_LONG,
-            "600000",
-            "Close connections idle for longer than this.",
-        ),
-        _d(
-            "queued.max.request.bytes",
-            T_LONG,
-            "-1",
-            "Unsent response bytes per connection before reading pauses (-1: 16 MiB).",
-        ),
-        _d(
-            "num.network.threads",
-            T_INT,
-            "3",
-            "Accepted for compatibility; the event loop serves all connections.",
-        ),
-        _d("num.io.threads", T_INT, "8", "Accepted for compatibility."),
-        _d("log.segment.bytes", T_INT, "1073741824", "Size of a log segment file."),
-        _d("log.roll.hours", T_INT, "168", "Roll a segment after this many hours."),
-        _d(
-            "log.roll.jitter.ms",
-            T_LONG,
-            None,
-            "Maximum random jitter subtracted from the roll time (overrides log.roll.jitter.hours).",
-        ),
-        _d(
-            "log.roll.jitter.hours", T_INT, "0", "Maximum random jitter of the roll time, in hours."
-        ),
-        _d(
-            "log.roll.ms",
-            T_LONG,
-            None,
-            "Roll a segment after this many ms (overrides log.roll.hours).",
-        ),
-        _d("log.retention.hours", T_INT, "168", "Keep log segments this many hours."),
-        _d("log.retention.minutes", T_INT, None, "Retention in minutes (overrides hours)."),
-        _d(
-            "log.retention.ms",
-            T_LONG,
-            None,
-            "Retention in ms (overrides minutes); -1 keeps forever.",
-        ),
-        _d("log.retention.bytes", T_LONG, "-1", "Size bound per partition; -1 unbounded."),
-        _d("log.retention.check.interval.ms", T_LONG, "300000", "How often retention runs."),
-        _d(
-            "log.flush.interval.messages",
-            T_LONG,
-            str(LONG_MAX),
-            "fsync after this many appended messages.",
-        ),
-        _d("log.flush.interval.ms", T_LONG, None, "fsync when data is older than this many ms."),
-        _d(
-            "log.flush.scheduler.interval.ms",
-            T_LONG,
-            str(LONG_MAX),
-            "How often the flusher checks.",
-        ),
-        _d("log.index.interval.bytes", T_INT, "4096", "Bytes between offset-index entries."),
-        _d("log.index.size.max.bytes", T_INT, "10485760", "Max size of an offset index."),
-        _d("log.cleanup.policy", T_LIST, "delete", "delete, compact or both."),
-        _d("log.cleaner.enable", T_BOOLEAN, "true", "Run the log cleaner for compacted topics."),
-        _d("log.cleaner.delete.retention.ms", T_LONG, "86400000", "Keep tombstones this long."),
-        _d("log.cleaner.min.compaction.lag.ms", T_LONG, "0", "Minimum age before compaction."),
-        _d(
-            "log.cleaner.max.compaction.lag.ms",
-            T_LONG,
-            str(LONG_MAX),
-            "Maximum time a record stays uncompacted.",
-        ),
-        _d(
-            "log.cleaner.min.cleanable.ratio",
-            T_DOUBLE,
-            "0.5",
-            "Dirty ratio that triggers cleaning.",
-        ),
-        _d("log.message.timestamp.type", T_STRING, "CreateTime", "CreateTime or LogAppendTime."),
-        _d(
-            "log.message.timestamp.difference.max.ms",
-            T_LONG,
-            str(LONG_MAX),
-            "Max |record ts - now| accepted with CreateTime.",
-        ),
-        _d(
-            "log.segment.delete.delay.ms",
-            T_LONG,
-            "60000",
-            "Delay before a deleted segment's file goes.",
-        ),
-        _d(
-            "compression.type",
-            T_STRING,
-            "producer",
-            "Topic compression; only 'producer' (keep as sent) is applied.",
-        ),
-        _d("min.insync.replicas", T_INT, "1", "Minimum ISR for acks=all."),
-        _d(
-            "unclean.leader.election.enable",
-            T_BOOLEAN,
-            "false",
-            "Allow out-of-sync replicas to become leader.",
-        ),
-        _d("log.preallocate", T_BOOLEAN, "false", "Preallocate segment files."),
-        _d(
-            "log.message.downconversion.enable",
-            T_BOOLEAN,
-            "true",
-            "Down-convert record batches for old fetch versions.",
-        ),
-        _d("fetch.max.bytes", T_INT, "57671680", "Upper bound of a fetch response."),
-        _d(
-            "group.initial.rebalance.delay.ms",
-            T_INT,
-            "3000",
-            "Delay of the first rebalance of a new group.",
-        ),
-        _d(
-            "group.min.session.timeout.ms",
-            T_INT,
-            "6000",
-            "Smallest session timeout a member may ask for.",
-        ),
-        _d(
-            "group.max.session.timeout.ms",
-            T_INT,
-            "1800000",
-            "Largest session timeout a member may ask for.",
-        ),
-        _d("offsets.topic.num.partitions", T_INT, "50", "Partitions of __consumer_offsets."),
-        _d(
-            "offsets.topic.replication.factor",
-            T_SHORT,
-            "3",
-            "Replication of __consumer_offsets in a cluster (a single-node broker has one replica).",
-        ),
-        _d(
-            "offsets.commit.timeout.ms",
-            T_INT,
-            "5000",
-            "How long an offset commit waits for the ISR of its __consumer_offsets partition.",
-        ),
-        # -- transactions
-        _d(
-            "transaction.state.log.num.partitions",
-            T_INT,
-            "50",
-            "Partitions of __transaction_state.",
-        ),
-        _d(
-            "transaction.state.log.replication.factor",
-            T_SHORT,
-            "3",
-            "Replication of __transaction_state in a cluster (a single-node broker has one replica).",
-        ),
-        _d(
-            "transaction.state.log.min.isr",
-            T_INT,
-            "2",
-            "min.insync.replicas of __transaction_state (capped by its replication factor).",
-        ),
-        _d(
-            "transaction.state.log.segment.bytes",
-            T_INT,
-            "104857600",
-            "segment.bytes of __transaction_state.",
-        ),
-        _d(
-            "transaction.max.timeout.ms",
-            T_INT,
-            "900000",
-            "Largest transaction.timeout.ms a producer may ask for (INVALID_TRANSACTION_TIMEOUT above).",
-        ),
-        _d(
-            "transactional.id.expiration.ms",
-            T_INT,
-            "604800000",
-            "A transactional id idle this long (no transaction) is forgotten.",
-        ),
-        _d(
-            "transaction.abort.timed.out.transaction.cleanup.interval.ms",
-            T_INT,
-            "10000",
-            "How often the coordinator aborts transactions past their timeout.",
-        ),
-        _d(
-            "transaction.remove.expired.transaction.cleanup.interval.ms",
-            T_INT,
-            "3600000",
-            "How often the coordinator forgets expired transactional ids.",
-        ),
-        # -- cluster mode (ZooKeeper)
-        _d(
-            "zookeeper.connect",
-            T_STRING,
-            None,
-            "host:port[,host:port...][/chroot] of ZooKeeper; set = cluster mode, unset = single node.",
-        ),
-        _d(
-            "zookeeper.session.timeout.ms",
-            T_INT,
-            "18000",
-            "ZooKeeper session timeout: a broker silent this long is declared dead.",
-        ),
-        _d(
-            "zookeeper.connection.timeout.ms",
-            T_INT,
-            None,
-            "How long to wait for a ZooKeeper connection (default: the session timeout).",
-        ),
-        _d("broker.rack", T_STRING, None, "Rack of this broker, for rack-aware replica placement."),
-        _d(
-            "replica.lag.time.max.ms",
-            T_LONG,
-            "30000",
-            "A follower that has not caught up for this long leaves the ISR.",
-        ),
-        _d("num.replica.fetchers", T_INT, "1", "Fetcher loops per source broker."),
-        _d("replica.fetch.max.bytes", T_INT, "1048576", "Bytes per partition in a follower fetch."),
-        _d(
-            "replica.fetch.response.max.bytes",
-            T_INT,
-            "10485760",
-            "Bytes of a whole follower fetch response.",
-        ),
-        _d("replica.fetch.wait.max.ms", T_INT, "500", "Long-poll time of a follower fetch."),
-        _d("replica.fetch.min.bytes", T_INT, "1", "Bytes a follower fetch waits for."),
-        _d("replica.fetch.backoff.ms", T_INT, "1000", "Pause after a failed follower fetch."),
-        _d(
-            "controlled.shutdown.enable",
-            T_BOOLEAN,
-            "true",
-            "On SIGTERM, move leadership away (ControlledShutdown) before stopping.",
-        ),
-        _d(
-            "controlled.shutdown.max.retries",
-            T_INT,
-            "3",
-            "ControlledShutdown attempts before stopping anyway.",
-        ),
-        _d(
-            "controlled.shutdown.retry.backoff.ms",
-            T_LONG,
-            "5000",
-            "Pause between ControlledShutdown attempts.",
-        ),
-        _d(
-            "offsets.retention.minutes",
-            T_INT,
-            "10080",
-            "Keep committed offsets of empty groups this long.",
-        ),
-        _d(
-            "max.incremental.fetch.session.cache.slots",
-            T_INT,
-            "1000",
-            "Incremental fetch sessions kept.",
-        ),
-    ]
-}
-
-# topic property -> (broker synonym(s), most specific first, type)
-TOPIC_CONFIGS: dict[str, tuple[tuple[str, ...], int]] = {
-    "cleanup.policy": (("log.cleanup.policy",), T_LIST),
-    "compression.type": (("compression.type",), T_STRING),
-    "delete.retention.ms": (("log.cleaner.delete.retention.ms",), T_LONG),
-    "file.delete.delay.ms": (("log.segment.delete.delay.ms",), T_LONG),
-    "flush.messages": (("log.flush.interval.messages",), T_LONG),
-    "flush.ms": (("log.flush.interval.ms",), T_LONG),
-    "index.interval.bytes": (("log.index.interval.bytes",), T_INT),
-    "max.message.bytes": (("message.max.bytes",), T_INT),
-    "message.timestamp.difference.max.ms": (("log.message.timestamp.difference.max.ms",), T_LONG),
-    "message.timestamp.type": (("log.message.timestamp.type",), T_STRING),
-    "message.downconversion.enable": (("log.message.downconversion.enable",), T_BOOLEAN),
-    "max.compaction.lag.ms": (("log.cleaner.max.compaction.lag.ms",), T_LONG),
-    "min.cleanable.dirty.ratio": (("log.cleaner.min.cleanable.ratio",), T_DOUBLE),
-    "min.compaction.lag.ms": (("log.cleaner.min.compaction.lag.ms",), T_LONG),
-    "min.insync.replicas": (("min.insync.replicas",), T_INT),
-    "preallocate": (("log.preallocate",), T_BOOLEAN),
-    "retention.bytes": (("log.retention.bytes",), T_LONG),
-    "retention.ms": (("log.retention.ms", "log.retention.minutes", "log.retention.hours"), T_LONG),
-    "segment.bytes": (("log.segment.bytes",), T_INT),
-    "segment.index.bytes": (("log.index.size.max.bytes",), T_INT),
-    "segment.jitter.ms": (("log.roll.jitter.ms", "log.roll.jitter.hours"), T_LONG),
-    "segment.ms": (("log.roll.ms", "log.roll.hours"), T_LONG),
-    "unclean.leader.election.enable": (("unclean.leader.election.enable",), T_BOOLEAN),
-}
-
-# Broker configs that AlterConfigs may change at runtime: the most specific broker synonym of each
-# topic config (Kafka's DynamicLogConfig.ReconfigurableConfigs, all "cluster-wide"). The hours /
-# minutes spellings (log.retention.hours, log.roll.hours...) stay read-only, as in Kafka.
-DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(syns[0] for syns, _ in TOPIC_CONFIGS.values())
-
-# Kafka broker settings kafkalite does not model but knows to be static (read-only in Kafka).
-STATIC_KAFKA_CONFIGS: frozenset[str] = frozenset(
-    {
-        "process.roles",
-        "controller.quorum.voters",
-        "controller.listener.names",
-        "inter.broker.listener.name",
-        "listener.security.protocol.map",
-        "log.message.format.version",
-        "inter.broker.protocol.version",
-    }
-)
-
-# names that spell the same setting in different units, most specific first
-BROKER_SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = tuple(
-    syns for syns, _ in TOPIC_CONFIGS.values() if len(syns) > 1
-)
-
-
-def broker_synonyms(name: str) -> tuple[str, ...]:
-    """The broker names meaning the same setting as `name`, most specific first (just `name` if none)."""
-    for group in BROKER_SYNONYM_GROUPS:
-        if name in group:
-            return group
-    return (name,)
-
-
-def is_read_only_broker_config(name: str) -> bool:
-    """A broker config that only server.properties (and a restart) can change."""
-    if name in DYNAMIC_BROKER_CONFIGS:
-        return False
-    return name in BROKER_CONFIGS or name in STATIC_KAFKA_CONFIGS
+# the table's names, re-exported: callers import them from here
+__all__ = [
+    "BROKER_CONFIGS",
+    "BROKER_SYNONYM_GROUPS",
+    "DYNAMIC_BROKER_CONFIGS",
+    "LONG_MAX",
+    "SOURCE_DEFAULT",
+    "SOURCE_DYNAMIC_BROKER",
+    "SOURCE_DYNAMIC_DEFAULT_BROKER",
+    "SOURCE_STATIC_BROKER",
+    "SECURITY_PROTOCOLS",
+    "SOURCE_TOPIC",
+    "SUPPORTED_SECURITY_PROTOCOLS",
+    "STATIC_KAFKA_CONFIGS",
+    "T_BOOLEAN",
+    "T_DOUBLE",
+    "T_INT",
+    "T_LIST",
+    "T_LONG",
+    "T_SHORT",
+    "T_STRING",
+    "TOPIC_CONFIGS",
+    "BrokerConfig",
+    "ConfigDef",
+    "ConfigError",
+    "Listener",
+    "broker_synonyms",
+    "coerce",
+    "is_read_only_broker_config",
+    "listener_override_def",
+    "load_properties_file",
+    "parse_properties_text",
+    "validate_topic_configs",
+]
 
 
 _TO_MS = {
@@ -484,6 +135,27 @@ def coerce(type_: int, value: str) -> Any:
     return value
 
 
+# Kafka's security protocols and their wire ids (UpdateMetadata endpoints)
+SECURITY_PROTOCOLS: tuple[str, ...] = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SECURITY_PROTOCOL_IDS: dict[str, int] = {
+    "PLAINTEXT": 0,
+    "SSL": 1,
+    "SASL_PLAINTEXT": 2,
+    "SASL_SSL": 3,
+}
+# what this broker can serve; a listener with any other protocol stops startup
+SUPPORTED_SECURITY_PROTOCOLS: frozenset[str] = frozenset({"PLAINTEXT", "SSL"})
+_SSL_DEFS = {d.name: d for d in SSL_CONFIG_DEFS}
+
+
+def listener_override_def(name: str) -> ConfigDef | None:
+    """The definition behind `listener.name.<listener>.ssl.*`, or None for any other name."""
+    if not name.startswith("listener.name."):
+        return None
+    _, _, rest = name[len("listener.name.") :].partition(".")
+    return _SSL_DEFS.get(rest)
+
+
 @dataclass(frozen=True)
 class Listener:
     name: str
@@ -513,7 +185,7 @@ class BrokerConfig:
         for k, v in (props or {}).items():
             self.props[str(k)] = str(v)
         for k, v in self.props.items():
-            defn = BROKER_CONFIGS.get(k)
+            defn = BROKER_CONFIGS.get(k) or listener_override_def(k)
             if defn is not None:
                 _check(defn, v)
             elif k not in TOPIC_CONFIGS:
@@ -522,7 +194,7 @@ class BrokerConfig:
                 )
         if self.broker_id < 0:
             raise ConfigError("broker.id must be >= 0")
-        self.listeners  # validates  # noqa: B018
+        self.check_listeners()
 
     @classmethod
     def from_sources(
@@ -578,9 +250,98 @@ class BrokerConfig:
         return [Listener.parse(u) for u in self.get("listeners")]
 
     @property
+    def security_protocol_map(self) -> dict[str, str]:
+        """listener.security.protocol.map as {LISTENER NAME: PROTOCOL}."""
+        out: dict[str, str] = {}
+        for pair in self.get("listener.security.protocol.map"):
+            name, sep, proto = pair.partition(":")
+            name, proto = name.strip().upper(), proto.strip().upper()
+            if not sep or not name or proto not in SECURITY_PROTOCOLS:
+                raise ConfigError(
+                    f"listener.security.protocol.map: {pair!r} is not NAME:PROTOCOL with PROTOCOL "
+                    f"one of {', '.join(SECURITY_PROTOCOLS)}"
+                )
+            out[name] = proto
+        return out
+
+    def security_protocol(self, listener_name: str) -> str:
+        """The security protocol of a listener (ConfigError when the map has no entry for it)."""
+        proto = self.security_protocol_map.get(listener_name.upper())
+        if proto is None:
+            raise ConfigError(
+                f"listener {listener_name} has no entry in listener.security.protocol.map "
+                f"(add {listener_name}:PLAINTEXT or {listener_name}:SSL)"
+            )
+        return proto
+
+    @property
     def advertised_listeners(self) -> list[Listener]:
-        adv = self.get("advertised.listeners")
-        return [Listener.parse(u) for u in adv] if adv else self.listeners
+        """The advertised address of each listener, in the order of `listeners` (a listener missing
+        from advertised.listeners advertises its own address)."""
+        adv = {a.name: a for a in map(Listener.parse, self.get("advertised.listeners") or [])}
+        return [adv.get(lst.name, lst) for lst in self.listeners]
+
+    @property
+    def inter_broker_listener_name(self) -> str:
+        """The listener brokers use to reach each other: inter.broker.listener.name, else the first
+        listener whose protocol is security.inter.broker.protocol (else the first listener)."""
+        names = [lst.name for lst in self.listeners]
+        explicit = self.props.get("inter.broker.listener.name")
+        if explicit:
+            if "security.inter.broker.protocol" in self.props:
+                raise ConfigError(
+                    "set only one of inter.broker.listener.name and security.inter.broker.protocol"
+                )
+            if explicit.upper() not in names:
+                raise ConfigError(
+                    f"inter.broker.listener.name={explicit} is not one of the listeners "
+                    f"({', '.join(names)})"
+                )
+            return explicit.upper()
+        wanted = str(self.get("security.inter.broker.protocol")).upper()
+        for name in names:
+            if self.security_protocol(name) == wanted:
+                return name
+        if "security.inter.broker.protocol" in self.props or self.zookeeper_connect:
+            raise ConfigError(
+                f"security.inter.broker.protocol={wanted}: no listener uses that protocol "
+                f"({', '.join(names)}); set inter.broker.listener.name"
+            )
+        return names[0]
+
+    def check_listeners(self) -> None:
+        """ConfigError unless every listener has a unique name, a protocol kafkalite serves, and the
+        advertised and inter-broker names match listeners. Never falls back to plaintext."""
+        listeners = self.listeners
+        if not listeners:
+            raise ConfigError("listeners is empty")
+        names = [lst.name for lst in listeners]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ConfigError(
+                f"listeners: the name {dup[0]} is used twice; listener names must be unique"
+            )
+        for lst in listeners:
+            proto = self.security_protocol(lst.name)
+            if proto not in SUPPORTED_SECURITY_PROTOCOLS:
+                raise ConfigError(
+                    f"listener {lst.name} ({lst.url()}) uses security protocol {proto}, which "
+                    f"kafkalite does not support yet (supported: "
+                    f"{', '.join(sorted(SUPPORTED_SECURITY_PROTOCOLS))}); refusing to start "
+                    "rather than serve it without the security it promises"
+                )
+        for a in map(Listener.parse, self.get("advertised.listeners") or []):
+            if a.name not in names:
+                raise ConfigError(
+                    f"advertised.listeners names {a.name}, which is not one of the listeners "
+                    f"({', '.join(names)})"
+                )
+        self.inter_broker_listener_name  # noqa: B018  # validates
+        for k in self.props:
+            if k.startswith("listener.name."):
+                lname = k[len("listener.name.") :].split(".", 1)[0].upper()
+                if lname not in names:
+                    log.warning("%s: there is no listener named %s", k, lname)
 
     @property
     def log_dirs(self) -> list[Path]:

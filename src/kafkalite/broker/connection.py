@@ -16,6 +16,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from kafkalite.broker.context import DeferredResponse
+from kafkalite.broker.tls import subject_rfc2253
 from kafkalite.protocol.exceptions import DecodeError
 from kafkalite.protocol.framing import FrameDecoder, FrameTooLarge
 
@@ -29,6 +30,7 @@ OUT_COALESCE_BYTES = 256 * 1024
 SENDFILE_MIN_BYTES = (
     64 * 1024
 )  # smaller file regions go out with a pread + one write (fewer syscalls)
+REGION_CHUNK_BYTES = 1 << 20  # without sendfile, file regions go out in reads of this size
 # Produce, ListOffsets, Metadata, ApiVersions answer without waiting, so their answers may be coalesced
 QUICK_KEYS = frozenset({0, 2, 3, 18})
 YIELD_AFTER_S = 0.0005  # longest stretch one connection's pipeline runs before yielding
@@ -48,8 +50,19 @@ class CloseConnection(Exception):
 
 
 class Connection(asyncio.Protocol):
-    def __init__(self, server: BrokerServer) -> None:
+    def __init__(
+        self,
+        server: BrokerServer,
+        listener_name: str | None = None,
+        security_protocol: str = "PLAINTEXT",
+    ) -> None:
         self.server = server
+        # the listener this connection arrived on (Metadata answers with that listener's addresses)
+        self.listener_name = listener_name
+        self.security_protocol = security_protocol
+        # TLS: the client certificate's subject DN (RFC 2253), the principal an authorizer sees
+        self.peer_certificate_subject: str | None = None
+        self._tls = False
         self.transport: asyncio.Transport | None = None
         self.decoder = FrameDecoder(server.config.socket_request_max_bytes)
         self.pending: collections.deque[bytes] = collections.deque()
@@ -85,9 +98,12 @@ class Connection(asyncio.Protocol):
             except OSError:
                 pass
             self._sock_fd = sock.fileno()
+        tls = self._tls = transport.get_extra_info("sslcontext") is not None
+        if tls:
+            self.peer_certificate_subject = subject_rfc2253(transport.get_extra_info("peercert"))
         self.use_sendfile = (
             self._sock_fd >= 0
-            and transport.get_extra_info("sslcontext") is None
+            and not tls
             and hasattr(os, "sendfile")
             and self.server.sendfile_enabled
         )
@@ -150,8 +166,8 @@ class Connection(asyncio.Protocol):
     def eof_received(self) -> bool | None:
         # the client finished sending: answer what is queued, then close (see _process)
         self._eof = True
-        if self._worker is None:
-            return None
+        if self._worker is None or self._tls:
+            return None  # a TLS transport closes on EOF whatever we answer
         return True
 
     # -- request loop
@@ -293,9 +309,12 @@ class Connection(asyncio.Protocol):
                 self._out.append(piece)
                 self._out_size += len(piece)
                 continue
-            if self.use_sendfile and piece.length > SENDFILE_MIN_BYTES:
+            if piece.length > SENDFILE_MIN_BYTES:
                 self._flush_out()
-                await self._sendfile(piece)
+                if self.use_sendfile:
+                    await self._sendfile(piece)
+                else:
+                    await self._write_region(piece)
                 continue
             # small regions (or no sendfile): one pread, sent with the surrounding bytes in one write
             data = piece.read_bytes()
@@ -307,6 +326,23 @@ class Connection(asyncio.Protocol):
                 SendfileStats.fallback_bytes += len(data)
             self._out.append(data)
             self._out_size += len(data)
+
+    async def _write_region(self, region: Any) -> None:
+        """A file region through the transport (TLS, or sendfile off): big preads handed to the
+        transport one by one, so memory stays bounded and no join copies the data again."""
+        assert self.transport is not None
+        pos, left = region.position, region.length
+        while left > 0 and not self.closed:
+            n = min(left, REGION_CHUNK_BYTES)
+            data = os.pread(region.fileno, n, pos)
+            if len(data) != n:
+                raise ConnectionError("file region shrank before it could be sent")
+            self.transport.write(data)
+            SendfileStats.fallback_bytes += n
+            pos += n
+            left -= n
+            if self._write_paused and not self.closed:
+                await self._wait_drained()
 
     async def _flush_transport(self) -> None:
         """Wait until the transport has handed every buffered byte to the kernel (order before sendfile)."""

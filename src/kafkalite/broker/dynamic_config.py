@@ -25,9 +25,11 @@ from kafkalite.broker.config import (
     T_LONG,
     T_SHORT,
     BrokerConfig,
+    ConfigError,
     broker_synonyms,
     coerce,
     is_read_only_broker_config,
+    listener_override_def,
 )
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.storage.config import LogConfig
@@ -315,9 +317,11 @@ def alter_broker(
     broker: Any, resource_name: str, new: Mapping[str, str], validate_only: bool
 ) -> tuple[int, str | None]:
     """Replace a BROKER resource's dynamic set (AlterConfigs semantics) and apply it to the logs."""
+    tls_contexts = None
     try:
         check_broker_resource(broker, resource_name)
         dyn = dynamic_configs(broker)
+        tls_contexts = _check_listener_tls(broker, dyn, resource_name, new)
         if validate_only:
             dyn.check(resource_name, new)
             return 0, None
@@ -326,6 +330,34 @@ def alter_broker(
         log.info("broker config change on %r refused: %s", resource_name, exc.message)
         return exc.code, exc.message
     broker.log_manager.update_default_config(cfg)
+    if tls_contexts is not None:
+        broker.install_listener_tls(tls_contexts)
     where = f"broker {resource_name}" if resource_name else "cluster default"
     log.info("dynamic broker configs of %s now %s", where, dict(new))
     return 0, None
+
+
+def _check_listener_tls(
+    broker: Any, dyn: DynamicBrokerConfig, resource_name: str, new: Mapping[str, str]
+) -> dict[str, Any] | None:
+    """Listener TLS settings (`listener.name.<name>.ssl.*`) in a change: None when it touches none;
+    else the listeners' new TLS contexts, built now so a key store that cannot work is refused
+    before anything is stored. Only a broker's own resource may carry them (as in Kafka)."""
+    old = dyn.per_broker if resource_name else dyn.cluster_default
+    touched = {
+        k
+        for k in set(new) | set(old)
+        if listener_override_def(k) is not None and new.get(k) != old.get(k)
+    }
+    if not touched:
+        return None
+    if resource_name == "":
+        raise DynamicConfigError(
+            ErrorCode.INVALID_REQUEST,
+            f"{', '.join(sorted(touched))}: listener TLS settings are per broker; "
+            "alter the resource named by the broker id",
+        )
+    try:
+        return dict(broker.build_listener_tls(new))
+    except ConfigError as exc:
+        raise DynamicConfigError(ErrorCode.INVALID_CONFIG, str(exc)) from None

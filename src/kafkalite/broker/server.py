@@ -8,19 +8,22 @@ import asyncio
 import contextlib
 import logging
 import signal
+import ssl
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from kafkalite.broker.config import BrokerConfig, Listener
+from kafkalite.broker.config import BrokerConfig, Listener, listener_override_def
 from kafkalite.broker.connection import CloseConnection, Connection
 from kafkalite.broker.context import DeferredResponse, RequestContext, SlicedResponse
 from kafkalite.broker.dispatch import DispatchTable
 from kafkalite.broker.dynamic_config import DynamicBrokerConfig
 from kafkalite.broker.fetch_session import FetchSessionCache
 from kafkalite.broker.groups import GroupCoordinatorComponent
+from kafkalite.broker.listeners import ListenerRuntime, bind_listeners, configure_listeners
 from kafkalite.broker.purgatory import DelayedOperations
+from kafkalite.broker.tls import client_context, server_context, ssl_settings
 from kafkalite.broker.transactions import TransactionCoordinatorComponent
 from kafkalite.broker.zk_broker import ZkBroker
 from kafkalite.cluster.metadata import (
@@ -68,6 +71,14 @@ class BrokerServer:
         self.fetch_sessions = FetchSessionCache(
             int(config.get("max.incremental.fetch.session.cache.slots"))
         )
+        # listeners and their TLS contexts first: a TLS setting that cannot work stops startup here
+        self.listeners: list[ListenerRuntime] = configure_listeners(config)
+        self.inter_broker_listener = config.inter_broker_listener_name
+        self.inter_broker_ssl_context: ssl.SSLContext | None = None
+        if config.security_protocol(self.inter_broker_listener) == "SSL":
+            self.inter_broker_ssl_context = client_context(
+                ssl_settings(config, self.inter_broker_listener)
+            )
         self.cluster_mode = config.zookeeper_connect is not None
         self.dispatch = DispatchTable.discover(cluster_mode=self.cluster_mode)
         self.groups = GroupCoordinatorComponent(self)
@@ -109,6 +120,9 @@ class BrokerServer:
         # the log defaults from the first log opened
         self.dynamic_config = DynamicBrokerConfig(self.config, self.log_dirs[0])
         self.dynamic_config.load()
+        if any(listener_override_def(k) for k in self.dynamic_config.per_broker):
+            # listener certificates changed at runtime earlier (AlterConfigs) outlive a restart
+            self.install_listener_tls(self.build_listener_tls(self.dynamic_config.per_broker))
         default_config = self.dynamic_config.log_config()
         cfg = self.config
         flush_check = int(cfg.get("log.flush.scheduler.interval.ms"))
@@ -148,27 +162,38 @@ class BrokerServer:
         self.started.set()
 
     async def _start_listeners(self) -> None:
-        assert self._loop is not None
-        self.advertised = []
-        listeners = self.config.listeners
-        adv = self.config.advertised_listeners
-        for i, lst in enumerate(listeners):
-            srv = await self._loop.create_server(
-                lambda: Connection(self), lst.host, lst.port, reuse_address=True, backlog=1024
-            )
-            self._servers.append(srv)
-            port = srv.sockets[0].getsockname()[1]
-            a = adv[i] if i < len(adv) else lst
-            host = a.host if a.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
-            self.advertised.append(Listener(a.name, host, a.port or port))
-            log.info(
-                "listening on %s:%d (advertised %s)", lst.host, port, self.advertised[-1].url()
-            )
+        await bind_listeners(self, self.listeners)
+        self._servers = [lr.server for lr in self.listeners]
+        self.advertised = [lr.advertised for lr in self.listeners]
+
+    def build_listener_tls(self, per_broker: Mapping[str, str]) -> dict[str, ssl.SSLContext]:
+        """The TLS context of every SSL listener with `per_broker` dynamic settings over the static
+        ones (TlsConfigError when one cannot work)."""
+        return {
+            lr.name: server_context(ssl_settings(self.config, lr.name, per_broker))
+            for lr in self.listeners
+            if lr.security_protocol == "SSL"
+        }
+
+    def install_listener_tls(self, contexts: Mapping[str, ssl.SSLContext]) -> None:
+        """New connections on these listeners handshake with the new contexts; open ones keep theirs."""
+        for lr in self.listeners:
+            ctx = contexts.get(lr.name)
+            if ctx is not None and ctx is not lr.ssl_context:
+                lr.ssl_context = ctx
+                log.info("listener %s: TLS key and trust stores reloaded", lr.name)
 
     def local_endpoint(self) -> BrokerEndpoint:
-        lst = self.advertised[0]
+        """This broker as others reach it (the inter-broker listener), with every listener."""
+        lr = next(x for x in self.listeners if x.name == self.inter_broker_listener)
         rack = self.config.get("broker.rack", None)
-        return BrokerEndpoint(self.broker_id, lst.host, lst.port, str(rack) if rack else None)
+        return BrokerEndpoint(
+            self.broker_id,
+            lr.advertised.host,
+            lr.advertised.port,
+            str(rack) if rack else None,
+            tuple(x.endpoint for x in self.listeners),
+        )
 
     @property
     def port(self) -> int:
@@ -216,6 +241,9 @@ class BrokerServer:
                 log.exception("controlled shutdown failed; stopping anyway")
         for srv in self._servers:
             srv.close()
+        for lr in self.listeners:
+            for task in list(lr.handshakes):
+                task.cancel()
         self.delayed.close()
         deadline = time.monotonic() + grace
         while any(c.busy for c in self.connections) and time.monotonic() < deadline:

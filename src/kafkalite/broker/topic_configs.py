@@ -18,6 +18,7 @@ from kafkalite.broker.config import (
     SOURCE_TOPIC,
     TOPIC_CONFIGS,
 )
+from kafkalite.broker.config_defs import is_sensitive_config
 from kafkalite.broker.dynamic_config import dynamic_configs
 from kafkalite.storage import config as storage_config
 from kafkalite.storage.config import LogConfig
@@ -113,6 +114,9 @@ def broker_entries(broker: Any, resource_name: str = "") -> list[ConfigEntry]:
         read_only = name not in DYNAMIC_BROKER_CONFIGS
         config_type = defn.type if defn is not None else 0
         doc = defn.doc if defn is not None else None
+        if is_sensitive_config(name):  # passwords and private keys are never shown (Kafka's way)
+            value = None
+            synonyms = [(n, None, s) for n, _, s in synonyms]
         out.append(ConfigEntry(name, value, source, read_only, config_type, doc, synonyms))
     return out
 

@@ -167,7 +167,10 @@ class TransactionMarkerChannelManager:
         if endpoint is None:
             return dict.fromkeys(tps, E.NOT_LEADER_OR_FOLLOWER)
         if self._channels is None:
-            self._channels = ChannelManager(client_id=f"broker-{self.broker.broker_id}-txn-markers")
+            self._channels = ChannelManager(
+                client_id=f"broker-{self.broker.broker_id}-txn-markers",
+                ssl_context=self.broker.inter_broker_ssl_context,
+            )
         by_topic: dict[str, list[int]] = {}
         for tp in tps:
             by_topic.setdefault(tp.topic, []).append(tp.partition)

@@ -71,10 +71,15 @@ class ZkBroker:
         self.controller_epoch = -1
         # one connection per purpose, as Kafka: a follower's fetch parked in the leader's purgatory
         # (replica.fetch.wait.max.ms) must not hold up the controller's requests behind it
-        self.fetcher_channels = ChannelManager(client_id=f"broker-{self.broker_id}-fetcher")
-        self.controller_channels = ChannelManager(client_id=f"broker-{self.broker_id}-controller")
+        tls = server.inter_broker_ssl_context  # set when the inter-broker listener is SSL
+        self.fetcher_channels = ChannelManager(
+            client_id=f"broker-{self.broker_id}-fetcher", ssl_context=tls
+        )
+        self.controller_channels = ChannelManager(
+            client_id=f"broker-{self.broker_id}-controller", ssl_context=tls
+        )
         self.to_controller_channels = ChannelManager(
-            client_id=f"broker-{self.broker_id}-to-controller"
+            client_id=f"broker-{self.broker_id}-to-controller", ssl_context=tls
         )
         self.fetchers: ReplicaFetcherManager | None = None
         self.controller: KafkaController | None = None
@@ -117,7 +122,12 @@ class ZkBroker:
         )
         me = server.local_endpoint()
         self.broker_epoch = await asyncio.to_thread(
-            self.zk.register_broker, self.broker_id, me.host, me.port, me.rack
+            self.zk.register_broker,
+            self.broker_id,
+            me.host,
+            me.port,
+            me.rack,
+            me.listeners,
         )
         log.info(
             "registered broker %d in ZooKeeper (broker epoch %d)", self.broker_id, self.broker_epoch
@@ -138,6 +148,7 @@ class ZkBroker:
             self.controller_channels,
             self._unclean_allowed,
             self.topic_configs,
+            server.inter_broker_listener,
         )
         await self.controller.start()
 
@@ -213,7 +224,12 @@ class ZkBroker:
         while True:
             try:
                 epoch = await asyncio.to_thread(
-                    self.zk.register_broker, self.broker_id, me.host, me.port, me.rack
+                    self.zk.register_broker,
+                    self.broker_id,
+                    me.host,
+                    me.port,
+                    me.rack,
+                    me.listeners,
                 )
                 break
             except Exception as exc:
@@ -459,7 +475,9 @@ class ZkBroker:
         if ep is not None:
             host, port = ep.host, ep.port
         else:
-            reg = await asyncio.to_thread(self.zk.broker_endpoint, self.controller_id)
+            reg = await asyncio.to_thread(
+                self.zk.broker_endpoint, self.controller_id, self.server.inter_broker_listener
+            )
             if reg is None:
                 raise ChannelError(f"controller {self.controller_id} is not registered")
             host, port = reg

@@ -32,7 +32,10 @@ def _serve(args: argparse.Namespace) -> int:
         level=getattr(logging, args.log_level.upper(), logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    server = BrokerServer(config)
+    try:
+        server = BrokerServer(config)
+    except ConfigError as exc:
+        raise CliError(f"configuration: {exc}") from None
 
     def announce(srv: BrokerServer) -> None:
         # startup objects (message classes, codecs, loaded state) never die: keep them out of GC passes
@@ -54,6 +57,8 @@ def _serve(args: argparse.Namespace) -> int:
         runner(server.serve_forever(on_started=announce))
     except KeyboardInterrupt:
         pass
+    except ConfigError as exc:  # e.g. a listener certificate stored by AlterConfigs went bad
+        raise CliError(f"configuration: {exc}") from None
     except OSError as exc:
         raise CliError(f"cannot start: {exc}") from None
     return 0

@@ -1,6 +1,6 @@
-"""The broker-to-broker channel: BrokerChannel is an asyncio connection to one broker (ApiVersions
-negotiation, pipelined requests, timeouts, reconnect with backoff) over protocol's ClientConnection;
-ChannelManager keeps one per broker id for the controller and the follower fetchers.
+"""The broker-to-broker channel: BrokerChannel is an asyncio connection to one broker (plain TCP or
+TLS; ApiVersions negotiation, pipelined requests, timeouts, reconnect with backoff) over protocol's
+ClientConnection; ChannelManager keeps one per broker id for the controller and the follower fetchers.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import ssl
 import time
 from typing import Any
 
@@ -38,8 +39,11 @@ class BrokerChannel:
         request_timeout_s: float = 30.0,
         reconnect_backoff_ms: int = 50,
         reconnect_backoff_max_ms: int = 1000,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.host = host
+        # set: the inter-broker listener is TLS (the context carries trust store and client cert)
+        self.ssl_context = ssl_context
         self.port = port
         self.client_id = client_id
         self.connect_timeout_s = connect_timeout_s
@@ -72,14 +76,33 @@ class BrokerChannel:
             if wait > 0:
                 await asyncio.sleep(wait)
             try:
+                tls: dict[str, Any] = {}
+                if self.ssl_context is not None:
+                    tls = {"ssl": self.ssl_context, "server_hostname": self.host}
                 reader, writer = await asyncio.wait_for(
-                    asyncio.open_connection(self.host, self.port), self.connect_timeout_s
+                    asyncio.open_connection(self.host, self.port, **tls),
+                    self.connect_timeout_s,
                 )
+            except ssl.SSLError as exc:
+                self._note_failure()
+                why = exc.verify_message if isinstance(exc, ssl.SSLCertVerificationError) else None
+                raise ChannelError(
+                    f"TLS handshake with broker at {self.host}:{self.port} failed: "
+                    f"{why or exc.reason or exc}"
+                ) from None
             except (TimeoutError, OSError) as exc:
                 self._note_failure()
                 raise ChannelError(
                     f"cannot connect to broker at {self.host}:{self.port}: {exc or 'timed out'}"
                 ) from None
+            if self.ssl_context is not None:
+                log.info(
+                    "%s: connected to broker at %s:%d over TLS (%s)",
+                    self.client_id,
+                    self.host,
+                    self.port,
+                    writer.get_extra_info("ssl_object").version(),
+                )
             conn = ClientConnection(self.client_id)
             self._conn, self._writer = conn, writer
             self._reader_task = asyncio.get_running_loop().create_task(

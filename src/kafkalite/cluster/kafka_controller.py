@@ -47,6 +47,8 @@ from kafkalite.cluster.controller.machine import (
     WritePartitionStates,
 )
 from kafkalite.cluster.controller.states import LeaderIsr
+from kafkalite.cluster.metadata_cache import SECURITY_PROTOCOL_IDS as _PROTOCOL_IDS
+from kafkalite.cluster.metadata_cache import ListenerEndpoint
 from kafkalite.cluster.zk import ControllerMovedError, KafkaZkClient, ZkError, asyncio_callback
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.cluster import (
@@ -77,8 +79,11 @@ class KafkaController:
         channels: ChannelManager,
         unclean: Callable[[str], bool],
         topic_configs: dict[str, dict[str, str]] | None = None,
+        inter_broker_listener: str | None = None,
     ) -> None:
         self.broker_id = broker_id
+        # the listener every broker reaches the others on (its endpoint in each registration)
+        self.inter_broker_listener = inter_broker_listener
         self.zk = zk
         self.channels = channels
         self.machine = ControllerMachine(broker_id, unclean)
@@ -257,7 +262,11 @@ class KafkaController:
 
     async def _load_brokers(self) -> dict[int, BrokerInfo]:
         regs = await asyncio.to_thread(self.zk.live_brokers)
-        return {b: BrokerInfo(b, r.host, r.port, r.rack, r.epoch) for b, r in regs.items()}
+        out = {}
+        for b, r in regs.items():
+            host, port = r.endpoint(self.inter_broker_listener)
+            out[b] = BrokerInfo(b, host, port, r.rack, r.epoch, r.listeners)
+        return out
 
     async def _load_topics(self) -> dict[str, TopicInfo]:
         topics = await asyncio.to_thread(self.zk.topics)
@@ -469,7 +478,14 @@ class KafkaController:
                     id=b.broker_id,
                     endpoints=[
                         B.UpdateMetadataEndpoint(
-                            port=b.port, host=b.host, listener="PLAINTEXT", security_protocol=0
+                            port=ep.port,
+                            host=ep.host,
+                            listener=ep.listener,
+                            security_protocol=_PROTOCOL_IDS.get(ep.security_protocol, 0),
+                        )
+                        for ep in (
+                            b.listeners
+                            or (ListenerEndpoint("PLAINTEXT", b.host, b.port, "PLAINTEXT"),)
                         )
                     ],
                     rack=b.rack,

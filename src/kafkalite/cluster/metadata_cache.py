@@ -15,16 +15,45 @@ from dataclasses import dataclass, field
 from kafkalite.cluster.metadata import INTERNAL_TOPICS
 
 NO_LEADER = -1
+# Kafka's security protocol ids (UpdateMetadata endpoints)
+SECURITY_PROTOCOL_IDS: dict[str, int] = {
+    "PLAINTEXT": 0,
+    "SSL": 1,
+    "SASL_PLAINTEXT": 2,
+    "SASL_SSL": 3,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerEndpoint:
+    """One advertised listener of a broker: its name, address and security protocol."""
+
+    listener: str
+    host: str
+    port: int
+    security_protocol: str = "PLAINTEXT"
 
 
 @dataclass(frozen=True, slots=True)
 class BrokerEndpoint:
-    """A live broker as clients see it (its advertised listener) and its rack."""
+    """A live broker: host and port of its inter-broker listener, its rack, and every advertised
+    listener (clients get the one with the name of the listener they connected to)."""
 
     broker_id: int
     host: str
     port: int
     rack: str | None = None
+    listeners: tuple[ListenerEndpoint, ...] = ()
+
+    def for_listener(self, name: str | None) -> BrokerEndpoint | None:
+        """This broker as seen through listener `name` (None when it has no such listener;
+        itself when `name` is None or the broker named no listeners)."""
+        if name is None or not self.listeners:
+            return self
+        for ep in self.listeners:
+            if ep.listener == name:
+                return BrokerEndpoint(self.broker_id, ep.host, ep.port, self.rack, self.listeners)
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +110,13 @@ class MetadataCache:
         self._lock = threading.Lock()
 
     # -- reads -------------------------------------------------------------------------------------
-    def alive_brokers(self) -> list[BrokerEndpoint]:
-        return sorted(self._brokers.values(), key=lambda b: b.broker_id)
+    def alive_brokers(self, listener: str | None = None) -> list[BrokerEndpoint]:
+        """Live brokers; with `listener`, as reached through that listener (brokers without a
+        listener of that name are left out, as Kafka does)."""
+        out = sorted(self._brokers.values(), key=lambda b: b.broker_id)
+        if listener is None:
+            return out
+        return [ep for ep in (b.for_listener(listener) for b in out) if ep is not None]
 
     def broker(self, broker_id: int) -> BrokerEndpoint | None:
         return self._brokers.get(broker_id)

@@ -26,6 +26,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 from kafkalite.cluster import zk_data as zd
 from kafkalite.cluster.metadata import new_cluster_id
+from kafkalite.cluster.metadata_cache import ListenerEndpoint
 
 log = logging.getLogger("kafkalite.cluster.zk")
 
@@ -143,14 +144,24 @@ class KafkaZkClient:
             return zd.decode_cluster_id(data)
 
     # -- brokers --------------------------------------------------------------------------------------
-    def register_broker(self, broker_id: int, host: str, port: int, rack: str | None) -> int:
+    def register_broker(
+        self,
+        broker_id: int,
+        host: str,
+        port: int,
+        rack: str | None,
+        listeners: tuple[ListenerEndpoint, ...] = (),
+    ) -> int:
         """Create the ephemeral registration; returns the broker epoch (the znode's czxid)."""
         path = zd.broker_path(broker_id)
         deadline = time.monotonic() + self.session_timeout_ms / 1000 + 5
         while True:
             try:
                 self.zk.create(
-                    path, zd.encode_broker(host, port, rack), ephemeral=True, makepath=True
+                    path,
+                    zd.encode_broker(host, port, rack, listeners),
+                    ephemeral=True,
+                    makepath=True,
                 )
                 break
             except NodeExistsError:
@@ -192,13 +203,15 @@ class KafkaZkClient:
                 log.warning("ignoring broker registration: %s", exc)
         return out
 
-    def broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
+    def broker_endpoint(
+        self, broker_id: int, listener: str | None = None
+    ) -> tuple[str, int] | None:
+        """host and port of a registered broker's `listener` (its first endpoint by default)."""
         try:
             data, _ = self.zk.get(zd.broker_path(broker_id))
         except NoNodeError:
             return None
-        reg = zd.decode_broker(broker_id, data)
-        return reg.host, reg.port
+        return zd.decode_broker(broker_id, data).endpoint(listener)
 
     # -- producer ids ------------------------------------------------------------------------------------
     def claim_producer_id_block(self, broker_id: int) -> tuple[int, int]:

@@ -12,6 +12,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from kafkalite.cluster.metadata_cache import ListenerEndpoint
+
 CLUSTER_ID = "/cluster/id"
 BROKER_IDS = "/brokers/ids"
 BROKER_SEQID = "/brokers/seqid"
@@ -143,13 +145,26 @@ class BrokerRegistration:
     port: int
     rack: str | None = None
     epoch: int = -1  # the ephemeral znode's czxid (Kafka's broker epoch)
+    listeners: tuple[ListenerEndpoint, ...] = ()
+
+    def endpoint(self, listener: str | None) -> tuple[str, int]:
+        """host and port of `listener` (the registration's first endpoint when it has none)."""
+        for ep in self.listeners:
+            if ep.listener == listener:
+                return ep.host, ep.port
+        return self.host, self.port
 
 
-def encode_broker(host: str, port: int, rack: str | None) -> bytes:
+def encode_broker(
+    host: str, port: int, rack: str | None, listeners: tuple[ListenerEndpoint, ...] = ()
+) -> bytes:
+    """Kafka's /brokers/ids/<id> document; `host`/`port` (the legacy fields) name the
+    inter-broker listener, `endpoints` every advertised listener."""
+    eps = listeners or (ListenerEndpoint("PLAINTEXT", host, port, "PLAINTEXT"),)
     doc: dict[str, Any] = {
         "features": {},
-        "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT"},
-        "endpoints": [f"PLAINTEXT://{host}:{port}"],
+        "listener_security_protocol_map": {ep.listener: ep.security_protocol for ep in eps},
+        "endpoints": [f"{ep.listener}://{_host_text(ep.host)}:{ep.port}" for ep in eps],
         "jmx_port": -1,
         "port": port,
         "host": host,
@@ -161,21 +176,36 @@ def encode_broker(host: str, port: int, rack: str | None) -> bytes:
     return _dump(doc)
 
 
+def _host_text(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
 def decode_broker(broker_id: int, data: bytes, epoch: int = -1) -> BrokerRegistration:
     path = broker_path(broker_id)
     doc = _load(path, data)
     host, port = doc.get("host"), doc.get("port")
     endpoints = doc.get("endpoints")
-    if isinstance(endpoints, list) and endpoints and isinstance(endpoints[0], str):
-        # "PLAINTEXT://host:port": the first listener is the one clients and brokers use here
-        hostport = endpoints[0].split("://", 1)[-1]
-        h, _, p = hostport.rpartition(":")
-        if p.isdigit():
-            host, port = h.strip("[]"), int(p)
+    protocols = doc.get("listener_security_protocol_map")
+    protocols = protocols if isinstance(protocols, dict) else {}
+    listeners: list[ListenerEndpoint] = []
+    if isinstance(endpoints, list):
+        for url in endpoints:
+            if not isinstance(url, str) or "://" not in url:
+                continue
+            name, hostport = url.split("://", 1)
+            h, _, p = hostport.rpartition(":")
+            if p.isdigit():
+                proto = str(protocols.get(name, name))
+                listeners.append(ListenerEndpoint(name, h.strip("[]"), int(p), proto))
+    if listeners and not (isinstance(host, str) and host and isinstance(port, int) and port > 0):
+        # no legacy fields: the first listener is the one clients and brokers use here
+        host, port = listeners[0].host, listeners[0].port
     if not isinstance(host, str) or not isinstance(port, int):
         raise ZkDataError(path, "no endpoint")
     rack = doc.get("rack")
-    return BrokerRegistration(broker_id, host, port, rack if isinstance(rack, str) else None, epoch)
+    return BrokerRegistration(
+        broker_id, host, port, rack if isinstance(rack, str) else None, epoch, tuple(listeners)
+    )
 
 
 # -- /controller and /controller_epoch -------------------------------------------------------------------

@@ -72,3 +72,17 @@ def test_garbage_producer_id_blocks_and_config_changes_are_clear_errors(data: by
     if data != b'{"block_start":"x","block_end":"9"}':
         with pytest.raises(zd.ZkDataError, match="/config/changes/c1"):
             zd.decode_config_change("/config/changes/c1", data)
+
+
+def test_broker_registration_names_every_listener() -> None:
+    from kafkalite.cluster.metadata_cache import ListenerEndpoint
+
+    eps = (
+        ListenerEndpoint("INTERNAL", "10.0.0.1", 9092, "PLAINTEXT"),
+        ListenerEndpoint("EXTERNAL", "kafka.example.com", 9093, "SSL"),
+    )
+    r = zd.decode_broker(4, zd.encode_broker("10.0.0.1", 9092, "r1", eps), 9)
+    assert (r.host, r.port, r.rack, r.epoch) == ("10.0.0.1", 9092, "r1", 9)
+    assert r.listeners == eps
+    assert r.endpoint("EXTERNAL") == ("kafka.example.com", 9093)
+    assert r.endpoint("NONE") == ("10.0.0.1", 9092)

@@ -36,7 +36,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         controller_id=cache.controller_id,
         brokers=[
             _Broker(broker_id=n.broker_id, host=n.host, port=n.port, rack=n.rack)
-            for n in cache.alive_brokers()
+            for n in cache.alive_brokers(ctx.connection.listener_name)
         ],
         cluster_authorized_operations=-2147483648,
     )

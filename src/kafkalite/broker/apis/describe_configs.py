@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafkalite.broker.config_defs import is_sensitive_config
 from kafkalite.broker.context import RequestContext
 from kafkalite.broker.topic_configs import (
     RESOURCE_BROKER,
@@ -82,7 +83,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                     read_only=e.read_only,
                     config_source=e.source,
                     is_default=e.source == 5 and v == 0,
-                    is_sensitive=False,
+                    is_sensitive=is_sensitive_config(e.name),
                     synonyms=[_Syn(name=n, value=val, source=s) for n, val, s in e.synonyms]
                     if synonyms
                     else [],

@@ -71,13 +71,30 @@ def _lookup(
     return ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}", _NONE
 
 
+def _lookup_for_listener(
+    ctx: RequestContext, key: str, key_type: int
+) -> tuple[ErrorCode, str | None, BrokerEndpoint]:
+    """The coordinator as reached through the listener the client connected to."""
+    code, msg, node = _lookup(ctx, key, key_type)
+    if code != ErrorCode.NO_ERROR:
+        return code, msg, node
+    seen = node.for_listener(ctx.connection.listener_name)
+    if seen is None:
+        return (
+            ErrorCode.COORDINATOR_NOT_AVAILABLE,
+            f"the coordinator has no listener named {ctx.connection.listener_name}",
+            _NONE,
+        )
+    return code, msg, seen
+
+
 async def handle(ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
     key_type = request.key_type if version >= 1 else KEY_TYPE_GROUP
     if version >= 4:
         coordinators = []
         for key in request.coordinator_keys:
-            code, msg, node = _lookup(ctx, key, key_type)
+            code, msg, node = _lookup_for_listener(ctx, key, key_type)
             coordinators.append(
                 FindCoordinatorResponse.Coordinator(
                     key=key,
@@ -89,7 +106,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 )
             )
         return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
-    code, msg, node = _lookup(ctx, request.key, key_type)
+    code, msg, node = _lookup_for_listener(ctx, request.key, key_type)
     return FindCoordinatorResponse(
         throttle_time_ms=0,
         error_code=code,

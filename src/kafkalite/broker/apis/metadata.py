@@ -83,7 +83,7 @@ def topic_entry(ctx: RequestContext, info: TopicMetadata) -> Any:
 def brokers(ctx: RequestContext) -> list[Any]:
     return [
         _Broker(node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
-        for b in ctx.broker.metadata_cache.alive_brokers()
+        for b in ctx.broker.metadata_cache.alive_brokers(ctx.connection.listener_name)
     ]
 
 

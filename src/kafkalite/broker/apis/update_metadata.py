@@ -11,7 +11,12 @@ import uuid
 from typing import Any
 
 from kafkalite.broker.context import RequestContext
-from kafkalite.cluster.metadata_cache import BrokerEndpoint, PartitionMetadata
+from kafkalite.cluster.metadata_cache import (
+    SECURITY_PROTOCOL_IDS,
+    BrokerEndpoint,
+    ListenerEndpoint,
+    PartitionMetadata,
+)
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.cluster import (
     UPDATE_METADATA,
@@ -24,17 +29,30 @@ CLUSTER_ONLY = True
 log = logging.getLogger("kafkalite.broker.update_metadata")
 
 
-def _brokers(request: Any, version: int) -> list[BrokerEndpoint]:
+_PROTOCOL_NAMES = {v: k for k, v in SECURITY_PROTOCOL_IDS.items()}
+
+
+def _brokers(request: Any, version: int, inter_broker_listener: str) -> list[BrokerEndpoint]:
+    """Live brokers with every listener; host and port are those of the inter-broker listener."""
     out = []
     for b in request.live_brokers:
+        rack = b.rack if version >= 2 else None
         if version == 0:
-            host, port = b.v0_host, b.v0_port
-        else:
-            ep = b.endpoints[0] if b.endpoints else None
-            if ep is None:
-                continue
-            host, port = ep.host, ep.port
-        out.append(BrokerEndpoint(b.id, host, port, b.rack if version >= 2 else None))
+            out.append(BrokerEndpoint(b.id, b.v0_host, b.v0_port, rack))
+            continue
+        listeners = tuple(
+            ListenerEndpoint(
+                ep.listener if version >= 3 else _PROTOCOL_NAMES.get(ep.security_protocol, ""),
+                ep.host,
+                ep.port,
+                _PROTOCOL_NAMES.get(ep.security_protocol, "PLAINTEXT"),
+            )
+            for ep in b.endpoints
+        )
+        if not listeners:
+            continue
+        inter = next((ep for ep in listeners if ep.listener == inter_broker_listener), listeners[0])
+        out.append(BrokerEndpoint(b.id, inter.host, inter.port, rack, listeners))
     return out
 
 
@@ -74,5 +92,6 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         log.warning("%s", refused.reason)
         return UpdateMetadataResponse(error_code=refused.error)
     states, topic_ids = _states(request, v)
-    zk.apply_update_metadata(_brokers(request, v), states, topic_ids)
+    brokers = _brokers(request, v, ctx.broker.inter_broker_listener)
+    zk.apply_update_metadata(brokers, states, topic_ids)
     return UpdateMetadataResponse(error_code=ErrorCode.NO_ERROR)

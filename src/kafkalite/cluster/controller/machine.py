@@ -27,6 +27,7 @@ from kafkalite.cluster.controller.states import (
     partition_transition,
     replica_transition,
 )
+from kafkalite.cluster.metadata_cache import ListenerEndpoint
 from kafkalite.protocol.errors import ErrorCode
 
 log = logging.getLogger("kafkalite.cluster.controller")
@@ -43,6 +44,7 @@ class BrokerInfo:
     port: int
     rack: str | None
     epoch: int
+    listeners: tuple[ListenerEndpoint, ...] = ()
 
 
 @dataclass(frozen=True)

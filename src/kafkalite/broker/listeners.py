@@ -1,0 +1,167 @@
+"""The broker's listeners: one server socket per configured listener, the TLS handshake of connections
+on SSL listeners (failures logged in one line), and the address each listener advertises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import ssl
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kafkalite.broker.config import BrokerConfig, Listener
+from kafkalite.broker.connection import Connection
+from kafkalite.broker.tls import handshake_failure_reason, server_context, ssl_settings
+from kafkalite.cluster.metadata_cache import ListenerEndpoint
+
+if TYPE_CHECKING:
+    from kafkalite.broker.server import BrokerServer
+
+log = logging.getLogger("kafkalite.broker.listeners")
+
+TLS_HANDSHAKE_TIMEOUT_S = 10.0
+
+
+@dataclass
+class ListenerRuntime:
+    """A configured listener: its bind address, protocol, TLS context (SSL only) and, once bound,
+    its server socket and advertised address."""
+
+    name: str
+    security_protocol: str
+    bind: Listener
+    advertised: Listener
+    ssl_context: ssl.SSLContext | None = None
+    server: Any = None  # asyncio.Server (uvloop's is not a subclass)
+    handshakes: set[asyncio.Task[None]] = field(default_factory=set)
+
+    @property
+    def endpoint(self) -> ListenerEndpoint:
+        a = self.advertised
+        return ListenerEndpoint(self.name, a.host, a.port, self.security_protocol)
+
+
+def configure_listeners(
+    config: BrokerConfig, dynamic_ssl: dict[str, dict[str, str]] | None = None
+) -> list[ListenerRuntime]:
+    """Every listener with its TLS context built: a TLS setting that cannot work raises
+    TlsConfigError here, before anything listens."""
+    out = []
+    for lst, adv in zip(config.listeners, config.advertised_listeners, strict=True):
+        proto = config.security_protocol(lst.name)
+        ctx = None
+        if proto == "SSL":
+            dyn = (dynamic_ssl or {}).get(lst.name)
+            ctx = server_context(ssl_settings(config, lst.name, dyn))
+        out.append(ListenerRuntime(lst.name, proto, lst, adv, ctx))
+    return out
+
+
+async def bind_listeners(broker: BrokerServer, listeners: list[ListenerRuntime]) -> None:
+    """Open the server sockets; an ephemeral port (0) is advertised as the one bound."""
+    loop = asyncio.get_running_loop()
+    for lr in listeners:
+        if lr.ssl_context is None:
+
+            def plain(lr: ListenerRuntime = lr) -> asyncio.Protocol:
+                return Connection(broker, lr.name, lr.security_protocol)
+
+            srv: Any = await loop.create_server(
+                plain, lr.bind.host, lr.bind.port, reuse_address=True, backlog=1024
+            )
+        else:
+            srv = TlsServer(broker, lr, _listen_socket(lr.bind.host, lr.bind.port))
+        lr.server = srv
+        port = srv.sockets[0].getsockname()[1]
+        a = lr.advertised
+        host = a.host if a.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
+        lr.advertised = Listener(a.name, host, a.port or port)
+        log.info(
+            "listening on %s:%d for %s (advertised %s)",
+            lr.bind.host,
+            port,
+            lr.security_protocol,
+            lr.advertised.url(),
+        )
+
+
+class TlsServer:
+    """A TLS listener's accept loop. Each accepted socket's server-side handshake runs on its own;
+    one that fails is a warning naming the peer, the listener and why, and only that socket closes.
+    (An asyncio server with `ssl=` would drop handshake failures silently.)"""
+
+    def __init__(
+        self, broker: BrokerServer, listener: ListenerRuntime, sock: socket.socket
+    ) -> None:
+        self.broker = broker
+        self.listener = listener
+        self.sockets = [sock]
+        self._sock = sock
+        self._accepting = asyncio.get_running_loop().create_task(
+            self._accept_loop(), name=f"accept-{listener.name}"
+        )
+
+    async def _accept_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                sock, addr = await loop.sock_accept(self._sock)
+            except asyncio.CancelledError:
+                raise
+            except OSError as exc:
+                if self._sock.fileno() < 0:
+                    return
+                log.warning("listener %s: accept failed: %s", self.listener.name, exc)
+                await asyncio.sleep(0.1)
+                continue
+            task = loop.create_task(self._handshake(sock, addr))
+            self.listener.handshakes.add(task)
+            task.add_done_callback(self.listener.handshakes.discard)
+
+    async def _handshake(self, sock: socket.socket, addr: Any) -> None:
+        where = f"{addr[0]}:{addr[1]}" if isinstance(addr, tuple) else str(addr)
+        lr = self.listener
+        try:
+            await asyncio.get_running_loop().connect_accepted_socket(
+                lambda: Connection(self.broker, lr.name, lr.security_protocol),
+                sock,
+                ssl=lr.ssl_context,
+                ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S,
+            )
+        except asyncio.CancelledError:
+            sock.close()
+            raise
+        except Exception as exc:
+            log.debug("TLS handshake of %s failed", where, exc_info=True)
+            log.warning(
+                "closing %s on listener %s: TLS handshake failed: %s",
+                where,
+                lr.name,
+                handshake_failure_reason(exc),
+            )
+            sock.close()
+
+    def close(self) -> None:
+        self._accepting.cancel()
+        self._sock.close()
+
+    async def wait_closed(self) -> None:
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._accepting
+
+
+def _listen_socket(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host or ("::" if family == socket.AF_INET6 else "0.0.0.0"), port))
+        sock.listen(1024)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
