@@ -288,6 +288,28 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "3600000",
             "How often the coordinator forgets expired transactional ids.",
         ),
+        # -- authorization (ACLs)
+        _d(
+            "authorizer.class.name",
+            T_STRING,
+            "",
+            "Kafka's ACL authorizer (kafka.security.authorizer.AclAuthorizer, "
+            "kafka.security.auth.SimpleAclAuthorizer or "
+            "org.apache.kafka.metadata.authorizer.StandardAuthorizer) turns ACL checks on; "
+            "empty: every request is allowed and the ACL APIs answer SECURITY_DISABLED.",
+        ),
+        _d(
+            "super.users",
+            T_STRING,
+            "",
+            "Principals allowed everything, separated by ';' (User:admin;User:broker).",
+        ),
+        _d(
+            "allow.everyone.if.no.acl.found",
+            T_BOOLEAN,
+            "false",
+            "Allow an action on a resource that has no ACL at all.",
+        ),
         # -- cluster mode (ZooKeeper)
         _d(
             "zookeeper.connect",

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from kafkalite.broker.context import DeferredResponse
 from kafkalite.protocol.exceptions import DecodeError
 from kafkalite.protocol.framing import FrameDecoder, FrameTooLarge
+from kafkalite.security.principal import ANONYMOUS, KafkaPrincipal
 
 if TYPE_CHECKING:
     from kafkalite.broker.server import BrokerServer
@@ -55,6 +56,8 @@ class Connection(asyncio.Protocol):
         self.pending: collections.deque[bytes] = collections.deque()
         self.peer = "?"
         self.client_software: tuple[str, str] | None = None
+        # who is on the other end: set by authentication (TLS / SASL), anonymous until then
+        self.principal: KafkaPrincipal = ANONYMOUS
         self.last_activity = time.monotonic()
         self.closed = False
         self._worker: asyncio.Task[None] | None = None

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from kafkalite.broker.authorizer import Authorizer
 from kafkalite.broker.config import BrokerConfig, Listener
 from kafkalite.broker.connection import CloseConnection, Connection
 from kafkalite.broker.context import DeferredResponse, RequestContext, SlicedResponse
@@ -76,6 +77,9 @@ class BrokerServer:
         if config.zookeeper_connect is not None:
             self.zk_broker = ZkBroker(self, config.zookeeper_connect)
         self.transactions = TransactionCoordinatorComponent(self)
+        # ACL checks: None (everything allowed) unless authorizer.class.name is set; a bad name
+        # fails here, before anything starts. Bound to the metadata store in start().
+        self.authorizer: Authorizer | None = Authorizer.from_config(config, self.metadata_store)
         self.cluster_id = ""
         self.connections: set[Connection] = set()
         self.advertised: list[Listener] = []
@@ -105,6 +109,9 @@ class BrokerServer:
         self.cluster_id = ensure_meta_properties(self.log_dirs, self.broker_id, zk_cluster_id)
         self.metadata_cache.cluster_id = self.cluster_id
         self.metadata_store.load()
+        if self.authorizer is not None:
+            self.authorizer.store = self.metadata_store
+            await self.authorizer.start()
         # dynamic broker configs (AlterConfigs on a BROKER resource, kept in the data dir) are part of
         # the log defaults from the first log opened
         self.dynamic_config = DynamicBrokerConfig(self.config, self.log_dirs[0])
