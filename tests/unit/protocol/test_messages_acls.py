@@ -126,7 +126,9 @@ def test_delete_acls_roundtrip_v3() -> None:
     R = DeleteAclsResponse
     resp = R(
         throttle_time_ms=5,
-        filter_results=[R.DeleteAclsFilterResult(error_code=0, error_message=None, matching_acls=[])],
+        filter_results=[
+            R.DeleteAclsFilterResult(error_code=0, error_message=None, matching_acls=[])
+        ],
     )
     assert R.decode(resp.encode(3), 3) == resp
 
@@ -150,6 +152,9 @@ def test_truncated_create_acls_fails(version: int) -> None:
     data = req.encode(version)
     with pytest.raises(DecodeError):
         CreateAclsRequest.decode(data[:-3], version)
-    assert CreateAclsResponse.decode(
-        CreateAclsResponse(throttle_time_ms=0, results=[]).encode(version), version
-    ).results == []
+    assert (
+        CreateAclsResponse.decode(
+            CreateAclsResponse(throttle_time_ms=0, results=[]).encode(version), version
+        ).results
+        == []
+    )
