@@ -5,6 +5,7 @@ DescribeAcls and DeleteAcls on any broker with an authorizer (cli.wire).
 from __future__ import annotations
 
 import argparse
+import re
 from typing import Any
 
 from kafkalite.cli.wire import CliError, WireClient
@@ -39,8 +40,10 @@ def _resources(a: argparse.Namespace) -> list[tuple[ResourceType, str | None]]:
 
 
 def _enum(cls: Any, text: str, what: str) -> Any:
+    """`Read`, `READ`, `IdempotentWrite`, `idempotent-write` -> the member."""
+    key = re.sub(r"(?<=[a-z])(?=[A-Z])", "_", text.strip()).upper().replace("-", "_")
     try:
-        return cls[text.strip().upper().replace("-", "_")]
+        return cls[key]
     except KeyError:
         names = ", ".join(m.name for m in cls if m.name not in ("UNKNOWN",))
         raise CliError(f"unknown {what} {text!r}: one of {names}") from None
