@@ -52,7 +52,7 @@ _SIZE = struct.Struct(">i")
 
 class BrokerServer:
     """One broker: typed components created here and started in a fixed order by `start()` —
-    metadata store, dynamic configs, LogManager (recovery), ReplicaManager and MetadataCache, the
+    metadata store, the authorizer (when `authorizer.class.name` is set), dynamic configs, LogManager (recovery), ReplicaManager and MetadataCache, the
     group coordinator, then the listeners — and stopped in the reverse order."""
 
     log_manager: LogManager
