@@ -380,3 +380,62 @@ def test_listener_certificate_reload_through_incremental_alter_configs(
     # a restart keeps the reloaded certificate (it is stored with the dynamic configs)
     with Broker(tmp_path / "data", config=props) as b:
         assert _served_subject(_ports(b)["SSL"], pki.ca.cert) == "broker-renewed"
+
+
+def test_acls_apply_to_the_mapped_certificate_principal(pki: Pki, tmp_path: Path) -> None:
+    """ssl.principal.mapping.rules turns CN=app,O=... into User:app; an ACL for User:app lets it write,
+    while another certificate's principal gets TOPIC_AUTHORIZATION_FAILED and writes nothing."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    other = pki.ca.issue("intruder", organization="kafkalite-tests")
+    props = {
+        "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+        "ssl.keystore.location": str(pki.server.bundle),
+        "ssl.key.password": "broker-pw",
+        "ssl.truststore.location": str(pki.ca.cert),
+        "ssl.client.auth": "required",
+        "ssl.principal.mapping.rules": "RULE:^CN=([^,]+),.*$/$1/L,DEFAULT",
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+        # the plaintext listener is the operator's way in for this test
+        "super.users": "User:ANONYMOUS",
+    }
+    with Broker(tmp_path / "acl-tls", config=props) as b:
+        plain = f"127.0.0.1:{_ports(b)['PLAINTEXT']}"
+        admin = AdminClient({"bootstrap.servers": plain})
+        topic = _topic()
+        admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)
+        acl = AclBinding(
+            ResourceType.TOPIC,
+            topic,
+            ResourcePatternType.LITERAL,
+            "User:app",
+            "*",
+            AclOperation.WRITE,
+            AclPermissionType.ALLOW,
+        )
+        for f in admin.create_acls([acl]).values():
+            f.result(15)
+        good = Producer({**_confluent_conf(b, pki), "linger.ms": 0})
+        good.produce(topic, value=b"from app")
+        assert good.flush(15) == 0
+        conf = {**_confluent_conf(b, pki), "ssl.certificate.location": str(other.cert)}
+        conf["ssl.key.location"] = str(other.key)
+        errors: list[Any] = []
+        bad = Producer({**conf, "linger.ms": 0, "message.timeout.ms": 5000})
+        bad.produce(topic, value=b"from intruder", on_delivery=lambda err, _m: errors.append(err))
+        bad.flush(15)
+        assert errors and errors[0] is not None
+        assert errors[0].name() == "TOPIC_AUTHORIZATION_FAILED"
+        c = Consumer(
+            {"bootstrap.servers": plain, "group.id": "check", "auto.offset.reset": "earliest"}
+        )
+        lo, hi = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+        c.close()
+        assert (lo, hi) == (0, 1)

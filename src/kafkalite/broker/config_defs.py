@@ -72,6 +72,13 @@ SSL_CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ),
     _d("ssl.enabled.protocols", T_LIST, "TLSv1.2,TLSv1.3", "TLS versions accepted."),
     _d(
+        "ssl.principal.mapping.rules",
+        T_STRING,
+        "DEFAULT",
+        "Rules mapping a client certificate's subject to a user name (KIP-371): "
+        "RULE:pattern/replacement/[LU], ..., DEFAULT (the whole distinguished name).",
+    ),
+    _d(
         "ssl.protocol",
         T_STRING,
         "TLSv1.3",
@@ -363,6 +370,28 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             T_INT,
             "3600000",
             "How often the coordinator forgets expired transactional ids.",
+        ),
+        # -- authorization (ACLs)
+        _d(
+            "authorizer.class.name",
+            T_STRING,
+            "",
+            "Kafka's ACL authorizer (kafka.security.authorizer.AclAuthorizer, "
+            "kafka.security.auth.SimpleAclAuthorizer or "
+            "org.apache.kafka.metadata.authorizer.StandardAuthorizer) turns ACL checks on; "
+            "empty: every request is allowed and the ACL APIs answer SECURITY_DISABLED.",
+        ),
+        _d(
+            "super.users",
+            T_STRING,
+            "",
+            "Principals allowed everything, separated by ';' (User:admin;User:broker).",
+        ),
+        _d(
+            "allow.everyone.if.no.acl.found",
+            T_BOOLEAN,
+            "false",
+            "Allow an action on a resource that has no ACL at all.",
         ),
         # -- cluster mode (ZooKeeper)
         _d(

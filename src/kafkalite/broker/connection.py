@@ -19,6 +19,7 @@ from kafkalite.broker.context import DeferredResponse
 from kafkalite.broker.tls import subject_rfc2253
 from kafkalite.protocol.exceptions import DecodeError
 from kafkalite.protocol.framing import FrameDecoder, FrameTooLarge
+from kafkalite.security.principal import ANONYMOUS, KafkaPrincipal, NoMatchingRule
 
 if TYPE_CHECKING:
     from kafkalite.broker.server import BrokerServer
@@ -68,6 +69,8 @@ class Connection(asyncio.Protocol):
         self.pending: collections.deque[bytes] = collections.deque()
         self.peer = "?"
         self.client_software: tuple[str, str] | None = None
+        # who is on the other end: set by authentication (TLS / SASL), anonymous until then
+        self.principal: KafkaPrincipal = ANONYMOUS
         self.last_activity = time.monotonic()
         self.closed = False
         self._worker: asyncio.Task[None] | None = None
@@ -100,7 +103,21 @@ class Connection(asyncio.Protocol):
             self._sock_fd = sock.fileno()
         tls = self._tls = transport.get_extra_info("sslcontext") is not None
         if tls:
-            self.peer_certificate_subject = subject_rfc2253(transport.get_extra_info("peercert"))
+            subject = subject_rfc2253(transport.get_extra_info("peercert"))
+            self.peer_certificate_subject = subject
+            if subject:
+                # the principal of a client certificate, through ssl.principal.mapping.rules
+                try:
+                    self.principal = self.server.principal_mapper.principal(subject)
+                except NoMatchingRule:
+                    log.warning(
+                        "closing the TLS connection from %s: no ssl.principal.mapping.rules rule "
+                        "matches its certificate subject %r",
+                        self.peer,
+                        subject,
+                    )
+                    transport.close()
+                    return
         self.use_sendfile = (
             self._sock_fd >= 0
             and not tls

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kafkalite.protocol.headers import RequestHeader
+from kafkalite.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from kafkalite.security.principal import KafkaPrincipal
 
 if TYPE_CHECKING:
     from kafkalite.broker.server import BrokerServer
@@ -42,6 +44,30 @@ class RequestContext:
     @property
     def client_id(self) -> str | None:
         return self.header.client_id
+
+    @property
+    def principal(self) -> KafkaPrincipal:
+        """Who sent the request: the connection's principal (User:ANONYMOUS until TLS/SASL set it)."""
+        principal: KafkaPrincipal = self.connection.principal
+        return principal
+
+    @property
+    def client_host(self) -> str:
+        """The peer's address without the port, as ACL host entries name it."""
+        return str(self.connection.peer).rpartition(":")[0].strip("[]")
+
+    def authorize(self, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
+        """May this request's principal do `operation` on the resource? Always True when no
+        authorizer is configured (one attribute check)."""
+        authorizer = self.broker.authorizer
+        if authorizer is None:
+            return True
+        return authorizer.authorize(
+            self.principal, self.client_host, operation, resource_type, name
+        )
+
+    def authorize_cluster(self, operation: AclOperation) -> bool:
+        return self.authorize(operation, ResourceType.CLUSTER, CLUSTER_NAME)
 
 
 @dataclass(slots=True)

@@ -14,7 +14,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kafkalite.broker.config import BrokerConfig, Listener, listener_override_def
+from kafkalite.broker.authorizer import Authorizer
+from kafkalite.broker.config import BrokerConfig, ConfigError, Listener, listener_override_def
 from kafkalite.broker.connection import CloseConnection, Connection
 from kafkalite.broker.context import DeferredResponse, RequestContext, SlicedResponse
 from kafkalite.broker.dispatch import DispatchTable
@@ -46,6 +47,7 @@ from kafkalite.protocol.headers import (
     request_header_version,
     response_header_version,
 )
+from kafkalite.security.principal import SslPrincipalMapper
 from kafkalite.storage import Log, LogManager
 
 log = logging.getLogger("kafkalite.broker")
@@ -54,7 +56,7 @@ _SIZE = struct.Struct(">i")
 
 class BrokerServer:
     """One broker: typed components created here and started in a fixed order by `start()` —
-    metadata store, dynamic configs, LogManager (recovery), ReplicaManager and MetadataCache, the
+    metadata store, the authorizer (when `authorizer.class.name` is set), dynamic configs, LogManager (recovery), ReplicaManager and MetadataCache, the
     group coordinator, then the listeners — and stopped in the reverse order."""
 
     log_manager: LogManager
@@ -87,6 +89,15 @@ class BrokerServer:
         if config.zookeeper_connect is not None:
             self.zk_broker = ZkBroker(self, config.zookeeper_connect)
         self.transactions = TransactionCoordinatorComponent(self)
+        # ACL checks: None (everything allowed) unless authorizer.class.name is set; a bad name
+        # fails here, before anything starts. Bound to the metadata store in start().
+        self.authorizer: Authorizer | None = Authorizer.from_config(config, self.metadata_store)
+        try:
+            self.principal_mapper = SslPrincipalMapper(
+                str(config.get("ssl.principal.mapping.rules") or "DEFAULT")
+            )
+        except ValueError as exc:
+            raise ConfigError(f"ssl.principal.mapping.rules: {exc}") from None
         self.cluster_id = ""
         self.connections: set[Connection] = set()
         self.advertised: list[Listener] = []
@@ -116,6 +127,9 @@ class BrokerServer:
         self.cluster_id = ensure_meta_properties(self.log_dirs, self.broker_id, zk_cluster_id)
         self.metadata_cache.cluster_id = self.cluster_id
         self.metadata_store.load()
+        if self.authorizer is not None:
+            self.authorizer.store = self.metadata_store
+            await self.authorizer.start()
         # dynamic broker configs (AlterConfigs on a BROKER resource, kept in the data dir) are part of
         # the log defaults from the first log opened
         self.dynamic_config = DynamicBrokerConfig(self.config, self.log_dirs[0])

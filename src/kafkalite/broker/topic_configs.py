@@ -19,7 +19,10 @@ from kafkalite.broker.config import (
     TOPIC_CONFIGS,
 )
 from kafkalite.broker.config_defs import is_sensitive_config
+from kafkalite.broker.context import RequestContext
 from kafkalite.broker.dynamic_config import dynamic_configs
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.security.acl import AclOperation, ResourceType
 from kafkalite.storage import config as storage_config
 from kafkalite.storage.config import LogConfig
 from kafkalite.storage.errors import InvalidConfig
@@ -134,3 +137,18 @@ def apply_topic_overrides(broker: Any, topic: str, overrides: dict[str, str]) ->
     """Persist new overrides (metadata store and log manager) and apply them to the topic's logs."""
     broker.metadata_store.set_configs(topic, overrides)
     broker.log_manager.set_topic_config(topic, overrides)
+
+
+def config_access_denied(
+    ctx: RequestContext, operation: AclOperation, resource_type: int, name: str
+) -> tuple[int, str] | None:
+    """Kafka's ACL check of DescribeConfigs / AlterConfigs / IncrementalAlterConfigs on one
+    resource: `operation` on the topic, or on the cluster for a broker or broker logger. The error
+    (code, message) to answer, or None when allowed."""
+    if resource_type == RESOURCE_TOPIC and not ctx.authorize(operation, ResourceType.TOPIC, name):
+        return int(ErrorCode.TOPIC_AUTHORIZATION_FAILED), "Authorization failed."
+    if resource_type in (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER) and not ctx.authorize_cluster(
+        operation
+    ):
+        return int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), "Authorization failed."
+    return None

@@ -1,5 +1,5 @@
 """MetadataStore, the write side of cluster metadata (topics, partition counts, topic ids, config
-overrides): `LocalMetadataStore` keeps a single node's in a local file; cluster mode's lives in ZooKeeper.
+overrides, ACLs): `LocalMetadataStore` keeps a single node's in local files; cluster mode's lives in ZooKeeper.
 
 Also owns meta.properties (cluster id, broker id) in each log directory. Writes are atomic (temp file + rename).
 """
@@ -12,9 +12,13 @@ import os
 import re
 import threading
 import uuid
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
+
+from kafkalite.cluster.acl_data import ACL_FILE, AclDataError, decode_acl_file, encode_acl_file
+from kafkalite.security.acl import AccessControlEntry, AclBinding, ResourcePattern
 
 METADATA_FILE = "kafkalite-metadata.json"
 META_PROPERTIES = "meta.properties"
@@ -152,6 +156,18 @@ class MetadataStore(Protocol):
     ) -> TopicInfo: ...
     def set_configs(self, name: str, configs: dict[str, str]) -> TopicInfo: ...
 
+    # ACLs, one resource pattern at a time (synchronous: call off the event loop in cluster mode)
+    def acls(self) -> list[AclBinding]: ...
+    def acls_of(self, pattern: ResourcePattern) -> set[AccessControlEntry]: ...
+    def update_acls(
+        self,
+        pattern: ResourcePattern,
+        add: Collection[AccessControlEntry] = (),
+        remove: Collection[AccessControlEntry] = (),
+    ) -> set[AccessControlEntry]: ...
+    def watch_acl_changes(self, fn: Callable[[list[ResourcePattern]], None]) -> None:
+        """`fn(patterns)` whenever another writer changes the ACLs of these patterns."""
+
 
 class LocalMetadataStore:
     """Topics of a single-node cluster, persisted in `<dir>/kafkalite-metadata.json`. Thread-safe."""
@@ -163,6 +179,8 @@ class LocalMetadataStore:
         self._topics: dict[str, TopicInfo] = {}
         self._by_id: dict[uuid.UUID, TopicInfo] = {}
         self.generation = 0  # bumped on every change, for caches
+        self.acl_path = self.directory / ACL_FILE
+        self._acls: dict[ResourcePattern, set[AccessControlEntry]] = {}
 
     # -- persistence
     def load(self) -> None:
@@ -177,6 +195,14 @@ class LocalMetadataStore:
                     )
                     self._topics[name] = info
                     self._by_id[info.topic_id] = info
+            self._acls.clear()
+            if self.acl_path.exists():
+                try:
+                    bindings = decode_acl_file(self.acl_path.read_text(encoding="utf-8"))
+                except AclDataError as exc:
+                    raise MetadataError(f"{self.acl_path}: {exc}") from None
+                for b in bindings:
+                    self._acls.setdefault(b.pattern, set()).add(b.entry)
             self.generation += 1
 
     def _save(self) -> None:
@@ -271,3 +297,31 @@ class LocalMetadataStore:
             info.configs = dict(configs)
             self._save()
             return info
+
+    # -- ACLs (their own file, so topic writes and ACL writes never rewrite each other)
+    def acls(self) -> list[AclBinding]:
+        with self._lock:
+            return [AclBinding(p, e) for p, entries in self._acls.items() for e in entries]
+
+    def acls_of(self, pattern: ResourcePattern) -> set[AccessControlEntry]:
+        with self._lock:
+            return set(self._acls.get(pattern, ()))
+
+    def update_acls(
+        self,
+        pattern: ResourcePattern,
+        add: Collection[AccessControlEntry] = (),
+        remove: Collection[AccessControlEntry] = (),
+    ) -> set[AccessControlEntry]:
+        with self._lock:
+            entries = (self._acls.get(pattern, set()) | set(add)) - set(remove)
+            if entries:
+                self._acls[pattern] = entries
+            else:
+                self._acls.pop(pattern, None)
+            self.directory.mkdir(parents=True, exist_ok=True)
+            _atomic_write(self.acl_path, encode_acl_file(self.acls()))
+            return set(entries)
+
+    def watch_acl_changes(self, fn: Callable[[list[ResourcePattern]], None]) -> None:
+        """One node is the only writer: nothing changes behind its back."""

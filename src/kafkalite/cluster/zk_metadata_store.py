@@ -7,11 +7,19 @@ Synchronous like kazoo: the broker calls it off the event loop for anything but 
 
 from __future__ import annotations
 
+import logging
 import uuid
+from collections.abc import Callable, Collection
 
+from kafkalite.cluster import acl_data as ad
 from kafkalite.cluster.controller.election import PlacementError, assign_replicas, check_assignment
 from kafkalite.cluster.metadata import MetadataError, TopicInfo, topic_name_error
 from kafkalite.cluster.zk import KafkaZkClient, ZkError
+from kafkalite.cluster.zk_data import ZkDataError
+from kafkalite.security.acl import AccessControlEntry, AclBinding, PatternType, ResourcePattern
+
+log = logging.getLogger("kafkalite.cluster.zk_metadata_store")
+ACL_CHANGE_RETENTION_MS = 15 * 60 * 1000  # Kafka keeps ACL change notifications 15 minutes
 
 
 class ZkMetadataStore:
@@ -129,3 +137,56 @@ class ZkMetadataStore:
             raise MetadataError(f"Topic '{name}' does not exist")
         self.zk.set_topic_config(name, dict(configs))
         return TopicInfo(name, a.topic_id, len(a.partitions), dict(configs))
+
+    # -- ACLs: one znode per resource pattern, compare-and-set, then a change notification
+    def acls(self) -> list[AclBinding]:
+        out: list[AclBinding] = []
+        for pattern in self.zk.acl_patterns():
+            try:
+                entries, _ = self.zk.read_acls(pattern)
+            except (ad.AclDataError, ZkDataError) as exc:
+                log.error("ignoring unreadable ACLs of %s: %s", pattern, exc)
+                continue
+            out.extend(AclBinding(pattern, e) for e in entries)
+        return out
+
+    def acls_of(self, pattern: ResourcePattern) -> set[AccessControlEntry]:
+        return self.zk.read_acls(pattern)[0]
+
+    def update_acls(
+        self,
+        pattern: ResourcePattern,
+        add: Collection[AccessControlEntry] = (),
+        remove: Collection[AccessControlEntry] = (),
+    ) -> set[AccessControlEntry]:
+        while True:
+            current, version = self.zk.read_acls(pattern)
+            entries = (current | set(add)) - set(remove)
+            if entries == current:
+                return entries
+            if self.zk.write_acls(pattern, entries, version):
+                return entries
+
+    def watch_acl_changes(self, fn: Callable[[list[ResourcePattern]], None]) -> None:
+        """Watch both change paths; `fn` gets the patterns named by notifications newer than the
+        ones present when the watch was set (kazoo's thread). Old notifications are purged."""
+        for pattern_type in (PatternType.LITERAL, PatternType.PREFIXED):
+            self._watch_changes(pattern_type, fn)
+
+    def _watch_changes(
+        self, pattern_type: PatternType, fn: Callable[[list[ResourcePattern]], None]
+    ) -> None:
+        seen: set[str] | None = None
+
+        def on_children(children: list[str]) -> None:
+            nonlocal seen
+            if seen is None:
+                seen = set(children)
+                self.zk.purge_acl_changes(pattern_type, ACL_CHANGE_RETENTION_MS)
+                return
+            fresh = sorted(c for c in children if c not in seen)
+            seen = set(children)
+            if fresh:
+                fn(self.zk.acl_changes(pattern_type, fresh))
+
+        self.zk.watch_children(ad.change_path(pattern_type), on_children)

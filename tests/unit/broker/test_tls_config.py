@@ -226,3 +226,13 @@ def test_listener_tls_changes_are_per_broker(
         assert (code == ErrorCode.INVALID_REQUEST and "read-only" in str(msg)) or "JKS" in str(msg)
         code, msg = b.call(alter_broker, b.server, "0", change, False)
         assert (code, msg) == (0, None)
+
+
+def test_a_malformed_principal_mapping_rule_stops_startup(tmp_path: Path) -> None:
+    from kafkalite.broker.server import BrokerServer
+
+    cfg = BrokerConfig(
+        {"log.dirs": str(tmp_path), "ssl.principal.mapping.rules": "RULE:^CN=(.*)$/$1/X"}
+    )
+    with pytest.raises(ConfigError, match=r"ssl\.principal\.mapping\.rules"):
+        BrokerServer(cfg)

@@ -61,6 +61,10 @@ EXPECTED_APIS: list[tuple[str, int, int, int]] = [
     ("UpdateMetadata", 6, 0, 8),
     ("ControlledShutdown", 7, 0, 3),
     ("AlterPartition", 56, 0, 3),
+    # the ACL administration APIs
+    ("DescribeAcls", 29, 0, 3),
+    ("CreateAcls", 30, 0, 3),
+    ("DeleteAcls", 31, 0, 3),
 ]
 
 CASES = list(message_cases())

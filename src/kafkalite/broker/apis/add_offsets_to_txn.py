@@ -10,13 +10,20 @@ from kafkalite.broker.apis._txn_common import coordinator_or_error, old_fenced_c
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.txn import ADD_OFFSETS_TO_TXN, AddOffsetsToTxnResponse
+from kafkalite.security.acl import AclOperation, ResourceType
 
 API = ADD_OFFSETS_TO_TXN
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     coord, code = coordinator_or_error(ctx)
-    if not request.group_id:
+    if not ctx.authorize(
+        AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id
+    ):
+        code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    elif not request.group_id:
         code = ErrorCode.INVALID_GROUP_ID
     elif coord is not None:
         code = await coord.add_offsets(

@@ -16,6 +16,7 @@ from kafkalite.broker.context import RequestContext
 from kafkalite.coordinator import TopicPartition
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.txn import ADD_PARTITIONS_TO_TXN, AddPartitionsToTxnResponse
+from kafkalite.security.acl import AclOperation, ResourceType
 
 API = ADD_PARTITIONS_TO_TXN
 _Topic = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
@@ -27,7 +28,24 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     cache = ctx.broker.metadata_cache
     unknown = {tp for tp in wanted if cache.partition(tp.topic, tp.partition) is None}
     codes: dict[TopicPartition, ErrorCode]
-    if unknown:
+    txn_ok = ctx.authorize(
+        AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.v3_and_below_transactional_id
+    )
+    denied_topics = {
+        tp.topic
+        for tp in wanted
+        if not ctx.authorize(AclOperation.WRITE, ResourceType.TOPIC, tp.topic)
+    }
+    if not txn_ok:
+        codes = dict.fromkeys(wanted, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    elif denied_topics:
+        codes = {
+            tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            if tp.topic in denied_topics
+            else ErrorCode.OPERATION_NOT_ATTEMPTED
+            for tp in wanted
+        }
+    elif unknown:
         codes = {
             tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             if tp in unknown

@@ -15,9 +15,11 @@ from kafkalite.broker.topic_configs import (
     RESOURCE_TOPIC,
     apply_topic_overrides,
     check_topic_overrides,
+    config_access_denied,
 )
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.admin import ALTER_CONFIGS, AlterConfigsResponse
+from kafkalite.security.acl import AclOperation
 
 API = ALTER_CONFIGS
 log = logging.getLogger("kafkalite.broker.alter_configs")
@@ -58,7 +60,12 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     code: int
     msg: str | None
     for res in request.resources:
-        if res.resource_type == RESOURCE_TOPIC:
+        denied = config_access_denied(
+            ctx, AclOperation.ALTER_CONFIGS, res.resource_type, res.resource_name
+        )
+        if denied is not None:
+            code, msg = denied
+        elif res.resource_type == RESOURCE_TOPIC:
             new = {c.name: c.value for c in res.configs if c.value is not None}
             code, msg = alter_topic(ctx, res.resource_name, new, request.validate_only)
         elif res.resource_type == RESOURCE_BROKER:

@@ -11,12 +11,17 @@ from kafkalite.broker.context import RequestContext
 from kafkalite.cluster.controller.machine import AlterPartitionItem
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.cluster import ALTER_PARTITION, AlterPartitionResponse
+from kafkalite.security.acl import AclOperation
 
 API = ALTER_PARTITION
 CLUSTER_ONLY = True
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
+        return AlterPartitionResponse(
+            throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, topics=[]
+        )
     v = ctx.api_version
     zk = ctx.broker.zk_broker
     controller = zk.controller if zk is not None else None

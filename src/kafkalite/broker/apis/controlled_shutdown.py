@@ -11,12 +11,17 @@ from typing import Any
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.cluster import CONTROLLED_SHUTDOWN, ControlledShutdownResponse
+from kafkalite.security.acl import AclOperation
 
 API = CONTROLLED_SHUTDOWN
 CLUSTER_ONLY = True
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
+        return ControlledShutdownResponse(
+            error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, remaining_partitions=[]
+        )
     zk = ctx.broker.zk_broker
     controller = zk.controller if zk is not None else None
     if controller is None or not controller.active:

@@ -13,6 +13,7 @@ from kafkalite.broker.context import RequestContext
 from kafkalite.cluster.metadata import MetadataError
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.admin import CREATE_PARTITIONS, CreatePartitionsResponse
+from kafkalite.security.acl import AclOperation, ResourceType
 
 API = CREATE_PARTITIONS
 _Result = CreatePartitionsResponse.CreatePartitionsTopicResult
@@ -26,7 +27,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         r = _Result(name=t.name, error_code=0, error_message=None)
         results.append(r)
         info = broker.metadata_store.get(t.name)
-        if info is None:
+        if not ctx.authorize(AclOperation.ALTER, ResourceType.TOPIC, t.name):
+            r.error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            r.error_message = "Authorization failed."
+        elif info is None:
             r.error_code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             r.error_message = f"The topic '{t.name}' does not exist."
         elif t.count <= info.partitions:

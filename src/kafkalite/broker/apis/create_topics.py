@@ -12,6 +12,7 @@ import time
 import uuid
 from typing import Any
 
+from kafkalite.broker.apis.metadata import may_create_topic
 from kafkalite.broker.context import RequestContext
 from kafkalite.broker.topic_configs import check_topic_overrides, topic_entries
 from kafkalite.cluster.controller.election import check_assignment
@@ -55,7 +56,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             rf = int(broker.config.get("default.replication.factor"))
         overrides = {c.name: c.value for c in t.configs if c.value is not None}
         err: tuple[ErrorCode, str] | None = None
-        if seen[t.name] > 1:
+        if not may_create_topic(ctx, t.name):
+            err = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
+        elif seen[t.name] > 1:
             err = (
                 ErrorCode.INVALID_REQUEST,
                 f"Topic {t.name} appears more than once in the request",

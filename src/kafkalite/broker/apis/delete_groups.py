@@ -11,6 +11,7 @@ from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.groups import DELETE_GROUPS, DeleteGroupsResponse
+from kafkalite.security.acl import AclOperation, ResourceType
 
 API = DELETE_GROUPS
 
@@ -18,10 +19,12 @@ API = DELETE_GROUPS
 async def handle(ctx: RequestContext, request: Any) -> Any:
     coord = _groups.coordinator_of(ctx)
     names = list(request.groups_names)
+    allowed = [g for g in names if ctx.authorize(AclOperation.DELETE, ResourceType.GROUP, g)]
+    errors: dict[str, ErrorCode] = dict.fromkeys(names, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if coord is None:
-        errors = dict.fromkeys(names, ErrorCode.COORDINATOR_NOT_AVAILABLE)
-    else:
-        errors = await coord.delete_groups(names)
+        errors.update(dict.fromkeys(allowed, ErrorCode.COORDINATOR_NOT_AVAILABLE))
+    elif allowed:
+        errors.update(await coord.delete_groups(allowed))
     return DeleteGroupsResponse(
         throttle_time_ms=0,
         results=[

@@ -12,6 +12,7 @@ from kafkalite.broker.context import RequestContext
 from kafkalite.cluster.errors import ReplicaError, UnknownTopicOrPartition
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.admin import DELETE_RECORDS, DeleteRecordsResponse
+from kafkalite.security.acl import AclOperation, ResourceType
 
 API = DELETE_RECORDS
 log = logging.getLogger("kafkalite.broker.delete_records")
@@ -25,9 +26,13 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     for t in request.topics:
         parts: list[Any] = []
         topics.append(_Topic(name=t.name, partitions=parts))
+        topic_ok = ctx.authorize(AclOperation.DELETE, ResourceType.TOPIC, t.name)
         for p in t.partitions:
             r = _Part(partition_index=p.partition_index, low_watermark=-1, error_code=0)
             parts.append(r)
+            if not topic_ok:
+                r.error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                continue
             try:
                 lg = broker.replica_manager.leader_partition(t.name, p.partition_index).log
             except ReplicaError as exc:

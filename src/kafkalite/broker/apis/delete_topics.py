@@ -16,6 +16,7 @@ from typing import Any
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.admin import DELETE_TOPICS, DeleteTopicsResponse
+from kafkalite.security.acl import AclOperation, ResourceType
 
 API = DELETE_TOPICS
 log = logging.getLogger("kafkalite.broker.delete_topics")
@@ -41,6 +42,12 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             if tid is not None
             else broker.metadata_store.get(name or "")
         )
+        if not ctx.authorize(
+            AclOperation.DELETE, ResourceType.TOPIC, info.name if info is not None else name or ""
+        ):
+            r.error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            r.error_message = "Authorization failed."
+            continue
         if info is None:
             r.error_code = int(
                 ErrorCode.UNKNOWN_TOPIC_ID

@@ -14,10 +14,12 @@ from kafkalite.broker.topic_configs import (
     RESOURCE_BROKER_LOGGER,
     RESOURCE_TOPIC,
     broker_entries,
+    config_access_denied,
     topic_entries,
 )
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.admin import DESCRIBE_CONFIGS, DescribeConfigsResponse
+from kafkalite.security.acl import AclOperation
 
 API = DESCRIBE_CONFIGS
 _Result = DescribeConfigsResponse.DescribeConfigsResult
@@ -52,6 +54,12 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             configs=[],
         )
         results.append(r)
+        denied = config_access_denied(
+            ctx, AclOperation.DESCRIBE_CONFIGS, res.resource_type, res.resource_name
+        )
+        if denied is not None:
+            r.error_code, r.error_message = denied
+            continue
         if res.resource_type == RESOURCE_TOPIC:
             info = broker.metadata_store.get(res.resource_name)
             if info is None:

@@ -12,6 +12,7 @@ from kafkalite.broker.context import RequestContext
 from kafkalite.coordinator.types import GroupDescription
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.groups import DESCRIBE_GROUPS, DescribeGroupsResponse
+from kafkalite.security.acl import AclOperation, ResourceType
 
 API = DESCRIBE_GROUPS
 _Group = DescribeGroupsResponse.DescribedGroup
@@ -27,7 +28,14 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             for g in request.groups
         ]
     else:
-        described = coord.describe_groups(list(request.groups))
+        allowed = [
+            g for g in request.groups if ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, g)
+        ]
+        found = {d.group_id: d for d in coord.describe_groups(allowed)} if allowed else {}
+        described = [
+            found.get(g) or GroupDescription(g, ErrorCode.GROUP_AUTHORIZATION_FAILED, state="")
+            for g in request.groups
+        ]
     return DescribeGroupsResponse(
         throttle_time_ms=0,
         groups=[

@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from kafkalite.broker.context import RequestContext
+from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.admin import DESCRIBE_LOG_DIRS, DescribeLogDirsResponse
+from kafkalite.security.acl import AclOperation
 
 API = DESCRIBE_LOG_DIRS
 _Result = DescribeLogDirsResponse.DescribeLogDirsResult
@@ -20,6 +22,10 @@ _Part = _Topic.DescribeLogDirsPartition
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     broker = ctx.broker
+    if not ctx.authorize_cluster(AclOperation.DESCRIBE):
+        return DescribeLogDirsResponse(
+            throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, results=[]
+        )
     wanted: dict[str, set[int]] | None = None
     if request.topics is not None:
         wanted = {t.topic: set(t.partitions) for t in request.topics}

@@ -10,6 +10,7 @@ from kafkalite.broker.context import RequestContext
 from kafkalite.cluster.errors import ReplicaError, UnknownTopicOrPartition
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.txn import DESCRIBE_PRODUCERS, DescribeProducersResponse
+from kafkalite.security.acl import AclOperation, ResourceType
 
 API = DESCRIBE_PRODUCERS
 _Topic = DescribeProducersResponse.TopicResponse
@@ -22,9 +23,13 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     topics = []
     for t in request.topics:
         parts = []
+        topic_ok = ctx.authorize(AclOperation.READ, ResourceType.TOPIC, t.name)
         for index in t.partition_indexes:
             pr = _Part(partition_index=index, error_code=0, error_message=None, active_producers=[])
             parts.append(pr)
+            if not topic_ok:
+                pr.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             try:
                 part = broker.replica_manager.leader_partition(t.name, index)
             except ReplicaError as exc:

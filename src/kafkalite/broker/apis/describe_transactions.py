@@ -8,7 +8,9 @@ from typing import Any
 
 from kafkalite.broker.apis._txn_common import coordinator_or_error
 from kafkalite.broker.context import RequestContext
+from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.txn import DESCRIBE_TRANSACTIONS, DescribeTransactionsResponse
+from kafkalite.security.acl import AclOperation, ResourceType
 
 API = DESCRIBE_TRANSACTIONS
 _State = DescribeTransactionsResponse.TransactionState
@@ -33,7 +35,26 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 )
             )
     else:
-        for d in coord.describe_transactions(request.transactional_ids):
+        allowed = [
+            tid
+            for tid in request.transactional_ids
+            if ctx.authorize(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, tid)
+        ]
+        for tid in request.transactional_ids:
+            if tid not in allowed:
+                states.append(
+                    _State(
+                        error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                        transactional_id=tid,
+                        transaction_state="",
+                        transaction_timeout_ms=0,
+                        transaction_start_time_ms=-1,
+                        producer_id=-1,
+                        producer_epoch=-1,
+                        topics=[],
+                    )
+                )
+        for d in coord.describe_transactions(allowed) if allowed else ():
             states.append(
                 _State(
                     error_code=d.error_code,

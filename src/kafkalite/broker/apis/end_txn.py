@@ -8,14 +8,20 @@ from typing import Any
 
 from kafkalite.broker.apis._txn_common import coordinator_or_error, old_fenced_code
 from kafkalite.broker.context import RequestContext
+from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.txn import END_TXN, EndTxnResponse
+from kafkalite.security.acl import AclOperation, ResourceType
 
 API = END_TXN
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     coord, code = coordinator_or_error(ctx)
-    if coord is not None:
+    if not ctx.authorize(
+        AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id
+    ):
+        code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif coord is not None:
         code = await coord.end_txn(
             request.transactional_id,
             request.producer_id,

@@ -23,6 +23,7 @@ from kafkalite.cluster.errors import ReplicaError, UnknownTopicOrPartition
 from kafkalite.cluster.partition import Partition
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.fetch import FETCH, FetchResponse
+from kafkalite.security.acl import AclOperation, ResourceType
 
 API = FETCH
 log = logging.getLogger("kafkalite.broker.fetch")
@@ -63,6 +64,11 @@ def _resolve(ctx: RequestContext, topics: list[Any], replica_id: int) -> list[li
     rm = broker.replica_manager
     by_id = ctx.api_version >= 13
     out: list[list[_Target]] = []
+    # ACLs (one attribute check when off): a follower needs CLUSTER_ACTION, a consumer READ per topic
+    checked = broker.authorizer is not None
+    follower_denied = (
+        checked and replica_id >= 0 and not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION)
+    )
     for t in topics:
         if by_id:
             info = cache.topic_by_id(t.topic_id)
@@ -70,6 +76,14 @@ def _resolve(ctx: RequestContext, topics: list[Any], replica_id: int) -> list[li
         else:
             name = t.topic
             info = cache.topic(name)
+        denied = checked and (
+            follower_denied
+            or (
+                replica_id < 0
+                and name is not None
+                and not ctx.authorize(AclOperation.READ, ResourceType.TOPIC, name)
+            )
+        )
         group: list[_Target] = []
         for p in t.partitions:
             tgt = _Target(
@@ -80,7 +94,9 @@ def _resolve(ctx: RequestContext, topics: list[Any], replica_id: int) -> list[li
                 p.partition_max_bytes,
                 p.current_leader_epoch,
             )
-            if info is None:
+            if denied:
+                tgt.error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif info is None:
                 tgt.error = (
                     ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 )

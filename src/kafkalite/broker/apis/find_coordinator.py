@@ -15,6 +15,7 @@ from kafkalite.cluster.metadata_cache import BrokerEndpoint
 from kafkalite.coordinator import OFFSETS_TOPIC
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.groups import FIND_COORDINATOR, FindCoordinatorResponse
+from kafkalite.security.acl import AclOperation, ResourceType
 
 API = FIND_COORDINATOR
 log = logging.getLogger("kafkalite.broker.find_coordinator")
@@ -29,6 +30,14 @@ def _lookup(
     ctx: RequestContext, key: str, key_type: int
 ) -> tuple[ErrorCode, str | None, BrokerEndpoint]:
     broker = ctx.broker
+    if key_type == KEY_TYPE_GROUP and not ctx.authorize(
+        AclOperation.DESCRIBE, ResourceType.GROUP, key
+    ):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, None, _NONE
+    if key_type == KEY_TYPE_TRANSACTION and not ctx.authorize(
+        AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key
+    ):
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None, _NONE
     if key_type == KEY_TYPE_GROUP:
         coord = _groups.coordinator_of(ctx)
         if coord is None or not coord.active:

@@ -11,11 +11,16 @@ from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.groups import HEARTBEAT, HeartbeatResponse
+from kafkalite.security.acl import AclOperation, ResourceType
 
 API = HEARTBEAT
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return HeartbeatResponse(
+            throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED
+        )
     coord = _groups.coordinator_of(ctx)
     if coord is None:
         return HeartbeatResponse(throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)

@@ -17,12 +17,13 @@ from kafkalite.broker.dynamic_config import (
     check_broker_resource,
     dynamic_configs,
 )
-from kafkalite.broker.topic_configs import RESOURCE_BROKER, RESOURCE_TOPIC
+from kafkalite.broker.topic_configs import RESOURCE_BROKER, RESOURCE_TOPIC, config_access_denied
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.admin import (
     INCREMENTAL_ALTER_CONFIGS,
     IncrementalAlterConfigsResponse,
 )
+from kafkalite.security.acl import AclOperation
 from kafkalite.storage.config import TOPIC_CONFIG_TYPES
 
 API = INCREMENTAL_ALTER_CONFIGS
@@ -102,7 +103,12 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     code: int
     msg: str | None
     for res in request.resources:
-        if res.resource_type == RESOURCE_TOPIC:
+        denied = config_access_denied(
+            ctx, AclOperation.ALTER_CONFIGS, res.resource_type, res.resource_name
+        )
+        if denied is not None:
+            code, msg = denied
+        elif res.resource_type == RESOURCE_TOPIC:
             info = ctx.broker.metadata_store.get(res.resource_name)
             if info is None:
                 code, msg = (

@@ -13,7 +13,9 @@ from typing import Any
 
 from kafkalite.broker.apis._txn_common import coordinator_or_error, old_fenced_code
 from kafkalite.broker.context import RequestContext
+from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.txn import INIT_PRODUCER_ID, InitProducerIdResponse
+from kafkalite.security.acl import AclOperation, ResourceType
 
 API = INIT_PRODUCER_ID
 
@@ -31,7 +33,29 @@ async def _new_id(ctx: RequestContext) -> int:
     return await zk.next_producer_id() if zk is not None else next_producer_id()
 
 
+def _denied(ctx: RequestContext, transactional_id: str | None) -> ErrorCode:
+    """WRITE on the transactional id; without one, IDEMPOTENT_WRITE on the cluster or WRITE on
+    some topic (Kafka's rule for idempotent producers)."""
+    authorizer = ctx.broker.authorizer
+    if authorizer is None:
+        return ErrorCode.NO_ERROR
+    if transactional_id is not None:
+        if ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+            return ErrorCode.NO_ERROR
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    if ctx.authorize_cluster(AclOperation.IDEMPOTENT_WRITE) or authorizer.authorize_any(
+        ctx.principal, ctx.client_host, AclOperation.WRITE, ResourceType.TOPIC
+    ):
+        return ErrorCode.NO_ERROR
+    return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    denied = _denied(ctx, request.transactional_id)
+    if denied:
+        return InitProducerIdResponse(
+            throttle_time_ms=0, error_code=denied, producer_id=-1, producer_epoch=-1
+        )
     if request.transactional_id is not None:
         coord, code = coordinator_or_error(ctx)
         if coord is None:

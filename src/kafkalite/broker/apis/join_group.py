@@ -12,6 +12,7 @@ from kafkalite.broker.context import RequestContext
 from kafkalite.coordinator.types import JoinGroupResult
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.groups import JOIN_GROUP, JoinGroupResponse
+from kafkalite.security.acl import AclOperation, ResourceType
 
 API = JOIN_GROUP
 
@@ -40,6 +41,11 @@ def _response(version: int, r: JoinGroupResult) -> Any:
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return _response(
+            version,
+            JoinGroupResult(ErrorCode.GROUP_AUTHORIZATION_FAILED, member_id=request.member_id),
+        )
     coord = _groups.coordinator_of(ctx)
     if coord is None:
         return _response(

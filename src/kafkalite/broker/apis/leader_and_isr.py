@@ -17,6 +17,7 @@ from kafkalite.protocol.messages.cluster import (
     LeaderAndIsrResponse,
     grouped_partition_states,
 )
+from kafkalite.security.acl import AclOperation
 
 API = LEADER_AND_ISR
 CLUSTER_ONLY = True
@@ -42,6 +43,8 @@ def _states(
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
+        return LeaderAndIsrResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     v = ctx.api_version
     zk = ctx.broker.zk_broker
     assert zk is not None  # CLUSTER_ONLY

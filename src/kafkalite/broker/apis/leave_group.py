@@ -12,12 +12,17 @@ from kafkalite.broker.context import RequestContext
 from kafkalite.coordinator.types import LeavingMember
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.groups import LEAVE_GROUP, LeaveGroupResponse
+from kafkalite.security.acl import AclOperation, ResourceType
 
 API = LEAVE_GROUP
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return LeaveGroupResponse(
+            throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED
+        )
     coord = _groups.coordinator_of(ctx)
     if coord is None:
         return LeaveGroupResponse(

@@ -11,6 +11,7 @@ from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.groups import LIST_GROUPS, ListGroupsResponse
+from kafkalite.security.acl import AclOperation, ResourceType
 
 API = LIST_GROUPS
 
@@ -26,6 +27,14 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         request.states_filter if version >= 4 else (),
         request.types_filter if version >= 5 else (),
     )
+    # DESCRIBE on the cluster lists every group; otherwise only the groups one may describe
+    listed = r.groups
+    if ctx.broker.authorizer is not None and not ctx.authorize_cluster(AclOperation.DESCRIBE):
+        listed = [
+            g
+            for g in listed
+            if ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id)
+        ]
     return ListGroupsResponse(
         throttle_time_ms=0,
         error_code=r.error,
@@ -36,6 +45,6 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 group_state=g.state if version >= 4 else "",
                 group_type="classic" if version >= 5 else "",
             )
-            for g in r.groups
+            for g in listed
         ],
     )

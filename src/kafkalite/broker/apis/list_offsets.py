@@ -12,6 +12,7 @@ from kafkalite.broker.context import RequestContext
 from kafkalite.cluster.errors import ReplicaError, UnknownTopicOrPartition
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.offsets import LIST_OFFSETS, ListOffsetsResponse
+from kafkalite.security.acl import AclOperation, ResourceType
 
 API = LIST_OFFSETS
 log = logging.getLogger("kafkalite.broker.list_offsets")
@@ -51,6 +52,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     for t in request.topics:
         parts: list[Any] = []
         topics_out.append(_TopicResp(name=t.name, partitions=parts))
+        topic_ok = ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, t.name)
         for p in t.partitions:
             pr = _PartResp(
                 partition_index=p.partition_index,
@@ -61,6 +63,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 leader_epoch=-1,
             )
             parts.append(pr)
+            if not topic_ok:
+                pr.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             try:
                 part = broker.replica_manager.leader_partition(
                     t.name, p.partition_index, p.current_leader_epoch if v >= 4 else -1

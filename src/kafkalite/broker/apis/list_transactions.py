@@ -9,6 +9,7 @@ from typing import Any
 from kafkalite.broker.apis._txn_common import coordinator_or_error
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.messages.txn import LIST_TRANSACTIONS, ListTransactionsResponse
+from kafkalite.security.acl import AclOperation, ResourceType
 
 API = LIST_TRANSACTIONS
 _State = ListTransactionsResponse.TransactionState
@@ -36,5 +37,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 transaction_state=t.transaction_state,
             )
             for t in result.transaction_states
+            if ctx.authorize(
+                AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, t.transactional_id
+            )
         ],
     )

@@ -15,6 +15,7 @@ from kafkalite.cluster.metadata import MetadataError, topic_name_error
 from kafkalite.cluster.metadata_cache import TopicMetadata
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.metadata import METADATA, MetadataResponse
+from kafkalite.security.acl import AclOperation, ResourceType
 
 API = METADATA
 log = logging.getLogger("kafkalite.broker.metadata")
@@ -39,6 +40,8 @@ def auto_create(ctx: RequestContext, name: str) -> tuple[TopicMetadata | None, E
         return None, ErrorCode.LEADER_NOT_AVAILABLE
     if not broker.config.auto_create_topics:
         return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if not may_create_topic(ctx, name):
+        return None, ErrorCode.TOPIC_AUTHORIZATION_FAILED
     try:
         broker.create_topic(name)
     except MetadataError as exc:
@@ -55,6 +58,13 @@ def auto_create(ctx: RequestContext, name: str) -> tuple[TopicMetadata | None, E
     if created is None:  # cluster mode: the controller has not announced it yet
         return None, ErrorCode.LEADER_NOT_AVAILABLE
     return created, ErrorCode.NO_ERROR
+
+
+def may_create_topic(ctx: RequestContext, name: str) -> bool:
+    """CREATE on the cluster, or on the topic (Kafka's check for CreateTopics and auto-creation)."""
+    return ctx.authorize_cluster(AclOperation.CREATE) or ctx.authorize(
+        AclOperation.CREATE, ResourceType.TOPIC, name
+    )
 
 
 def topic_entry(ctx: RequestContext, info: TopicMetadata) -> Any:
@@ -93,7 +103,12 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     topics_out: list[Any] = []
     allow_auto = request.allow_auto_topic_creation if version >= 4 else True
     if request.topics is None or (version == 0 and not request.topics):
-        topics_out = [topic_entry(ctx, t) for t in broker.metadata_cache.topics()]
+        # a list-all request sees only the topics it may describe
+        topics_out = [
+            topic_entry(ctx, t)
+            for t in broker.metadata_cache.topics()
+            if ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, t.name)
+        ]
     else:
         for req_topic in request.topics:
             name = req_topic.name
@@ -113,6 +128,19 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                     continue
             elif name is not None:
                 info = broker.metadata_cache.topic(name)
+            if not ctx.authorize(
+                AclOperation.DESCRIBE, ResourceType.TOPIC, info.name if info else name or ""
+            ):
+                topics_out.append(
+                    _Topic(
+                        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                        name=name,
+                        topic_id=tid if name is None and tid is not None else ZERO_UUID,
+                        is_internal=info.internal if info is not None else False,
+                        partitions=[],
+                    )
+                )
+                continue
             if info is None:
                 if name is None:
                     topics_out.append(

@@ -12,6 +12,7 @@ from kafkalite.broker.context import RequestContext
 from kafkalite.coordinator.types import OffsetCommitPartition, TopicPartition
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.offsets import OFFSET_COMMIT, OffsetCommitResponse
+from kafkalite.security.acl import AclOperation, ResourceType
 
 API = OFFSET_COMMIT
 _Topic = OffsetCommitResponse.OffsetCommitResponseTopic
@@ -26,9 +27,17 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
     errors: dict[TopicPartition, ErrorCode] = {}
     to_commit: list[OffsetCommitPartition] = []
+    group_ok = ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id)
     for t in request.topics:
+        topic_ok = ctx.authorize(AclOperation.READ, ResourceType.TOPIC, t.name)
         for p in t.partitions:
             tp = TopicPartition(t.name, p.partition_index)
+            if not group_ok:
+                errors[tp] = ErrorCode.GROUP_AUTHORIZATION_FAILED
+                continue
+            if not topic_ok:
+                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             if not _partition_exists(ctx, t.name, p.partition_index):
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue

@@ -12,6 +12,7 @@ from kafkalite.broker.context import RequestContext
 from kafkalite.coordinator.types import TopicPartition
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.offsets import OFFSET_DELETE, OffsetDeleteResponse
+from kafkalite.security.acl import AclOperation, ResourceType
 
 API = OFFSET_DELETE
 _Topic = OffsetDeleteResponse.OffsetDeleteResponseTopic
@@ -19,6 +20,10 @@ _Part = _Topic.OffsetDeleteResponsePartition
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if not ctx.authorize(AclOperation.DELETE, ResourceType.GROUP, request.group_id):
+        return OffsetDeleteResponse(
+            error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, throttle_time_ms=0
+        )
     coord = _groups.coordinator_of(ctx)
     if coord is None:
         return OffsetDeleteResponse(
@@ -28,9 +33,12 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     wanted: list[TopicPartition] = []
     for t in request.topics:
         info = ctx.broker.metadata_cache.topic(t.name)
+        topic_ok = ctx.authorize(AclOperation.READ, ResourceType.TOPIC, t.name)
         for p in t.partitions:
             tp = TopicPartition(t.name, p.partition_index)
-            if info is None or info.partition(p.partition_index) is None:
+            if not topic_ok:
+                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif info is None or info.partition(p.partition_index) is None:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 wanted.append(tp)

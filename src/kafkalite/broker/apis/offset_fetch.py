@@ -12,6 +12,7 @@ from kafkalite.broker.context import RequestContext
 from kafkalite.coordinator.types import OffsetFetchPartition, OffsetFetchResult, TopicPartition
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.offsets import OFFSET_FETCH, OffsetFetchResponse
+from kafkalite.security.acl import AclOperation, ResourceType
 
 API = OFFSET_FETCH
 R = OffsetFetchResponse
@@ -20,10 +21,33 @@ R = OffsetFetchResponse
 def _fetch(
     ctx: RequestContext, group_id: str, tps: list[TopicPartition] | None, require_stable: bool
 ) -> OffsetFetchResult:
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, group_id):
+        return OffsetFetchResult(ErrorCode.GROUP_AUTHORIZATION_FAILED)
     coord = _groups.coordinator_of(ctx)
     if coord is None:
         return OffsetFetchResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-    return coord.fetch_offsets(group_id, tps, require_stable=require_stable)
+    r = coord.fetch_offsets(group_id, tps, require_stable=require_stable)
+    if ctx.broker.authorizer is not None:
+        # Kafka: DESCRIBE on each topic; named partitions answer TOPIC_AUTHORIZATION_FAILED,
+        # a fetch of every offset leaves unauthorized topics out
+        allowed: dict[str, bool] = {}
+        kept: list[OffsetFetchPartition] = []
+        for p in r.partitions:
+            ok = allowed.get(p.topic)
+            if ok is None:
+                ok = allowed[p.topic] = ctx.authorize(
+                    AclOperation.DESCRIBE, ResourceType.TOPIC, p.topic
+                )
+            if ok:
+                kept.append(p)
+            elif tps is not None:
+                kept.append(
+                    OffsetFetchPartition(
+                        p.topic, p.partition, error=ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                    )
+                )
+        r.partitions = kept
+    return r
 
 
 def _requested(topics: Any) -> list[TopicPartition] | None:

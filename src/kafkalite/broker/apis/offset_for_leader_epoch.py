@@ -15,6 +15,7 @@ from kafkalite.protocol.messages.offsets import (
     OFFSET_FOR_LEADER_EPOCH,
     OffsetForLeaderEpochResponse,
 )
+from kafkalite.security.acl import AclOperation, ResourceType
 
 API = OFFSET_FOR_LEADER_EPOCH
 _Topic = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
@@ -26,12 +27,25 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     rm = broker.replica_manager
     cache = broker.metadata_cache
     topics = []
+    # a follower (replica id >= 0) needs CLUSTER_ACTION, a consumer DESCRIBE on the topic
+    follower = ctx.api_version >= 3 and request.replica_id >= 0
+    follower_ok = not follower or ctx.authorize_cluster(AclOperation.CLUSTER_ACTION)
     for t in request.topics:
         parts: list[Any] = []
         topics.append(_Topic(topic=t.topic, partitions=parts))
+        topic_ok = follower_ok and (
+            follower or ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, t.topic)
+        )
         for p in t.partitions:
             r = _Part(error_code=0, partition=p.partition, leader_epoch=-1, end_offset=-1)
             parts.append(r)
+            if not topic_ok:
+                r.error_code = int(
+                    ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                    if follower_ok
+                    else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+                )
+                continue
             current = p.current_leader_epoch if ctx.api_version >= 2 else -1
             try:
                 part = rm.leader_partition(t.topic, p.partition, current)

@@ -25,6 +25,7 @@ from kafkalite.records.header import (
     parse_batch_header,
     read_magic,
 )
+from kafkalite.security.acl import AclOperation, ResourceType
 
 API = PRODUCE
 log = logging.getLogger("kafkalite.broker.produce")
@@ -227,11 +228,48 @@ def validate(blob: bytes | bytearray, cfg: Any, now_ms: int) -> bytearray:
     return buf
 
 
+def _has_idempotent_records(request: Any) -> bool:
+    """Does any partition's first batch carry a producer id (v2 batch, producerId at byte 43)?"""
+    for tdata in request.topic_data:
+        for pdata in tdata.partition_data:
+            blob = pdata.records
+            if (
+                blob
+                and len(blob) >= 51
+                and blob[16] == 2
+                and int.from_bytes(blob[43:51], "big", signed=True) >= 0
+            ):
+                return True
+    return False
+
+
+def _producer_denied(ctx: RequestContext, request: Any) -> ErrorCode:
+    """Kafka's request-level produce checks: WRITE on the transactional id; for idempotent records
+    without one, IDEMPOTENT_WRITE on the cluster or WRITE on some topic."""
+    txn_id = request.transactional_id if ctx.api_version >= 3 else None
+    if txn_id is not None:
+        if not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id):
+            return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif _has_idempotent_records(request):
+        authorizer = ctx.broker.authorizer
+        assert authorizer is not None
+        if not ctx.authorize_cluster(AclOperation.IDEMPOTENT_WRITE) and not (
+            authorizer.authorize_any(
+                ctx.principal, ctx.client_host, AclOperation.WRITE, ResourceType.TOPIC
+            )
+        ):
+            return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    return ErrorCode.NO_ERROR
+
+
 async def handle(ctx: RequestContext, request: Any) -> Any:
     broker = ctx.broker
     rm = broker.replica_manager
     cache = broker.metadata_cache
     acks = request.acks
+    # ACLs: one attribute check when no authorizer is configured
+    checked = broker.authorizer is not None
+    request_denied = _producer_denied(ctx, request) if checked else ErrorCode.NO_ERROR
     topics_out: list[Any] = []
     flushes: list[Partition] = []
     waiting: list[tuple[_PartResp, Partition, int]] = []  # acks=all answers awaiting the ISR
@@ -245,6 +283,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         topic_code = ErrorCode.NO_ERROR
         if bad_acks:
             topic_code = ErrorCode.INVALID_REQUIRED_ACKS
+        elif checked and (
+            request_denied or not ctx.authorize(AclOperation.WRITE, ResourceType.TOPIC, name)
+        ):
+            topic_code = request_denied or ErrorCode.TOPIC_AUTHORIZATION_FAILED
         elif info is not None and info.internal:
             topic_code = ErrorCode.INVALID_TOPIC_EXCEPTION  # clients may not write internal topics
         elif info is None:

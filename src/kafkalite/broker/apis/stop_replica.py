@@ -12,6 +12,7 @@ from typing import Any
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.cluster import STOP_REPLICA, StopReplicaResponse
+from kafkalite.security.acl import AclOperation
 
 API = STOP_REPLICA
 CLUSTER_ONLY = True
@@ -38,6 +39,8 @@ def _partitions(request: Any, version: int) -> list[tuple[tuple[str, int], bool]
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
+        return StopReplicaResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     v = ctx.api_version
     zk = ctx.broker.zk_broker
     assert zk is not None  # CLUSTER_ONLY

@@ -11,12 +11,17 @@ from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.groups import SYNC_GROUP, SyncGroupResponse
+from kafkalite.security.acl import AclOperation, ResourceType
 
 API = SYNC_GROUP
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return SyncGroupResponse(
+            throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, assignment=b""
+        )
     coord = _groups.coordinator_of(ctx)
     if coord is None:
         return SyncGroupResponse(

@@ -12,6 +12,7 @@ from kafkalite.broker.context import RequestContext
 from kafkalite.coordinator.types import OffsetCommitPartition, TopicPartition
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.txn import TXN_OFFSET_COMMIT, TxnOffsetCommitResponse
+from kafkalite.security.acl import AclOperation, ResourceType
 
 API = TXN_OFFSET_COMMIT
 _Topic = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
@@ -23,9 +24,20 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     errors: dict[TopicPartition, ErrorCode] = {}
     to_commit: list[OffsetCommitPartition] = []
     cache = ctx.broker.metadata_cache
+    request_denied = ErrorCode.NO_ERROR
+    if not ctx.authorize(
+        AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id
+    ):
+        request_denied = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        request_denied = ErrorCode.GROUP_AUTHORIZATION_FAILED
     for t in request.topics:
+        topic_ok = ctx.authorize(AclOperation.READ, ResourceType.TOPIC, t.name)
         for p in t.partitions:
             tp = TopicPartition(t.name, p.partition_index)
+            if request_denied or not topic_ok:
+                errors[tp] = request_denied or ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             if cache.partition(t.name, p.partition_index) is None:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue

@@ -23,6 +23,7 @@ from kafkalite.protocol.messages.cluster import (
     UpdateMetadataResponse,
     grouped_partition_states,
 )
+from kafkalite.security.acl import AclOperation
 
 API = UPDATE_METADATA
 CLUSTER_ONLY = True
@@ -78,6 +79,8 @@ def _states(request: Any, version: int) -> tuple[list[PartitionMetadata], dict[s
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
+    if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
+        return UpdateMetadataResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     v = ctx.api_version
     zk = ctx.broker.zk_broker
     assert zk is not None  # CLUSTER_ONLY

@@ -9,7 +9,9 @@ from typing import Any
 from kafkalite.broker.context import RequestContext
 from kafkalite.broker.txn_markers import write_markers_locally
 from kafkalite.coordinator import TopicPartition
+from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.txn import WRITE_TXN_MARKERS, WriteTxnMarkersResponse
+from kafkalite.security.acl import AclOperation
 
 API = WRITE_TXN_MARKERS
 _Result = WriteTxnMarkersResponse.WritableTxnMarkerResult
@@ -19,16 +21,20 @@ _Part = _Topic.WritableTxnMarkerPartitionResult
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     results = []
+    allowed = ctx.authorize_cluster(AclOperation.CLUSTER_ACTION)
     for marker in request.markers:
         tps = [TopicPartition(t.name, p) for t in marker.topics for p in t.partition_indexes]
-        codes = await write_markers_locally(
-            ctx.broker,
-            marker.producer_id,
-            marker.producer_epoch,
-            marker.coordinator_epoch,
-            bool(marker.transaction_result),
-            tps,
-        )
+        if not allowed:
+            codes = dict.fromkeys(tps, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+        else:
+            codes = await write_markers_locally(
+                ctx.broker,
+                marker.producer_id,
+                marker.producer_epoch,
+                marker.coordinator_epoch,
+                bool(marker.transaction_result),
+                tps,
+            )
         by_topic: dict[str, list[Any]] = {}
         for tp in tps:
             by_topic.setdefault(tp.topic, []).append(

@@ -18,6 +18,7 @@ _FAMILIES = (
     "txn",
     "sasl",
     "cluster",
+    "acls",
 )
 
 for _name in _FAMILIES:
