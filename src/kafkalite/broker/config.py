@@ -17,6 +17,7 @@ from kafkalite.broker.config_defs import (
     BROKER_SYNONYM_GROUPS,
     DYNAMIC_BROKER_CONFIGS,
     LONG_MAX,
+    SASL_CONFIG_DEFS,
     SOURCE_DEFAULT,
     SOURCE_DYNAMIC_BROKER,
     SOURCE_DYNAMIC_DEFAULT_BROKER,
@@ -144,16 +145,24 @@ SECURITY_PROTOCOL_IDS: dict[str, int] = {
     "SASL_SSL": 3,
 }
 # what this broker can serve; a listener with any other protocol stops startup
-SUPPORTED_SECURITY_PROTOCOLS: frozenset[str] = frozenset({"PLAINTEXT", "SSL"})
-_SSL_DEFS = {d.name: d for d in SSL_CONFIG_DEFS}
+SUPPORTED_SECURITY_PROTOCOLS: frozenset[str] = frozenset(
+    {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
+)
+SASL_SECURITY_PROTOCOLS: frozenset[str] = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
+TLS_SECURITY_PROTOCOLS: frozenset[str] = frozenset({"SSL", "SASL_SSL"})
+_LISTENER_DEFS = {d.name: d for d in (*SSL_CONFIG_DEFS, *SASL_CONFIG_DEFS)}
+_JAAS_DEF = _LISTENER_DEFS["sasl.jaas.config"]
 
 
 def listener_override_def(name: str) -> ConfigDef | None:
-    """The definition behind `listener.name.<listener>.ssl.*`, or None for any other name."""
+    """The definition behind `listener.name.<listener>.ssl.*` / `.sasl.*` (and the per-mechanism
+    `listener.name.<listener>.<mechanism>.sasl.jaas.config`), or None for any other name."""
     if not name.startswith("listener.name."):
         return None
     _, _, rest = name[len("listener.name.") :].partition(".")
-    return _SSL_DEFS.get(rest)
+    if rest.endswith(".sasl.jaas.config"):
+        return _JAAS_DEF
+    return _LISTENER_DEFS.get(rest)
 
 
 @dataclass(frozen=True)

@@ -98,12 +98,39 @@ SSL_CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ),
 )
 
+# sasl.* settings; `listener.name.<listener>.` overrides them for one listener, and the JAAS config
+# is looked up as `listener.name.<listener>.<mechanism>.sasl.jaas.config` first (names in lower case)
+SASL_CONFIG_DEFS: tuple[ConfigDef, ...] = (
+    _d(
+        "sasl.enabled.mechanisms",
+        T_LIST,
+        "PLAIN",
+        "SASL mechanisms offered on SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 "
+        "(Kafka's default is GSSAPI, which kafkalite does not offer).",
+    ),
+    _d(
+        "sasl.jaas.config",
+        T_STRING,
+        None,
+        "JAAS login module config: PlainLoginModule's user_<name> options are the PLAIN users; "
+        "username/password are what this broker logs in with to others.",
+    ),
+    _d(
+        "connections.max.reauth.ms",
+        T_LONG,
+        "0",
+        "KIP-368: lifetime of a SASL session; past it the client must re-authenticate or is "
+        "disconnected (0: sessions never expire).",
+    ),
+)
+
 # settings whose values DescribeConfigs never shows (Kafka's PASSWORD type)
 SENSITIVE_SUFFIXES: tuple[str, ...] = (
     "ssl.key.password",
     "ssl.keystore.password",
     "ssl.truststore.password",
     "ssl.keystore.key",
+    "sasl.jaas.config",
 )
 
 
@@ -370,6 +397,20 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             T_INT,
             "3600000",
             "How often the coordinator forgets expired transactional ids.",
+        ),
+        # -- SASL authentication (listener.name.<listener>. overrides these per listener)
+        *SASL_CONFIG_DEFS,
+        _d(
+            "sasl.mechanism.inter.broker.protocol",
+            T_STRING,
+            "PLAIN",
+            "SASL mechanism brokers use to log in to each other on a SASL inter-broker listener.",
+        ),
+        _d(
+            "connection.failed.authentication.delay.ms",
+            T_INT,
+            "100",
+            "How long a failed SASL authentication waits before its connection closes.",
         ),
         # -- authorization (ACLs)
         _d(

@@ -15,7 +15,9 @@ import socket
 import time
 from typing import TYPE_CHECKING, Any
 
+from kafkalite.broker.config import SASL_SECURITY_PROTOCOLS
 from kafkalite.broker.context import DeferredResponse
+from kafkalite.broker.sasl_auth import SaslSession, SaslState
 from kafkalite.broker.tls import subject_rfc2253
 from kafkalite.protocol.exceptions import DecodeError
 from kafkalite.protocol.framing import FrameDecoder, FrameTooLarge
@@ -71,6 +73,13 @@ class Connection(asyncio.Protocol):
         self.client_software: tuple[str, str] | None = None
         # who is on the other end: set by authentication (TLS / SASL), anonymous until then
         self.principal: KafkaPrincipal = ANONYMOUS
+        # SASL listeners: the authentication state until authenticated, then None (one attribute
+        # check per request); kept while KIP-368 sessions expire (connections.max.reauth.ms)
+        self.sasl: SaslSession | None = None
+        if security_protocol in SASL_SECURITY_PROTOCOLS:
+            self.sasl = SaslSession(
+                server.sasl_listeners[listener_name or ""], server.scram_credentials.lookup
+            )
         self.last_activity = time.monotonic()
         self.closed = False
         self._worker: asyncio.Task[None] | None = None
@@ -102,7 +111,9 @@ class Connection(asyncio.Protocol):
                 pass
             self._sock_fd = sock.fileno()
         tls = self._tls = transport.get_extra_info("sslcontext") is not None
-        if tls:
+        if (
+            tls and self.sasl is None
+        ):  # SASL_SSL: the principal comes from SASL, not the certificate
             subject = subject_rfc2253(transport.get_extra_info("peercert"))
             self.peer_certificate_subject = subject
             if subject:
@@ -186,6 +197,20 @@ class Connection(asyncio.Protocol):
         if self._worker is None or self._tls:
             return None  # a TLS transport closes on EOF whatever we answer
         return True
+
+    # -- SASL
+    def sasl_authenticated(self, session: SaslSession) -> None:
+        """The exchange succeeded: requests now run as its principal."""
+        assert session.principal is not None
+        self.principal = session.principal
+        if session.settings.reauth_ms <= 0:
+            self.sasl = None  # nothing left to check per request
+
+    def close_after_failed_authentication(self, session: SaslSession) -> None:
+        """Kafka's connection.failed.authentication.delay.ms: the answer goes out, the close waits."""
+        session.state = SaslState.FAILED
+        delay = session.settings.failed_delay_ms / 1000
+        asyncio.get_running_loop().call_later(delay, self.close)
 
     # -- request loop
     @property

@@ -12,7 +12,7 @@ import ssl
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kafkalite.broker.config import BrokerConfig, Listener
+from kafkalite.broker.config import TLS_SECURITY_PROTOCOLS, BrokerConfig, Listener
 from kafkalite.broker.connection import Connection
 from kafkalite.broker.tls import handshake_failure_reason, server_context, ssl_settings
 from kafkalite.cluster.metadata_cache import ListenerEndpoint
@@ -27,7 +27,7 @@ TLS_HANDSHAKE_TIMEOUT_S = 10.0
 
 @dataclass
 class ListenerRuntime:
-    """A configured listener: its bind address, protocol, TLS context (SSL only) and, once bound,
+    """A configured listener: its bind address, protocol, TLS context (SSL, SASL_SSL) and, once bound,
     its server socket and advertised address."""
 
     name: str
@@ -53,7 +53,7 @@ def configure_listeners(
     for lst, adv in zip(config.listeners, config.advertised_listeners, strict=True):
         proto = config.security_protocol(lst.name)
         ctx = None
-        if proto == "SSL":
+        if proto in TLS_SECURITY_PROTOCOLS:
             dyn = (dynamic_ssl or {}).get(lst.name)
             ctx = server_context(ssl_settings(config, lst.name, dyn))
         out.append(ListenerRuntime(lst.name, proto, lst, adv, ctx))

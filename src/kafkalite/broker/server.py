@@ -15,7 +15,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kafkalite.broker.authorizer import Authorizer
-from kafkalite.broker.config import BrokerConfig, ConfigError, Listener, listener_override_def
+from kafkalite.broker.config import (
+    TLS_SECURITY_PROTOCOLS,
+    BrokerConfig,
+    ConfigError,
+    Listener,
+    listener_override_def,
+)
 from kafkalite.broker.connection import CloseConnection, Connection
 from kafkalite.broker.context import DeferredResponse, RequestContext, SlicedResponse
 from kafkalite.broker.dispatch import DispatchTable
@@ -24,6 +30,8 @@ from kafkalite.broker.fetch_session import FetchSessionCache
 from kafkalite.broker.groups import GroupCoordinatorComponent
 from kafkalite.broker.listeners import ListenerRuntime, bind_listeners, configure_listeners
 from kafkalite.broker.purgatory import DelayedOperations
+from kafkalite.broker.sasl_auth import SaslListenerSettings, SaslSession, SaslState, configure_sasl
+from kafkalite.broker.scram_credentials import ScramCredentialCache
 from kafkalite.broker.tls import client_context, server_context, ssl_settings
 from kafkalite.broker.transactions import TransactionCoordinatorComponent
 from kafkalite.broker.zk_broker import ZkBroker
@@ -48,6 +56,7 @@ from kafkalite.protocol.headers import (
     response_header_version,
 )
 from kafkalite.security.principal import SslPrincipalMapper
+from kafkalite.security.sasl import IllegalSaslStateError, SaslAuthenticationError
 from kafkalite.storage import Log, LogManager
 
 log = logging.getLogger("kafkalite.broker")
@@ -77,10 +86,14 @@ class BrokerServer:
         self.listeners: list[ListenerRuntime] = configure_listeners(config)
         self.inter_broker_listener = config.inter_broker_listener_name
         self.inter_broker_ssl_context: ssl.SSLContext | None = None
-        if config.security_protocol(self.inter_broker_listener) == "SSL":
+        if config.security_protocol(self.inter_broker_listener) in TLS_SECURITY_PROTOCOLS:
             self.inter_broker_ssl_context = client_context(
                 ssl_settings(config, self.inter_broker_listener)
             )
+        # SASL listeners' mechanisms and JAAS users (GSSAPI, OAUTHBEARER, PLAIN without users stop
+        # startup here) and the SCRAM credentials, read from the metadata store in start()
+        self.sasl_listeners: dict[str, SaslListenerSettings] = configure_sasl(config)
+        self.scram_credentials = ScramCredentialCache(self.metadata_store)
         self.cluster_mode = config.zookeeper_connect is not None
         self.dispatch = DispatchTable.discover(cluster_mode=self.cluster_mode)
         self.groups = GroupCoordinatorComponent(self)
@@ -127,6 +140,8 @@ class BrokerServer:
         self.cluster_id = ensure_meta_properties(self.log_dirs, self.broker_id, zk_cluster_id)
         self.metadata_cache.cluster_id = self.cluster_id
         self.metadata_store.load()
+        self.scram_credentials.store = self.metadata_store
+        await self.scram_credentials.load()
         if self.authorizer is not None:
             self.authorizer.store = self.metadata_store
             await self.authorizer.start()
@@ -186,7 +201,7 @@ class BrokerServer:
         return {
             lr.name: server_context(ssl_settings(self.config, lr.name, per_broker))
             for lr in self.listeners
-            if lr.security_protocol == "SSL"
+            if lr.security_protocol in TLS_SECURITY_PROTOCOLS
         }
 
     def install_listener_tls(self, contexts: Mapping[str, ssl.SSLContext]) -> None:
@@ -392,11 +407,21 @@ class BrokerServer:
     async def handle_frame(
         self, conn: Connection, frame: bytes
     ) -> list[Any] | DeferredResponse | None:
+        sasl = conn.sasl
+        if sasl is not None and sasl.state is SaslState.RAW_TOKEN:
+            return self._sasl_raw_token(conn, sasl, frame)
         try:
             key, version, corr = peek_api(frame)
         except DecodeError as exc:
             log.warning("closing %s: %s", conn.peer, exc)
             raise CloseConnection from None
+        if sasl is not None:
+            why = sasl.rejection(key)
+            if why is not None:
+                log.warning(
+                    "closing %s on SASL listener %s: %s", conn.peer, conn.listener_name, why
+                )
+                raise CloseConnection
         entry = self.dispatch.get(key)
         if key == API_VERSIONS_KEY and entry is not None and version > entry.max_version:
             # KIP-511: answer with v0 and the ranges we support so the client can pick a version
@@ -450,6 +475,35 @@ class BrokerServer:
             entry.encode_response,
             flexible,
         )
+
+    def _sasl_raw_token(
+        self, conn: Connection, sasl: SaslSession, frame: bytes
+    ) -> list[Any] | None:
+        """After SaslHandshake v0 (KIP-152's legacy form) each frame is a bare SASL token and so is
+        each answer; a failure gets no answer, only the (delayed) close."""
+        try:
+            token = sasl.authenticate(frame)
+        except (SaslAuthenticationError, IllegalSaslStateError) as exc:
+            log.warning(
+                "%s on listener %s failed SASL/%s authentication as %s: %s",
+                conn.peer,
+                conn.listener_name,
+                sasl.mechanism,
+                sasl.username or "an unnamed user",
+                exc,
+            )
+            conn.close_after_failed_authentication(sasl)
+            return None
+        if sasl.state is SaslState.AUTHENTICATED:
+            conn.sasl_authenticated(sasl)
+            log.info(
+                "%s authenticated as %s with SASL/%s (handshake v0) on listener %s",
+                conn.peer,
+                conn.principal,
+                sasl.mechanism,
+                conn.listener_name,
+            )
+        return [_SIZE.pack(len(token)) + token]
 
     async def _encode_later(
         self,

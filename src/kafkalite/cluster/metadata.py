@@ -1,5 +1,5 @@
 """MetadataStore, the write side of cluster metadata (topics, partition counts, topic ids, config
-overrides, ACLs): `LocalMetadataStore` keeps a single node's in local files; cluster mode's lives in ZooKeeper.
+overrides, ACLs, SCRAM credentials): `LocalMetadataStore` keeps a single node's in local files; cluster mode's lives in ZooKeeper.
 
 Also owns meta.properties (cluster id, broker id) in each log directory. Writes are atomic (temp file + rename).
 """
@@ -12,15 +12,17 @@ import os
 import re
 import threading
 import uuid
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from kafkalite.cluster.acl_data import ACL_FILE, AclDataError, decode_acl_file, encode_acl_file
 from kafkalite.security.acl import AccessControlEntry, AclBinding, ResourcePattern
+from kafkalite.security.scram import ScramCredential
 
 METADATA_FILE = "kafkalite-metadata.json"
+SCRAM_FILE = "kafkalite-scram-credentials.json"
 META_PROPERTIES = "meta.properties"
 MAX_TOPIC_NAME = 249
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -168,6 +170,16 @@ class MetadataStore(Protocol):
     def watch_acl_changes(self, fn: Callable[[list[ResourcePattern]], None]) -> None:
         """`fn(patterns)` whenever another writer changes the ACLs of these patterns."""
 
+    # SCRAM credentials per user and mechanism: salted and hashed, never a password (synchronous)
+    def scram_credentials(self) -> dict[str, dict[str, ScramCredential]]: ...
+    def user_scram_credentials(self, user: str) -> dict[str, ScramCredential]: ...
+    def alter_scram_credentials(
+        self,
+        user: str,
+        upsert: Mapping[str, ScramCredential],
+        delete: Collection[str] = (),
+    ) -> dict[str, ScramCredential]: ...
+
 
 class LocalMetadataStore:
     """Topics of a single-node cluster, persisted in `<dir>/kafkalite-metadata.json`. Thread-safe."""
@@ -181,6 +193,10 @@ class LocalMetadataStore:
         self.generation = 0  # bumped on every change, for caches
         self.acl_path = self.directory / ACL_FILE
         self._acls: dict[ResourcePattern, set[AccessControlEntry]] = {}
+        self.scram_path = self.directory / SCRAM_FILE
+        self._scram: dict[
+            str, dict[str, str]
+        ] = {}  # user -> mechanism -> Kafka's credential string
 
     # -- persistence
     def load(self) -> None:
@@ -203,6 +219,17 @@ class LocalMetadataStore:
                     raise MetadataError(f"{self.acl_path}: {exc}") from None
                 for b in bindings:
                     self._acls.setdefault(b.pattern, set()).add(b.entry)
+            self._scram = {}
+            if self.scram_path.exists():
+                doc = json.loads(self.scram_path.read_text(encoding="utf-8"))
+                users = doc.get("users", {}) if isinstance(doc, dict) else {}
+                for user, creds in users.items():
+                    for text in creds.values():
+                        try:
+                            ScramCredential.from_config_string(text)
+                        except ValueError as exc:
+                            raise MetadataError(f"{self.scram_path}: user {user}: {exc}") from None
+                    self._scram[str(user)] = {str(m): str(t) for m, t in creds.items()}
             self.generation += 1
 
     def _save(self) -> None:
@@ -325,3 +352,34 @@ class LocalMetadataStore:
 
     def watch_acl_changes(self, fn: Callable[[list[ResourcePattern]], None]) -> None:
         """One node is the only writer: nothing changes behind its back."""
+
+    # -- SCRAM credentials (one JSON file in the data dir, Kafka's credential strings)
+    def scram_credentials(self) -> dict[str, dict[str, ScramCredential]]:
+        with self._lock:
+            return {u: _parse_credentials(c) for u, c in self._scram.items()}
+
+    def user_scram_credentials(self, user: str) -> dict[str, ScramCredential]:
+        with self._lock:
+            return _parse_credentials(self._scram.get(user, {}))
+
+    def alter_scram_credentials(
+        self,
+        user: str,
+        upsert: Mapping[str, ScramCredential],
+        delete: Collection[str] = (),
+    ) -> dict[str, ScramCredential]:
+        with self._lock:
+            creds = {m: t for m, t in self._scram.get(user, {}).items() if m not in delete}
+            creds.update({m: c.to_config_string() for m, c in upsert.items()})
+            if creds:
+                self._scram[user] = creds
+            else:
+                self._scram.pop(user, None)
+            self.directory.mkdir(parents=True, exist_ok=True)
+            doc = {"version": 1, "users": self._scram}
+            _atomic_write(self.scram_path, json.dumps(doc, indent=1, sort_keys=True))
+            return _parse_credentials(creds)
+
+
+def _parse_credentials(creds: Mapping[str, str]) -> dict[str, ScramCredential]:
+    return {m: ScramCredential.from_config_string(t) for m, t in creds.items()}

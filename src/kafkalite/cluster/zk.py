@@ -379,6 +379,55 @@ class KafkaZkClient:
                 out.append(topic)
         return out
 
+    def config_change_entities(self, changes: list[str]) -> list[str]:
+        """The entity paths ("topics/<t>", "users/<u>", ...) these /config/changes notifications name."""
+        out: list[str] = []
+        for name in changes:
+            path = f"{zd.CONFIG_CHANGES}/{name}"
+            try:
+                data, _ = self.zk.get(path)
+                out.append(zd.decode_config_change(path, data))
+            except NoNodeError:
+                continue
+            except zd.ZkDataError as exc:
+                log.warning("ignoring config change: %s", exc)
+        return out
+
+    # -- /config/users/<user> (SCRAM credentials, as kafka-configs --entity-type users writes them)
+    def user_names(self) -> list[str]:
+        try:
+            return [zd.desanitize_entity_name(c) for c in self.zk.get_children(zd.CONFIG_USERS)]
+        except NoNodeError:
+            return []
+
+    def user_config(self, user: str) -> tuple[dict[str, str], int]:
+        """The config of a user and its znode version (-1: no znode)."""
+        path = zd.user_config_path(user)
+        try:
+            data, stat = self.zk.get(path)
+        except NoNodeError:
+            return {}, -1
+        return zd.decode_config(path, data), stat.version
+
+    def write_user_config(self, user: str, config: dict[str, str], version: int) -> bool:
+        """Compare-and-set of /config/users/<user> (version -1: create), then the change
+        notification every broker watches; False when another writer got there first."""
+        path = zd.user_config_path(user)
+        try:
+            if version < 0:
+                self.zk.create(path, zd.encode_config(config), makepath=True)
+            else:
+                self.zk.set(path, zd.encode_config(config), version=version)
+        except (NodeExistsError, BadVersionError):
+            return False
+        self.zk.create(
+            f"{zd.CONFIG_CHANGES}/config_change_",
+            zd.encode_config_change(f"users/{zd.sanitize_entity_name(user)}"),
+            sequence=True,
+            makepath=True,
+        )
+        return True
+
     def mark_topic_for_deletion(self, name: str) -> None:
         try:
             self.zk.create(zd.delete_topic_path(name), b"", makepath=True)

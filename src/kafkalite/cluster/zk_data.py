@@ -11,6 +11,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote, unquote
 
 from kafkalite.cluster.metadata_cache import ListenerEndpoint
 
@@ -25,6 +26,7 @@ PRODUCER_ID_BLOCK_SIZE = 1000  # Kafka's ProducerIdManager claims ids in blocks 
 CONFIG_TOPICS = "/config/topics"
 CONFIG_BROKERS = "/config/brokers"
 CONFIG_CHANGES = "/config/changes"
+CONFIG_USERS = "/config/users"
 DELETE_TOPICS = "/admin/delete_topics"
 REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
@@ -44,7 +46,7 @@ PERSISTENT_PATHS = (
     ISR_CHANGE_NOTIFICATION,
     LOG_DIR_EVENT_NOTIFICATION,
     "/config/clients",
-    "/config/users",
+    CONFIG_USERS,
 )
 
 
@@ -312,6 +314,20 @@ def decode_config(path: str, data: bytes) -> dict[str, str]:
     if not isinstance(cfg, dict):
         raise ZkDataError(path, "config is not an object")
     return {str(k): str(v) for k, v in cfg.items()}
+
+
+def sanitize_entity_name(name: str) -> str:
+    """A user (or client id) as Kafka writes it in a znode name: URL-encoded, `*` as %2A."""
+    return quote(name, safe="").replace("~", "%7E")
+
+
+def desanitize_entity_name(name: str) -> str:
+    return unquote(name)
+
+
+def user_config_path(user: str) -> str:
+    """/config/users/<user>: `{"version":1,"config":{"SCRAM-SHA-256":"salt=...,..."}}`."""
+    return f"{CONFIG_USERS}/{sanitize_entity_name(user)}"
 
 
 def encode_config_change(entity_path: str) -> bytes:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 
 from kafkalite.cluster import acl_data as ad
 from kafkalite.cluster.controller.election import PlacementError, assign_replicas, check_assignment
@@ -17,6 +17,7 @@ from kafkalite.cluster.metadata import MetadataError, TopicInfo, topic_name_erro
 from kafkalite.cluster.zk import KafkaZkClient, ZkError
 from kafkalite.cluster.zk_data import ZkDataError
 from kafkalite.security.acl import AccessControlEntry, AclBinding, PatternType, ResourcePattern
+from kafkalite.security.scram import SCRAM_MECHANISMS, ScramCredential
 
 log = logging.getLogger("kafkalite.cluster.zk_metadata_store")
 ACL_CHANGE_RETENTION_MS = 15 * 60 * 1000  # Kafka keeps ACL change notifications 15 minutes
@@ -190,3 +191,39 @@ class ZkMetadataStore:
                 fn(self.zk.acl_changes(pattern_type, fresh))
 
         self.zk.watch_children(ad.change_path(pattern_type), on_children)
+
+    # -- SCRAM credentials: /config/users/<user>, one config key per mechanism, as Kafka writes them
+    def scram_credentials(self) -> dict[str, dict[str, ScramCredential]]:
+        out: dict[str, dict[str, ScramCredential]] = {}
+        for user in self.zk.user_names():
+            creds = self.user_scram_credentials(user)
+            if creds:
+                out[user] = creds
+        return out
+
+    def user_scram_credentials(self, user: str) -> dict[str, ScramCredential]:
+        config, _ = self.zk.user_config(user)
+        out: dict[str, ScramCredential] = {}
+        for mech in SCRAM_MECHANISMS:
+            text = config.get(mech)
+            if text is None:
+                continue
+            try:
+                out[mech] = ScramCredential.from_config_string(text)
+            except ValueError as exc:
+                log.warning("ignoring the %s credential of user %s: %s", mech, user, exc)
+        return out
+
+    def alter_scram_credentials(
+        self,
+        user: str,
+        upsert: Mapping[str, ScramCredential],
+        delete: Collection[str] = (),
+    ) -> dict[str, ScramCredential]:
+        while True:  # compare-and-set: keeps other keys of the user's config (quotas)
+            config, version = self.zk.user_config(user)
+            for mech in delete:
+                config.pop(mech, None)
+            config.update({m: c.to_config_string() for m, c in upsert.items()})
+            if self.zk.write_user_config(user, config, version):
+                return {m: c for m, c in self.user_scram_credentials(user).items()}

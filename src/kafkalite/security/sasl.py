@@ -52,6 +52,8 @@ class SaslServer(abc.ABC):
         self._complete = False
         self._failed = False
         self._principal: KafkaPrincipal | None = None
+        # the user the client claims to be, once a token named one (for log lines; never a secret)
+        self.authentication_id: str | None = None
 
     @property
     def complete(self) -> bool:
@@ -107,6 +109,7 @@ class PlainServer(SaslServer):
                 f"Invalid SASL/PLAIN response: expected 3 tokens, got {len(tokens)}"
             )
         authorization_id, username, password = tokens
+        self.authentication_id = username or None
         if not username:
             raise SaslAuthenticationError("Authentication failed: username not specified")
         if not password:

@@ -224,6 +224,7 @@ class ScramServer(SaslServer):
         if len(attrs) < 2 or attrs[0][0] != "n" or attrs[1][0] != "r":
             raise SaslAuthenticationError("Invalid SCRAM client first message format")
         username = _unescape_sasl_name(attrs[0][1])
+        self.authentication_id = username
         client_nonce = attrs[1][1]
         if not _NONCE.fullmatch(client_nonce):
             raise SaslAuthenticationError("Invalid SCRAM client nonce")

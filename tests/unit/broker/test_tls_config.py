@@ -58,15 +58,6 @@ def test_listener_names_protocols_and_inter_broker_choice() -> None:
 @pytest.mark.parametrize(
     ("props", "needle"),
     [
-        ({"listeners": "SASL_SSL://127.0.0.1:0"}, "listener SASL_SSL"),
-        ({"listeners": "SASL_PLAINTEXT://127.0.0.1:0"}, "security protocol SASL_PLAINTEXT"),
-        (
-            {
-                "listeners": "CLIENTS://127.0.0.1:0",
-                "listener.security.protocol.map": "CLIENTS:SASL_SSL",
-            },
-            "listener CLIENTS",
-        ),
         ({"listeners": "FOO://127.0.0.1:0"}, "no entry in listener.security.protocol.map"),
         ({"listeners": "SSL://127.0.0.1:1,SSL://127.0.0.1:2"}, "used twice"),
         (

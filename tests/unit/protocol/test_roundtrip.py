@@ -65,6 +65,9 @@ EXPECTED_APIS: list[tuple[str, int, int, int]] = [
     ("DescribeAcls", 29, 0, 3),
     ("CreateAcls", 30, 0, 3),
     ("DeleteAcls", 31, 0, 3),
+    # SCRAM credential administration (KIP-554)
+    ("DescribeUserScramCredentials", 50, 0, 0),
+    ("AlterUserScramCredentials", 51, 0, 0),
 ]
 
 CASES = list(message_cases())

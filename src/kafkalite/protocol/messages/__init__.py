@@ -19,6 +19,7 @@ _FAMILIES = (
     "sasl",
     "cluster",
     "acls",
+    "scram",
 )
 
 for _name in _FAMILIES:
