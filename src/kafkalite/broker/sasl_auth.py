@@ -22,6 +22,7 @@ from kafkalite.security.jaas import (
 )
 from kafkalite.security.mechanisms import (
     SUPPORTED_MECHANISMS,
+    SaslLogin,
     UnsupportedSaslMechanismError,
     create_sasl_server,
 )
@@ -44,15 +45,6 @@ UNSUPPORTED_KAFKA_MECHANISMS = frozenset({"GSSAPI", "OAUTHBEARER"})
 
 # (mechanism, user name) -> the stored SCRAM credential, or None
 CredentialLookup = Callable[[str, str], ScramCredential | None]
-
-
-@dataclass(frozen=True)
-class SaslLogin:
-    """What this broker logs in with on a SASL listener (the JAAS `username` / `password`)."""
-
-    mechanism: str
-    username: str
-    password: str = field(repr=False)
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,13 @@ from kafkalite.broker.fetch_session import FetchSessionCache
 from kafkalite.broker.groups import GroupCoordinatorComponent
 from kafkalite.broker.listeners import ListenerRuntime, bind_listeners, configure_listeners
 from kafkalite.broker.purgatory import DelayedOperations
-from kafkalite.broker.sasl_auth import SaslListenerSettings, SaslSession, SaslState, configure_sasl
+from kafkalite.broker.sasl_auth import (
+    SaslListenerSettings,
+    SaslSession,
+    SaslState,
+    configure_sasl,
+    inter_broker_login,
+)
 from kafkalite.broker.scram_credentials import ScramCredentialCache
 from kafkalite.broker.tls import client_context, server_context, ssl_settings
 from kafkalite.broker.transactions import TransactionCoordinatorComponent
@@ -55,6 +61,7 @@ from kafkalite.protocol.headers import (
     request_header_version,
     response_header_version,
 )
+from kafkalite.security.mechanisms import SaslLogin
 from kafkalite.security.principal import SslPrincipalMapper
 from kafkalite.security.sasl import IllegalSaslStateError, SaslAuthenticationError
 from kafkalite.storage import Log, LogManager
@@ -94,6 +101,11 @@ class BrokerServer:
         # startup here) and the SCRAM credentials, read from the metadata store in start()
         self.sasl_listeners: dict[str, SaslListenerSettings] = configure_sasl(config)
         self.scram_credentials = ScramCredentialCache(self.metadata_store)
+        self.inter_broker_sasl_login: SaslLogin | None = None
+        if self.inter_broker_listener in self.sasl_listeners and config.zookeeper_connect:
+            self.inter_broker_sasl_login = inter_broker_login(
+                config, self.sasl_listeners[self.inter_broker_listener]
+            )
         self.cluster_mode = config.zookeeper_connect is not None
         self.dispatch = DispatchTable.discover(cluster_mode=self.cluster_mode)
         self.groups = GroupCoordinatorComponent(self)

@@ -170,6 +170,7 @@ class TransactionMarkerChannelManager:
             self._channels = ChannelManager(
                 client_id=f"broker-{self.broker.broker_id}-txn-markers",
                 ssl_context=self.broker.inter_broker_ssl_context,
+                sasl_login=self.broker.inter_broker_sasl_login,
             )
         by_topic: dict[str, list[int]] = {}
         for tp in tps:

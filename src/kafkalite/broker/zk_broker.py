@@ -71,15 +71,16 @@ class ZkBroker:
         self.controller_epoch = -1
         # one connection per purpose, as Kafka: a follower's fetch parked in the leader's purgatory
         # (replica.fetch.wait.max.ms) must not hold up the controller's requests behind it
-        tls = server.inter_broker_ssl_context  # set when the inter-broker listener is SSL
+        # TLS context: the inter-broker listener is SSL / SASL_SSL; login: it is SASL
+        tls, login = server.inter_broker_ssl_context, server.inter_broker_sasl_login
         self.fetcher_channels = ChannelManager(
-            client_id=f"broker-{self.broker_id}-fetcher", ssl_context=tls
+            client_id=f"broker-{self.broker_id}-fetcher", ssl_context=tls, sasl_login=login
         )
         self.controller_channels = ChannelManager(
-            client_id=f"broker-{self.broker_id}-controller", ssl_context=tls
+            client_id=f"broker-{self.broker_id}-controller", ssl_context=tls, sasl_login=login
         )
         self.to_controller_channels = ChannelManager(
-            client_id=f"broker-{self.broker_id}-to-controller", ssl_context=tls
+            client_id=f"broker-{self.broker_id}-to-controller", ssl_context=tls, sasl_login=login
         )
         self.fetchers: ReplicaFetcherManager | None = None
         self.controller: KafkaController | None = None
@@ -142,6 +143,8 @@ class ZkBroker:
             zd.CONFIG_CHANGES,
             asyncio_callback(loop, self._on_config_changes),
         )
+        # credentials altered between the load at start and this watch are not missed
+        await self.server.scram_credentials.load()
         self.controller = KafkaController(
             self.broker_id,
             self.zk,
@@ -249,7 +252,17 @@ class ZkBroker:
             self._spawn(self._apply_config_changes(fresh), "config-changes")
 
     async def _apply_config_changes(self, changes: list[str]) -> None:
-        topics = await asyncio.to_thread(self.zk.config_change_topics, changes)
+        entities = await asyncio.to_thread(self.zk.config_change_entities, changes)
+        topics: list[str] = []
+        users: list[str] = []
+        for entity in entities:
+            kind, _, name = entity.partition("/")
+            if kind == "topics" and name:
+                topics.append(name)
+            elif kind == "users" and name:
+                users.append(zd.desanitize_entity_name(name))
+        if users:  # SCRAM credentials altered through another broker
+            await self.server.scram_credentials.reload(users)
         for topic in dict.fromkeys(topics):
             try:
                 cfg = await asyncio.to_thread(self.zk.topic_config, topic)

@@ -1,4 +1,4 @@
-"""The `kafkalite` command: serve, topics (create|list|describe|delete|alter), produce, consume, groups, transactions, acls.
+"""The `kafkalite` command: serve, topics (create|list|describe|delete|alter), produce, consume, groups, transactions, acls, users.
 
 `kafkalite serve` with no arguments keeps data in ./data and listens on 127.0.0.1:9092.
 """
@@ -65,7 +65,16 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from kafkalite.cli import acls, clients, cluster, groups, pipeline, topics, transactions
+    from kafkalite.cli import (
+        acls,
+        clients,
+        cluster,
+        groups,
+        pipeline,
+        topics,
+        transactions,
+        users,
+    )
 
     parser = argparse.ArgumentParser(
         prog="kafkalite", description="A Kafka-compatible broker in Python."
@@ -93,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     transactions.add_parser(sub)
     pipeline.add_parser(sub)
     acls.add_parser(sub)
+    users.add_parser(sub)
     return parser
 
 

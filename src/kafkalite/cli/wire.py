@@ -11,6 +11,8 @@ from typing import Any
 import kafkalite.protocol.messages  # noqa: F401
 from kafkalite.protocol.client_connection import ClientConnection, ProtocolError
 from kafkalite.protocol.schema import APIS
+from kafkalite.security.mechanisms import SaslClientExchange, SaslLogin
+from kafkalite.security.sasl import SaslAuthenticationError
 
 _RECV_MIN = 1 << 16  # a receive asks for at least this much (a response's length prefix is 4 bytes)
 _RECV_MAX = 1 << 20
@@ -34,7 +36,12 @@ class WireClient:
     """A blocking socket driving the sans-IO ClientConnection: one request at a time, answered in turn."""
 
     def __init__(
-        self, bootstrap: str, *, timeout: float = 30.0, client_id: str = "kafkalite-cli"
+        self,
+        bootstrap: str,
+        *,
+        timeout: float = 30.0,
+        client_id: str = "kafkalite-cli",
+        sasl_login: SaslLogin | None = None,
     ) -> None:
         self.host, self.port = parse_bootstrap(bootstrap)
         self.timeout = timeout
@@ -50,6 +57,27 @@ class WireClient:
         self.versions: dict[int, tuple[int, int]] = {}
         resp = self.send(APIS[18].request(), version=0)
         self.versions = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+        if sasl_login is not None:
+            self.authenticate(sasl_login)
+
+    def authenticate(self, login: SaslLogin) -> None:
+        """SaslHandshake v1 and SaslAuthenticate (a SASL_PLAINTEXT listener)."""
+        hs = self.send(APIS[17].request(mechanism=login.mechanism), version=1)
+        if hs.error_code:
+            raise CliError(
+                f"the broker refused SASL mechanism {login.mechanism} "
+                f"(enabled: {', '.join(hs.mechanisms) or 'none'})"
+            )
+        exchange = SaslClientExchange(login)
+        token: bytes | None = exchange.first_token()
+        while token is not None:
+            resp = self.send(APIS[36].request(auth_bytes=token))
+            if resp.error_code:
+                raise CliError(f"SASL authentication failed: {resp.error_message}")
+            try:
+                token = exchange.next_token(bytes(resp.auth_bytes))
+            except SaslAuthenticationError as exc:
+                raise CliError(f"SASL authentication failed: {exc}") from None
 
     def close(self) -> None:
         self._conn.close()

@@ -1,5 +1,5 @@
 """The broker-to-broker channel: BrokerChannel is an asyncio connection to one broker (plain TCP or
-TLS; ApiVersions negotiation, pipelined requests, timeouts, reconnect with backoff) over protocol's
+TLS, SASL login; ApiVersions negotiation, pipelined requests, timeouts, reconnect with backoff) over protocol's
 ClientConnection; ChannelManager keeps one per broker id for the controller and the follower fetchers.
 """
 
@@ -15,7 +15,10 @@ from typing import Any
 
 from kafkalite.protocol.client_connection import ClientConnection, ProtocolError, Response
 from kafkalite.protocol.messages.api_versions import ApiVersionsRequest
+from kafkalite.protocol.messages.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 from kafkalite.protocol.schema import APIS
+from kafkalite.security.mechanisms import SaslClientExchange, SaslLogin
+from kafkalite.security.sasl import SaslAuthenticationError
 
 log = logging.getLogger("kafkalite.cluster.channel")
 
@@ -40,8 +43,11 @@ class BrokerChannel:
         reconnect_backoff_ms: int = 50,
         reconnect_backoff_max_ms: int = 1000,
         ssl_context: ssl.SSLContext | None = None,
+        sasl_login: SaslLogin | None = None,
     ) -> None:
         self.host = host
+        # set: the inter-broker listener is SASL (sasl.mechanism.inter.broker.protocol + JAAS login)
+        self.sasl_login = sasl_login
         # set: the inter-broker listener is TLS (the context carries trust store and client cert)
         self.ssl_context = ssl_context
         self.port = port
@@ -114,8 +120,39 @@ class BrokerChannel:
                 self._drop("ApiVersions failed")
                 raise
             self.versions = {k.api_key: (k.min_version, k.max_version) for k in resp.body.api_keys}
+            if self.sasl_login is not None:
+                try:
+                    await self._authenticate(self.sasl_login)
+                except ChannelError as exc:
+                    self._drop(str(exc))
+                    raise
             self._failures = 0
             return conn, writer
+
+    async def _authenticate(self, login: SaslLogin) -> None:
+        """SaslHandshake v1, then SaslAuthenticate until the exchange is done (ChannelError if not)."""
+        where = f"broker at {self.host}:{self.port}"
+        hs = (await self._request(SaslHandshakeRequest(mechanism=login.mechanism), 1)).body
+        if hs.error_code != 0:
+            raise ChannelError(
+                f"{where} refused SASL mechanism {login.mechanism} (error {hs.error_code}; "
+                f"enabled: {', '.join(hs.mechanisms)})"
+            )
+        exchange = SaslClientExchange(login)
+        version = self.version_for(SaslAuthenticateRequest.API_KEY, 2)
+        token: bytes | None = exchange.first_token()
+        while token is not None:
+            resp = (await self._request(SaslAuthenticateRequest(auth_bytes=token), version)).body
+            if resp.error_code != 0:
+                raise ChannelError(
+                    f"SASL/{login.mechanism} login as {login.username} to {where} failed: "
+                    f"{resp.error_message or resp.error_code}"
+                )
+            try:
+                token = exchange.next_token(bytes(resp.auth_bytes))
+            except SaslAuthenticationError as exc:
+                raise ChannelError(f"SASL/{login.mechanism} with {where}: {exc}") from None
+        log.debug("%s: authenticated to %s as %s", self.client_id, where, login.username)
 
     def _note_failure(self) -> None:
         self._failures += 1

@@ -361,24 +361,6 @@ class KafkaZkClient:
         except NoNodeError:
             return set()
 
-    def config_change_topics(self, changes: list[str]) -> list[str]:
-        """The topics named by these /config/changes notifications (others are skipped)."""
-        out: list[str] = []
-        for name in changes:
-            path = f"{zd.CONFIG_CHANGES}/{name}"
-            try:
-                data, _ = self.zk.get(path)
-                entity = zd.decode_config_change(path, data)
-            except NoNodeError:
-                continue
-            except zd.ZkDataError as exc:
-                log.warning("ignoring config change: %s", exc)
-                continue
-            kind, _, topic = entity.partition("/")
-            if kind == "topics" and topic:
-                out.append(topic)
-        return out
-
     def config_change_entities(self, changes: list[str]) -> list[str]:
         """The entity paths ("topics/<t>", "users/<u>", ...) these /config/changes notifications name."""
         out: list[str] = []
