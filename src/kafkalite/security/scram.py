@@ -269,7 +269,9 @@ class ScramServer(SaslServer):
             raise SaslAuthenticationError(
                 "Invalid SCRAM channel binding in the final client message"
             )
-        if m["nonce"] != self._nonce:
+        # Kafka checks only that the nonce ends with the server-first one: some librdkafka versions
+        # send their own nonce again in front of it
+        if not m["nonce"].endswith(self._nonce):
             raise SaslAuthenticationError("Invalid client nonce in the final client message.")
         try:
             proof = base64.b64decode(m["proof"], validate=True)

@@ -164,7 +164,7 @@ def test_wrong_password_is_invalid_credentials() -> None:
     ("mutate", "message"),
     [
         (lambda f: f.replace("c=biws", "c=eSws"), "channel binding"),
-        (lambda f: f.replace(",r=", ",r=x"), "Invalid client nonce"),
+        (lambda f: f.replace(",p=", "x,p="), "Invalid client nonce"),
         (lambda f: f[: f.index(",p=")] + ",p=AAAA", INVALID),
         (lambda f: f[: f.index(",p=")] + ",p=@@", "proof encoding"),
         (lambda f: f[: f.index(",p=")], "client final message format"),

@@ -23,11 +23,15 @@ _Info = _Result.CredentialInfo
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     if not ctx.authorize_cluster(AclOperation.DESCRIBE):
+        err, text = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), "Cluster authorization failed."
         return DescribeUserScramCredentialsResponse(
             throttle_time_ms=0,
-            error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
-            error_message="Cluster authorization failed.",
-            results=[],
+            error_code=err,
+            error_message=text,
+            results=[
+                _Result(user=u.name, error_code=err, error_message=text, credential_infos=[])
+                for u in request.users or ()
+            ],
         )
     known = ctx.broker.scram_credentials.users()
     asked = [u.name for u in request.users or ()] or sorted(known)  # null or empty: all
@@ -46,7 +50,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 "Attempt to describe a user credential that does not exist",
             )
         else:
-            code, msg = ErrorCode.NO_ERROR, None
+            code, msg = ErrorCode.NO_ERROR, ""
         infos = []
         if code == ErrorCode.NO_ERROR and creds:
             infos = [
@@ -54,7 +58,12 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 for m, c in sorted(creds.items())
             ]
         results.append(
-            _Result(user=user, error_code=int(code), error_message=msg, credential_infos=infos)
+            _Result(
+                user=user,
+                error_code=int(code),
+                error_message=msg or None,
+                credential_infos=infos,
+            )
         )
     return DescribeUserScramCredentialsResponse(
         throttle_time_ms=0, error_code=0, error_message=None, results=results
