@@ -379,3 +379,36 @@ def test_acls_apply_to_the_sasl_principal(tmp_path: Path) -> None:
         p2.produce(topic, b"allowed", on_delivery=lambda err, m: delivered.append(err))
         p2.flush(15)
         assert delivered == [None]
+
+
+def test_users_cli(env: Env, capsys: pytest.CaptureFixture[str]) -> None:
+    from kafkalite.cli.main import main
+
+    login = ["--bootstrap-server", env.plaintext, "--sasl-username", "admin"]
+    login += ["--sasl-password", "admin-secret"]
+    assert (
+        main(
+            [
+                "users",
+                "add",
+                "dora",
+                "--password",
+                "dora-pw",
+                "--mechanism",
+                "SCRAM-SHA-512",
+                *login,
+            ]
+        )
+        == 0
+    )
+    assert main(["users", "list", "dora", *login]) == 0
+    assert "dora: SCRAM-SHA-512 (iterations=4096)" in capsys.readouterr().out
+    dora = ["--bootstrap-server", env.plaintext, "--sasl-mechanism", "SCRAM-SHA-512"]
+    assert (
+        main(["users", "list", *dora, "--sasl-username", "dora", "--sasl-password", "dora-pw"]) == 0
+    )
+    assert main(["users", "delete", "dora", *login]) == 0
+    assert (
+        main(["users", "list", *dora, "--sasl-username", "dora", "--sasl-password", "dora-pw"]) == 1
+    )
+    assert "Authentication failed" in capsys.readouterr().err

@@ -36,7 +36,10 @@ SENDFILE_MIN_BYTES = (
 REGION_CHUNK_BYTES = 1 << 20  # without sendfile, file regions go out in reads of this size
 # Produce, ListOffsets, Metadata, ApiVersions answer without waiting, so their answers may be coalesced
 QUICK_KEYS = frozenset({0, 2, 3, 18})
-YIELD_AFTER_S = 0.0005  # longest stretch one connection's pipeline runs before yielding
+YIELD_AFTER_S = 0.0005
+SASL_SERVER_MAX_RECEIVE_SIZE = (
+    524288  # longest stretch one connection's pipeline runs before yielding
+)
 
 
 class SendfileStats:
@@ -79,6 +82,10 @@ class Connection(asyncio.Protocol):
         if security_protocol in SASL_SECURITY_PROTOCOLS:
             self.sasl = SaslSession(
                 server.sasl_listeners[listener_name or ""], server.scram_credentials.lookup
+            )
+            # Kafka's sasl.server.max.receive.size: the bound on frames before authentication
+            self.decoder.max_frame_size = min(
+                self.decoder.max_frame_size, SASL_SERVER_MAX_RECEIVE_SIZE
             )
         self.last_activity = time.monotonic()
         self.closed = False
@@ -167,9 +174,12 @@ class Connection(asyncio.Protocol):
             frames = self.decoder.feed(data)
         except FrameTooLarge as exc:
             log.warning(
-                "closing %s: request of %d bytes exceeds socket.request.max.bytes=%d",
+                "closing %s: request of %d bytes exceeds %s=%d",
                 self.peer,
                 exc.size,
+                "socket.request.max.bytes"
+                if self.sasl is None or self.sasl.principal is not None
+                else "sasl.server.max.receive.size (before SASL authentication)",
                 exc.limit,
             )
             self.close()
@@ -203,6 +213,7 @@ class Connection(asyncio.Protocol):
         """The exchange succeeded: requests now run as its principal."""
         assert session.principal is not None
         self.principal = session.principal
+        self.decoder.max_frame_size = self.server.config.socket_request_max_bytes
         if session.settings.reauth_ms <= 0:
             self.sasl = None  # nothing left to check per request
 
