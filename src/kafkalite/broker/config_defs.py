@@ -565,4 +565,8 @@ def is_read_only_broker_config(name: str) -> bool:
     """A broker config that only server.properties (and a restart) can change."""
     if name in DYNAMIC_BROKER_CONFIGS:
         return False
+    if name.startswith("listener.name.") and (
+        ".sasl." in name or name.endswith(".connections.max.reauth.ms")
+    ):
+        return True  # per-listener SASL settings are read at startup only
     return name in BROKER_CONFIGS or name in STATIC_KAFKA_CONFIGS
