@@ -412,6 +412,19 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "100",
             "How long a failed SASL authentication waits before its connection closes.",
         ),
+        # -- client quotas (the quotas themselves are set with AlterClientQuotas)
+        _d(
+            "quota.window.num",
+            T_INT,
+            "11",
+            "Samples kept to measure a client's rate against its quota.",
+        ),
+        _d(
+            "quota.window.size.seconds",
+            T_INT,
+            "1",
+            "Span of each quota sample.",
+        ),
         # -- authorization (ACLs)
         _d(
             "authorizer.class.name",

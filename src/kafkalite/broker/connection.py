@@ -104,6 +104,8 @@ class Connection(asyncio.Protocol):
         # answers that must wait for a deferred one ahead of them, oldest first, and their writer
         self._answers: collections.deque[asyncio.Future[Any]] = collections.deque()
         self._answer_writer: asyncio.Task[None] | None = None
+        # client quotas (KIP-219): no request is read or handled before this loop time
+        self.throttled_until = 0.0
 
     # -- asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -239,6 +241,13 @@ class Connection(asyncio.Protocol):
         try:
             slice_end = loop.time() + YIELD_AFTER_S
             while self.pending and not self.closed:
+                if self.throttled_until:
+                    delay = self.throttled_until - loop.time()
+                    if delay > 0:
+                        self._flush_out()
+                        await self._muted(delay)
+                        continue
+                    self.throttled_until = 0.0
                 if loop.time() >= slice_end:
                     # let other connections (and woken long polls) run between pipelined requests
                     self._flush_out()
@@ -285,6 +294,23 @@ class Connection(asyncio.Protocol):
             self._worker = asyncio.get_running_loop().create_task(self._process())
         elif self._eof and self._answer_writer is None:
             self.close()
+
+    def mute_for(self, throttle_ms: int) -> None:
+        """A quota throttled this client: read and handle nothing more for `throttle_ms`."""
+        until = asyncio.get_running_loop().time() + throttle_ms / 1000
+        self.throttled_until = max(self.throttled_until, until)
+
+    async def _muted(self, delay: float) -> None:
+        paused_here = False
+        if not self._reading_paused and self.transport is not None:
+            self.transport.pause_reading()
+            paused_here = True
+        try:
+            await asyncio.sleep(delay)
+        finally:
+            if paused_here and not self.closed and not self._reading_paused:
+                assert self.transport is not None
+                self.transport.resume_reading()
 
     def _maybe_resume_reading(self) -> None:
         if (

@@ -40,10 +40,18 @@ class RequestContext:
     api_version: int
     connection: Any  # broker.connection.Connection, or a test's stand-in with the same fields
     received_ns: int = 0
+    # client quotas: a follower's fetch is never throttled; time parked waiting (a long-poll
+    # fetch) is not handler time for a request quota
+    quota_exempt: bool = False
+    parked_ns: int = 0
 
     @property
     def client_id(self) -> str | None:
         return self.header.client_id
+
+    @property
+    def quota_client_id(self) -> str:
+        return self.header.client_id or ""
 
     @property
     def principal(self) -> KafkaPrincipal:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kafkalite.broker.authorizer import Authorizer
+from kafkalite.broker.client_quotas import ClientQuotas, client_throttles
 from kafkalite.broker.config import (
     TLS_SECURITY_PROTOCOLS,
     BrokerConfig,
@@ -68,6 +69,7 @@ from kafkalite.storage import Log, LogManager
 
 log = logging.getLogger("kafkalite.broker")
 _SIZE = struct.Struct(">i")
+FETCH_KEY = 1
 
 
 class BrokerServer:
@@ -106,6 +108,14 @@ class BrokerServer:
             self.inter_broker_sasl_login = inter_broker_login(
                 config, self.sasl_listeners[self.inter_broker_listener]
             )
+        try:  # client quotas, read from the metadata store in start()
+            self.client_quotas = ClientQuotas(
+                self.metadata_store,
+                int(config.get("quota.window.num")),
+                int(config.get("quota.window.size.seconds")),
+            )
+        except ValueError as exc:
+            raise ConfigError(f"quota.window.num / quota.window.size.seconds: {exc}") from None
         self.cluster_mode = config.zookeeper_connect is not None
         self.dispatch = DispatchTable.discover(cluster_mode=self.cluster_mode)
         self.groups = GroupCoordinatorComponent(self)
@@ -154,6 +164,8 @@ class BrokerServer:
         self.metadata_store.load()
         self.scram_credentials.store = self.metadata_store
         await self.scram_credentials.load()
+        self.client_quotas.store = self.metadata_store
+        await self.client_quotas.load()
         if self.authorizer is not None:
             self.authorizer.store = self.metadata_store
             await self.authorizer.start()
@@ -473,20 +485,43 @@ class BrokerServer:
             raise CloseConnection from None
         ctx = RequestContext(self, header, version, conn, time.monotonic_ns())
         result = await entry.handle(ctx, request)
+        throttle = 0
+        quotas = self.client_quotas
+        if quotas.active and not ctx.quota_exempt:
+            throttle = quotas.record_request(
+                ctx.principal.name,
+                ctx.quota_client_id,
+                key,
+                len(frame),
+                time.monotonic_ns() - ctx.received_ns - ctx.parked_ns,
+            )
         if isinstance(result, DeferredResponse):
             return DeferredResponse(
-                self._encode_later(result, corr, version, key, flexible, entry.encode_response)
+                self._encode_later(
+                    result, corr, version, key, flexible, entry.encode_response, conn, throttle
+                )
             )
         if result is None:
             return None
-        return self._encode(
-            corr,
-            version,
-            result,
-            response_header_version(key, flexible),
-            entry.encode_response,
-            flexible,
+        if throttle:
+            _set_throttle_time(result, throttle)
+        header_version = response_header_version(key, flexible)
+        pieces = self._encode(
+            corr, version, result, header_version, entry.encode_response, flexible
         )
+        if key == FETCH_KEY and quotas.fetch.enabled and not ctx.quota_exempt:
+            size = sum(len(p) if isinstance(p, bytes | bytearray) else p.length for p in pieces)
+            fetch_throttle = quotas.record_fetch(ctx.principal.name, ctx.quota_client_id, size)
+            if fetch_throttle > throttle:
+                throttle = fetch_throttle
+                if version >= 1:  # a Fetch answer's first field is throttle_time_ms
+                    at = 8 + (1 if header_version >= 1 else 0)
+                    head = bytearray(pieces[0]) if isinstance(pieces[0], bytes) else pieces[0]
+                    _SIZE.pack_into(head, at, min(throttle, 0x7FFFFFFF))
+                    pieces[0] = head
+        if throttle:
+            await _throttle(conn, key, version, throttle)
+        return pieces
 
     def _sasl_raw_token(
         self, conn: Connection, sasl: SaslSession, frame: bytes
@@ -525,13 +560,20 @@ class BrokerServer:
         key: int,
         flexible: bool,
         encoder: Any,
+        conn: Connection,
+        throttle: int,
     ) -> list[Any] | None:
         result = await deferred.answer
         if result is None:
             return None
-        return self._encode(
+        if throttle:
+            _set_throttle_time(result, throttle)
+        pieces = self._encode(
             corr, version, result, response_header_version(key, flexible), encoder, flexible
         )
+        if throttle:
+            await _throttle(conn, key, version, throttle)
+        return pieces
 
     def _encode(
         self,
@@ -556,6 +598,22 @@ class BrokerServer:
             result.encode_into(out, version)
         _SIZE.pack_into(out, 0, len(out) - 4)
         return [out]
+
+
+def _set_throttle_time(result: Any, throttle_ms: int) -> None:
+    """Put a quota's throttle time in an answer that has the field (every version from KIP-219's)."""
+    target = result.response if isinstance(result, SlicedResponse) else result
+    if hasattr(target, "throttle_time_ms"):
+        target.throttle_time_ms = min(throttle_ms, 0x7FFFFFFF)
+
+
+async def _throttle(conn: Connection, key: int, version: int, throttle_ms: int) -> None:
+    """KIP-219: the connection reads nothing more for the throttle time after this answer; a client
+    too old to back off by itself gets the answer itself that late."""
+    if client_throttles(key, version):
+        conn.mute_for(throttle_ms)
+    else:
+        await asyncio.sleep(throttle_ms / 1000)
 
 
 def _splice(out: bytearray, sliced: SlicedResponse, flexible: bool) -> list[Any]:

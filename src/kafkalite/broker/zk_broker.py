@@ -143,8 +143,9 @@ class ZkBroker:
             zd.CONFIG_CHANGES,
             asyncio_callback(loop, self._on_config_changes),
         )
-        # credentials altered between the load at start and this watch are not missed
+        # credentials and quotas altered between the load at start and this watch are not missed
         await self.server.scram_credentials.load()
+        await self.server.client_quotas.load()
         self.controller = KafkaController(
             self.broker_id,
             self.zk,
@@ -255,14 +256,21 @@ class ZkBroker:
         entities = await asyncio.to_thread(self.zk.config_change_entities, changes)
         topics: list[str] = []
         users: list[str] = []
+        quota_entities = []
         for entity in entities:
             kind, _, name = entity.partition("/")
             if kind == "topics" and name:
                 topics.append(name)
-            elif kind == "users" and name:
-                users.append(zd.desanitize_entity_name(name))
+                continue
+            quota_entity = zd.parse_quota_entity_path(entity)
+            if quota_entity is not None:  # quotas (and, for a user alone, SCRAM credentials)
+                quota_entities.append(quota_entity)
+                if quota_entity.client_id is None and quota_entity.user is not None:
+                    users.append(quota_entity.user)
         if users:  # SCRAM credentials altered through another broker
             await self.server.scram_credentials.reload(users)
+        if quota_entities:
+            await self.server.client_quotas.reload(quota_entities)
         for topic in dict.fromkeys(topics):
             try:
                 cfg = await asyncio.to_thread(self.zk.topic_config, topic)

@@ -1,4 +1,4 @@
-"""The `kafkalite` command: serve, topics (create|list|describe|delete|alter), produce, consume, groups, transactions, acls, users.
+"""The `kafkalite` command: serve, topics (create|list|describe|delete|alter), produce, consume, groups, transactions, acls, users, quotas.
 
 `kafkalite serve` with no arguments keeps data in ./data and listens on 127.0.0.1:9092.
 """
@@ -71,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
         cluster,
         groups,
         pipeline,
+        quotas,
         topics,
         transactions,
         users,
@@ -103,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     pipeline.add_parser(sub)
     acls.add_parser(sub)
     users.add_parser(sub)
+    quotas.add_parser(sub)
     return parser
 
 

@@ -9,14 +9,13 @@ import getpass
 import secrets
 from typing import Any
 
-from kafkalite.cli.wire import CliError, WireClient
+from kafkalite.cli.wire import CliError, WireClient, add_login_arguments, login_from_arguments
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.scram import (
     SCRAM_MECHANISM_IDS,
     AlterUserScramCredentialsRequest,
     DescribeUserScramCredentialsRequest,
 )
-from kafkalite.security.mechanisms import SaslLogin
 from kafkalite.security.scram import SCRAM_MECHANISMS, salted_password
 
 _NAMES = {v: k for k, v in SCRAM_MECHANISM_IDS.items()}
@@ -99,13 +98,7 @@ def _list(c: WireClient, a: argparse.Namespace) -> None:
 
 
 def _run(a: argparse.Namespace) -> int:
-    login = None
-    if a.sasl_username:
-        password = a.sasl_password
-        if password is None:
-            password = getpass.getpass(f"SASL password of {a.sasl_username}: ")
-        login = SaslLogin(a.sasl_mechanism.upper(), a.sasl_username, password)
-    with WireClient(a.bootstrap_server, sasl_login=login) as c:
+    with WireClient(a.bootstrap_server, sasl_login=login_from_arguments(a)) as c:
         {"add": _add, "list": _list, "delete": _delete}[a.users_command](c, a)
     return 0
 
@@ -119,10 +112,7 @@ def add_parser(sub: Any) -> None:
         ("delete", "delete a user's SCRAM credentials"),
     ):
         s = users_sub.add_parser(name, help=text)
-        s.add_argument("--bootstrap-server", default="127.0.0.1:9092")
-        s.add_argument("--sasl-mechanism", default="PLAIN", help="to log in to a SASL listener")
-        s.add_argument("--sasl-username")
-        s.add_argument("--sasl-password", help="prompted for when --sasl-username is given")
+        add_login_arguments(s)
         if name == "list":
             s.add_argument("user", nargs="*")
         else:

@@ -5,6 +5,8 @@ One broker, one socket; enough for `kafkalite topics|produce|consume` against ka
 
 from __future__ import annotations
 
+import argparse
+import getpass
 import socket
 from typing import Any
 
@@ -30,6 +32,23 @@ def parse_bootstrap(servers: str) -> tuple[str, int]:
     if not port.isdigit():
         raise CliError(f"bootstrap server {servers!r} must look like host:port")
     return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def add_login_arguments(parser: argparse.ArgumentParser) -> None:
+    """--bootstrap-server and the SASL login options of admin commands."""
+    parser.add_argument("--bootstrap-server", default="127.0.0.1:9092")
+    parser.add_argument("--sasl-mechanism", default="PLAIN", help="to log in to a SASL listener")
+    parser.add_argument("--sasl-username")
+    parser.add_argument("--sasl-password", help="prompted for when --sasl-username is given")
+
+
+def login_from_arguments(a: argparse.Namespace) -> SaslLogin | None:
+    if not a.sasl_username:
+        return None
+    password = a.sasl_password
+    if password is None:
+        password = getpass.getpass(f"SASL password of {a.sasl_username}: ")
+    return SaslLogin(a.sasl_mechanism.upper(), a.sasl_username, password)
 
 
 class WireClient:

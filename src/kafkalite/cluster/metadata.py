@@ -1,5 +1,5 @@
 """MetadataStore, the write side of cluster metadata (topics, partition counts, topic ids, config
-overrides, ACLs, SCRAM credentials): `LocalMetadataStore` keeps a single node's in local files; cluster mode's lives in ZooKeeper.
+overrides, ACLs, SCRAM credentials, client quotas): `LocalMetadataStore` keeps a single node's in local files; cluster mode's lives in ZooKeeper.
 
 Also owns meta.properties (cluster id, broker id) in each log directory. Writes are atomic (temp file + rename).
 """
@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import Protocol
 
 from kafkalite.cluster.acl_data import ACL_FILE, AclDataError, decode_acl_file, encode_acl_file
+from kafkalite.cluster.quota_data import (
+    QUOTA_FILE,
+    QuotaDataError,
+    decode_quota_file,
+    encode_quota_file,
+)
 from kafkalite.security.acl import AccessControlEntry, AclBinding, ResourcePattern
+from kafkalite.security.quota import QuotaEntity
 from kafkalite.security.scram import ScramCredential
 
 METADATA_FILE = "kafkalite-metadata.json"
@@ -180,6 +187,13 @@ class MetadataStore(Protocol):
         delete: Collection[str] = (),
     ) -> dict[str, ScramCredential]: ...
 
+    # client quotas per entity (synchronous)
+    def client_quotas(self) -> dict[QuotaEntity, dict[str, float]]: ...
+    def entity_client_quotas(self, entity: QuotaEntity) -> dict[str, float]: ...
+    def alter_client_quotas(
+        self, entity: QuotaEntity, upsert: Mapping[str, float], remove: Collection[str] = ()
+    ) -> dict[str, float]: ...
+
 
 class LocalMetadataStore:
     """Topics of a single-node cluster, persisted in `<dir>/kafkalite-metadata.json`. Thread-safe."""
@@ -197,6 +211,8 @@ class LocalMetadataStore:
         self._scram: dict[
             str, dict[str, str]
         ] = {}  # user -> mechanism -> Kafka's credential string
+        self.quota_path = self.directory / QUOTA_FILE
+        self._quotas: dict[QuotaEntity, dict[str, float]] = {}
 
     # -- persistence
     def load(self) -> None:
@@ -230,6 +246,12 @@ class LocalMetadataStore:
                         except ValueError as exc:
                             raise MetadataError(f"{self.scram_path}: user {user}: {exc}") from None
                     self._scram[str(user)] = {str(m): str(t) for m, t in creds.items()}
+            self._quotas = {}
+            if self.quota_path.exists():
+                try:
+                    self._quotas = decode_quota_file(self.quota_path.read_text(encoding="utf-8"))
+                except QuotaDataError as exc:
+                    raise MetadataError(f"{self.quota_path}: {exc}") from None
             self.generation += 1
 
     def _save(self) -> None:
@@ -379,6 +401,29 @@ class LocalMetadataStore:
             doc = {"version": 1, "users": self._scram}
             _atomic_write(self.scram_path, json.dumps(doc, indent=1, sort_keys=True))
             return _parse_credentials(creds)
+
+    # -- client quotas (one JSON file in the data dir)
+    def client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:
+        with self._lock:
+            return {e: dict(v) for e, v in self._quotas.items()}
+
+    def entity_client_quotas(self, entity: QuotaEntity) -> dict[str, float]:
+        with self._lock:
+            return dict(self._quotas.get(entity, {}))
+
+    def alter_client_quotas(
+        self, entity: QuotaEntity, upsert: Mapping[str, float], remove: Collection[str] = ()
+    ) -> dict[str, float]:
+        with self._lock:
+            values = {k: v for k, v in self._quotas.get(entity, {}).items() if k not in remove}
+            values.update(upsert)
+            if values:
+                self._quotas[entity] = values
+            else:
+                self._quotas.pop(entity, None)
+            self.directory.mkdir(parents=True, exist_ok=True)
+            _atomic_write(self.quota_path, encode_quota_file(self._quotas))
+            return dict(values)
 
 
 def _parse_credentials(creds: Mapping[str, str]) -> dict[str, ScramCredential]:

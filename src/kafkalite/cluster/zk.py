@@ -29,6 +29,7 @@ from kafkalite.cluster import zk_data as zd
 from kafkalite.cluster.metadata import new_cluster_id
 from kafkalite.cluster.metadata_cache import ListenerEndpoint
 from kafkalite.security.acl import AccessControlEntry, PatternType, ResourcePattern
+from kafkalite.security.quota import QuotaEntity
 
 log = logging.getLogger("kafkalite.cluster.zk")
 
@@ -384,17 +385,27 @@ class KafkaZkClient:
 
     def user_config(self, user: str) -> tuple[dict[str, str], int]:
         """The config of a user and its znode version (-1: no znode)."""
+        return self.entity_config(zd.user_config_path(user))
+
+    def write_user_config(self, user: str, config: dict[str, str], version: int) -> bool:
+        """Compare-and-set of /config/users/<user> (version -1: create), then the change
+        notification every broker watches; False when another writer got there first."""
         path = zd.user_config_path(user)
+        return self.write_entity_config(path, path.removeprefix("/config/"), config, version)
+
+    def entity_config(self, path: str) -> tuple[dict[str, str], int]:
+        """The config under a /config/... entity znode and its version (-1: no znode)."""
         try:
             data, stat = self.zk.get(path)
         except NoNodeError:
             return {}, -1
         return zd.decode_config(path, data), stat.version
 
-    def write_user_config(self, user: str, config: dict[str, str], version: int) -> bool:
-        """Compare-and-set of /config/users/<user> (version -1: create), then the change
-        notification every broker watches; False when another writer got there first."""
-        path = zd.user_config_path(user)
+    def write_entity_config(
+        self, path: str, entity_path: str, config: dict[str, str], version: int
+    ) -> bool:
+        """Compare-and-set of an entity's config znode (version -1: create), then the
+        /config/changes notification naming `entity_path`; False when another writer won."""
         try:
             if version < 0:
                 self.zk.create(path, zd.encode_config(config), makepath=True)
@@ -404,11 +415,30 @@ class KafkaZkClient:
             return False
         self.zk.create(
             f"{zd.CONFIG_CHANGES}/config_change_",
-            zd.encode_config_change(f"users/{zd.sanitize_entity_name(user)}"),
+            zd.encode_config_change(entity_path),
             sequence=True,
             makepath=True,
         )
         return True
+
+    # -- client quotas: /config/users/<u>[/clients/<c>] and /config/clients/<c>
+    def _children(self, path: str) -> list[str]:
+        try:
+            return list(self.zk.get_children(path))
+        except NoNodeError:
+            return []
+
+    def quota_entities(self) -> list[QuotaEntity]:
+        """Every entity znode that may hold quotas (some hold only SCRAM credentials)."""
+        out: list[QuotaEntity] = []
+        for u in self._children(zd.CONFIG_USERS):
+            user = zd.desanitize_entity_name(u)
+            out.append(QuotaEntity(user, None))
+            for c in self._children(f"{zd.CONFIG_USERS}/{u}/clients"):
+                out.append(QuotaEntity(user, zd.desanitize_entity_name(c)))
+        for c in self._children(zd.CONFIG_CLIENTS):
+            out.append(QuotaEntity(None, zd.desanitize_entity_name(c)))
+        return out
 
     def mark_topic_for_deletion(self, name: str) -> None:
         try:

@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from kafkalite.cluster.metadata_cache import ListenerEndpoint
+from kafkalite.security.quota import QuotaEntity
 
 CLUSTER_ID = "/cluster/id"
 BROKER_IDS = "/brokers/ids"
@@ -27,6 +28,7 @@ CONFIG_TOPICS = "/config/topics"
 CONFIG_BROKERS = "/config/brokers"
 CONFIG_CHANGES = "/config/changes"
 CONFIG_USERS = "/config/users"
+CONFIG_CLIENTS = "/config/clients"
 DELETE_TOPICS = "/admin/delete_topics"
 REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
@@ -308,7 +310,9 @@ def encode_config(config: dict[str, str]) -> bytes:
     return _dump({"version": 1, "config": dict(sorted(config.items()))})
 
 
-def decode_config(path: str, data: bytes) -> dict[str, str]:
+def decode_config(path: str, data: bytes | None) -> dict[str, str]:
+    if not data:  # a parent created on the way to a child entity (users/<u>/clients/<c>) is empty
+        return {}
     doc = _load(path, data)
     cfg = doc.get("config", {})
     if not isinstance(cfg, dict):
@@ -318,6 +322,8 @@ def decode_config(path: str, data: bytes) -> dict[str, str]:
 
 def sanitize_entity_name(name: str) -> str:
     """A user (or client id) as Kafka writes it in a znode name: URL-encoded, `*` as %2A."""
+    if name == "<default>":  # Kafka's default entity keeps its name
+        return name
     return quote(name, safe="").replace("~", "%7E")
 
 
@@ -328,6 +334,35 @@ def desanitize_entity_name(name: str) -> str:
 def user_config_path(user: str) -> str:
     """/config/users/<user>: `{"version":1,"config":{"SCRAM-SHA-256":"salt=...,..."}}`."""
     return f"{CONFIG_USERS}/{sanitize_entity_name(user)}"
+
+
+def quota_entity_path(entity: QuotaEntity) -> str:
+    """The entity path of a client quota, as /config/changes names it: "users/<u>",
+    "users/<u>/clients/<c>" or "clients/<c>" (`<default>` for a default entity)."""
+    if entity.user is not None:
+        base = f"users/{sanitize_entity_name(entity.user)}"
+        if entity.client_id is None:
+            return base
+        return f"{base}/clients/{sanitize_entity_name(entity.client_id)}"
+    assert entity.client_id is not None
+    return f"clients/{sanitize_entity_name(entity.client_id)}"
+
+
+def quota_entity_config_path(entity: QuotaEntity) -> str:
+    """Where a client quota's config lives: /config/ + its entity path."""
+    return f"/config/{quota_entity_path(entity)}"
+
+
+def parse_quota_entity_path(entity_path: str) -> QuotaEntity | None:
+    """The quota entity a /config/changes entity path names, or None if it names something else."""
+    parts = entity_path.split("/")
+    if len(parts) == 2 and parts[0] == "users" and parts[1]:
+        return QuotaEntity(desanitize_entity_name(parts[1]), None)
+    if len(parts) == 4 and parts[0] == "users" and parts[2] == "clients" and parts[1] and parts[3]:
+        return QuotaEntity(desanitize_entity_name(parts[1]), desanitize_entity_name(parts[3]))
+    if len(parts) == 2 and parts[0] == "clients" and parts[1]:
+        return QuotaEntity(None, desanitize_entity_name(parts[1]))
+    return None
 
 
 def encode_config_change(entity_path: str) -> bytes:

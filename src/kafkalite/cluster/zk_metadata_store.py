@@ -12,11 +12,14 @@ import uuid
 from collections.abc import Callable, Collection, Mapping
 
 from kafkalite.cluster import acl_data as ad
+from kafkalite.cluster import zk_data
 from kafkalite.cluster.controller.election import PlacementError, assign_replicas, check_assignment
 from kafkalite.cluster.metadata import MetadataError, TopicInfo, topic_name_error
+from kafkalite.cluster.quota_data import QuotaDataError, apply_quota_changes, quotas_from_config
 from kafkalite.cluster.zk import KafkaZkClient, ZkError
 from kafkalite.cluster.zk_data import ZkDataError
 from kafkalite.security.acl import AccessControlEntry, AclBinding, PatternType, ResourcePattern
+from kafkalite.security.quota import QuotaEntity
 from kafkalite.security.scram import SCRAM_MECHANISMS, ScramCredential
 
 log = logging.getLogger("kafkalite.cluster.zk_metadata_store")
@@ -227,3 +230,31 @@ class ZkMetadataStore:
             config.update({m: c.to_config_string() for m, c in upsert.items()})
             if self.zk.write_user_config(user, config, version):
                 return {m: c for m, c in self.user_scram_credentials(user).items()}
+
+    # -- client quotas: Kafka's entity znodes, the quota keys beside any SCRAM credentials
+    def client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:
+        out: dict[QuotaEntity, dict[str, float]] = {}
+        for entity in self.zk.quota_entities():
+            values = self.entity_client_quotas(entity)
+            if values:
+                out[entity] = values
+        return out
+
+    def entity_client_quotas(self, entity: QuotaEntity) -> dict[str, float]:
+        path = zk_data.quota_entity_config_path(entity)
+        config, _ = self.zk.entity_config(path)
+        try:
+            return quotas_from_config(config)
+        except QuotaDataError as exc:
+            log.warning("ignoring the client quotas in %s: %s", path, exc)
+            return {}
+
+    def alter_client_quotas(
+        self, entity: QuotaEntity, upsert: Mapping[str, float], remove: Collection[str] = ()
+    ) -> dict[str, float]:
+        path = zk_data.quota_entity_config_path(entity)
+        while True:  # compare-and-set: keeps the entity's other keys (SCRAM credentials)
+            config, version = self.zk.entity_config(path)
+            new = apply_quota_changes(config, upsert, remove)
+            if self.zk.write_entity_config(path, zk_data.quota_entity_path(entity), new, version):
+                return quotas_from_config(new)

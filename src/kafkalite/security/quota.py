@@ -6,7 +6,7 @@ Pure and clock-free: every call takes the time in milliseconds, so tests drive i
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 QUOTA_WINDOW_NUM_DEFAULT = 11  # quota.window.num
@@ -68,6 +68,23 @@ class Rate:
         sample.reset(now_ms)
         return sample
 
+    def window_throttle_ms(self, quota: float, now_ms: int) -> int:
+        """Once the current sample holds more than one window's allowance, how long until its own
+        span carries `quota` per second.
+
+        Kafka's rate alone measures over at least samples - 1 windows, so a client that was quiet
+        may send that many windows' worth at once, and again whenever a full sample expires: a
+        burst every ~11 s. Bounding each sample as well keeps a throttled client near its quota in
+        every window, not just on average.
+        """
+        if not self._samples:
+            return 0
+        sample = self._samples[self._current]
+        if sample.value <= quota * self.window_ms / 1000.0:
+            return 0  # within one window's allowance: a client under its quota is never throttled
+        due = sample.last_window_ms + sample.value / quota * 1000.0
+        return max(0, _java_round(due - now_ms))
+
     def _purge_obsolete(self, now_ms: int) -> None:
         expire_age = self.samples * self.window_ms
         for sample in self._samples:
@@ -118,6 +135,8 @@ class QuotaSensor:
     quota: float
     rate: Rate = field(default_factory=Rate)
     max_throttle_time_ms: int | None = None
+    # kafkalite's addition (Rate.window_throttle_ms); False gives Kafka's arithmetic exactly
+    bound_each_window: bool = True
 
     def record(self, value: float, now_ms: int) -> int:
         """Record usage (bytes, or request-handler time as a percentage) and return the throttle in ms.
@@ -126,10 +145,13 @@ class QuotaSensor:
         and the client is throttled afterwards.
         """
         self.rate.record(value, now_ms)
+        throttle = self.rate.window_throttle_ms(self.quota, now_ms) if self.bound_each_window else 0
         observed = self.rate.measure(now_ms)
-        if observed <= self.quota:
+        if observed > self.quota:
+            window = self.rate.window_size_ms(now_ms)
+            throttle = max(throttle, throttle_time_ms(observed, self.quota, window))
+        if throttle <= 0:
             return 0
-        throttle = throttle_time_ms(observed, self.quota, self.rate.window_size_ms(now_ms))
         if self.max_throttle_time_ms is not None:
             throttle = min(throttle, self.max_throttle_time_ms)
         return throttle
@@ -194,3 +216,210 @@ def resolve_quota(
                 client_id if entity.client_id is not None else "",
             )
     return None
+
+
+# -- quota configuration keys (Kafka's names) and what values they take
+PRODUCER_BYTE_RATE = "producer_byte_rate"
+CONSUMER_BYTE_RATE = "consumer_byte_rate"
+REQUEST_PERCENTAGE = "request_percentage"
+CONTROLLER_MUTATION_RATE = "controller_mutation_rate"
+CLIENT_QUOTA_KEYS = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE)
+_LONG_KEYS = frozenset({PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE})
+
+# entity types as the admin protocol names them
+ENTITY_USER = "user"
+ENTITY_CLIENT_ID = "client-id"
+ENTITY_IP = "ip"
+
+
+def validate_quota_value(key: str, value: float) -> str | None:
+    """Why `key = value` cannot be a client quota, or None when it can."""
+    if key == CONTROLLER_MUTATION_RATE:
+        return (
+            "controller_mutation_rate quotas are not enforced by kafkalite, so they cannot be set"
+        )
+    if key not in CLIENT_QUOTA_KEYS:
+        return f"Unknown quota key {key!r} (known: {', '.join(CLIENT_QUOTA_KEYS)})"
+    if not math.isfinite(value) or value <= 0:
+        return f"{key} must be positive, got {value}"
+    if key in _LONG_KEYS and value != math.floor(value):
+        return f"{key} must be a whole number of bytes per second, got {value}"
+    return None
+
+
+def format_quota_value(key: str, value: float) -> str:
+    """The value as Kafka writes it in a config znode: a long for byte rates, a double otherwise."""
+    return str(int(value)) if key in _LONG_KEYS else repr(float(value))
+
+
+def entity_from_parts(parts: Mapping[str, str | None]) -> QuotaEntity:
+    """An entity from the admin protocol's (type -> name or null for the default) pairs."""
+    unknown = set(parts) - {ENTITY_USER, ENTITY_CLIENT_ID}
+    if ENTITY_IP in unknown:
+        raise ValueError("ip quotas (connection_creation_rate) are not supported by kafkalite")
+    if unknown:
+        raise ValueError(f"Unknown quota entity type(s): {', '.join(sorted(unknown))}")
+
+    def name(kind: str) -> str | None:
+        if kind not in parts:
+            return None
+        value = parts[kind]
+        if value == "":
+            raise ValueError(f"an empty {kind} name is not a quota entity; null means the default")
+        return DEFAULT_ENTITY if value is None else value
+
+    return QuotaEntity(name(ENTITY_USER), name(ENTITY_CLIENT_ID))
+
+
+def entity_parts(entity: QuotaEntity) -> list[tuple[str, str | None]]:
+    """The admin protocol's (type, name or null for the default) pairs of an entity."""
+    out: list[tuple[str, str | None]] = []
+    for kind, value in ((ENTITY_USER, entity.user), (ENTITY_CLIENT_ID, entity.client_id)):
+        if value is not None:
+            out.append((kind, None if value == DEFAULT_ENTITY else value))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaFilter:
+    """One DescribeClientQuotas component: match an exact name, the default, or any specified name."""
+
+    entity_type: str
+    match_type: int  # 0 exact, 1 default, 2 any specified name
+    match: str | None = None
+
+    def accepts(self, entity: QuotaEntity) -> bool:
+        value = entity.user if self.entity_type == ENTITY_USER else entity.client_id
+        if value is None:
+            return False
+        if self.match_type == 0:
+            return value != DEFAULT_ENTITY and value == self.match
+        if self.match_type == 1:
+            return value == DEFAULT_ENTITY
+        return value != DEFAULT_ENTITY
+
+
+def validate_filters(filters: list[QuotaFilter]) -> str | None:
+    """Why a DescribeClientQuotas filter is invalid, or None."""
+    seen: set[str] = set()
+    for f in filters:
+        if f.entity_type not in (ENTITY_USER, ENTITY_CLIENT_ID, ENTITY_IP):
+            return f"Unknown quota entity type {f.entity_type!r}"
+        if f.entity_type in seen:
+            return f"Duplicate {f.entity_type} filter component entity type"
+        seen.add(f.entity_type)
+        if f.match_type not in (0, 1, 2):
+            return f"Unknown match type {f.match_type}"
+        if f.match_type == 0 and f.match is None:
+            return "An exact match needs a name"
+        if f.match_type != 0 and f.match is not None:
+            return "Only an exact match takes a name"
+    return None
+
+
+def matching_entities(
+    entities: Iterable[QuotaEntity], filters: list[QuotaFilter], strict: bool
+) -> list[QuotaEntity]:
+    """The entities every filter component accepts; strict also excludes entities with a type the
+    filter does not mention (Kafka's DescribeClientQuotas semantics)."""
+    kinds = {f.entity_type for f in filters}
+    out = []
+    for entity in entities:
+        if not all(f.accepts(entity) for f in filters):
+            continue
+        if strict:
+            present = {
+                k
+                for k, v in ((ENTITY_USER, entity.user), (ENTITY_CLIENT_ID, entity.client_id))
+                if v is not None
+            }
+            if present - kinds:
+                continue
+        out.append(entity)
+    return out
+
+
+SENSOR_IDLE_EXPIRY_MS = 3600 * 1000  # Kafka drops a client's quota sensors after an idle hour
+
+
+@dataclass(slots=True)
+class _TrackedSensor:
+    sensor: QuotaSensor
+    last_used_ms: int
+
+
+class ClientQuotaManager:
+    """The quotas of one kind (produce bytes, fetch bytes or request time) and the sensors that
+    measure clients against them. Pure: callers pass the time; nothing is measured without a quota."""
+
+    def __init__(
+        self,
+        key: str,
+        samples: int = QUOTA_WINDOW_NUM_DEFAULT,
+        window_ms: int = QUOTA_WINDOW_SIZE_SECONDS_DEFAULT * 1000,
+        max_throttle_time_ms: int | None = None,
+    ) -> None:
+        Rate(samples, window_ms)  # validates the window settings once
+        self.key = key
+        self.samples = samples
+        self.window_ms = window_ms
+        self.max_throttle_time_ms = max_throttle_time_ms
+        self._quotas: dict[QuotaEntity, float] = {}
+        self._resolved: dict[tuple[str, str], QuotaMatch | None] = {}
+        self._sensors: dict[tuple[str, str], _TrackedSensor] = {}
+        self._next_expiry_ms = 0
+
+    @property
+    def enabled(self) -> bool:
+        """Whether any entity has a quota of this kind (when not, recording is skipped entirely)."""
+        return bool(self._quotas)
+
+    def update_quotas(self, quotas: Mapping[QuotaEntity, float]) -> None:
+        """Replace the configured quotas; each sensor takes its new quota on its next record."""
+        self._quotas = dict(quotas)
+        self._resolved.clear()
+
+    def quota_for(self, user: str, client_id: str) -> QuotaMatch | None:
+        key = (user, client_id)
+        try:
+            return self._resolved[key]
+        except KeyError:
+            match = self._resolved[key] = resolve_quota(self._quotas, user, client_id)
+            return match
+
+    def max_value_in_window(self, user: str, client_id: str) -> float | None:
+        """The most one window may carry (Kafka caps a throttled consumer's fetch size with it)."""
+        match = self.quota_for(user, client_id)
+        return None if match is None else match.quota * self.window_ms / 1000.0
+
+    def record(self, user: str, client_id: str, value: float, now_ms: int) -> int:
+        """Record usage of (`user`, `client_id`) and return how long to throttle it, in ms."""
+        match = self.quota_for(user, client_id)
+        if match is None:
+            return 0
+        tags = (match.user_tag, match.client_id_tag)
+        tracked = self._sensors.get(tags)
+        if tracked is None:
+            tracked = self._sensors[tags] = _TrackedSensor(
+                QuotaSensor(
+                    match.quota,
+                    Rate(self.samples, self.window_ms),
+                    self.max_throttle_time_ms,
+                ),
+                now_ms,
+            )
+        tracked.sensor.quota = match.quota
+        tracked.last_used_ms = now_ms
+        if now_ms >= self._next_expiry_ms:
+            self._expire(now_ms)
+        return tracked.sensor.record(value, now_ms)
+
+    def _expire(self, now_ms: int) -> None:
+        self._next_expiry_ms = now_ms + 60_000
+        for tags in [
+            t for t, s in self._sensors.items() if now_ms - s.last_used_ms >= SENSOR_IDLE_EXPIRY_MS
+        ]:
+            del self._sensors[tags]
+
+    def sensor_count(self) -> int:
+        return len(self._sensors)

@@ -68,6 +68,9 @@ EXPECTED_APIS: list[tuple[str, int, int, int]] = [
     # SCRAM credential administration (KIP-554)
     ("DescribeUserScramCredentials", 50, 0, 0),
     ("AlterUserScramCredentials", 51, 0, 0),
+    # client quota administration (KIP-546)
+    ("DescribeClientQuotas", 48, 0, 1),
+    ("AlterClientQuotas", 49, 0, 1),
 ]
 
 CASES = list(message_cases())

@@ -27,7 +27,7 @@ class FakeClock:
 
 def test_steady_rate_then_spike() -> None:
     clock = FakeClock()
-    sensor = QuotaSensor(quota=500)
+    sensor = QuotaSensor(quota=500, bound_each_window=False)
     for _ in range(10):
         assert sensor.record(400, clock.ms) == 0
         clock.sleep(1000)
@@ -38,10 +38,38 @@ def test_steady_rate_then_spike() -> None:
 
 
 def test_burst_at_start_is_measured_over_full_window() -> None:
-    sensor = QuotaSensor(quota=100)
+    sensor = QuotaSensor(quota=100, bound_each_window=False)
     assert sensor.rate.window_size_ms(0) == 10_000  # samples - 1 windows, before any data
     assert sensor.record(1000, 0) == 0  # 1000 B over 10 s is exactly the quota
     assert sensor.record(1000, 0) == 10_000  # 200 B/s: wait one more window's worth
+
+
+def test_each_window_is_bounded_too() -> None:
+    # Kafka's arithmetic alone lets a new client send ten windows' worth at once (the test above);
+    # the per-window bound makes it wait until the sample's own span carries the quota
+    sensor = QuotaSensor(quota=100)
+    assert sensor.record(50, 0) == 0
+    assert sensor.record(100, 200) == 1300  # 150 B since t=0 at 100 B/s: due at 1500 ms
+    assert sensor.record(100, 1500) == 0  # a new sample: one window's allowance is free
+    assert sensor.record(100, 1600) == 1900  # 200 B since 1500 ms is due at 3500 ms
+    # with the spike test's numbers the bound is the stricter of the two
+    steady = QuotaSensor(quota=500)
+    for second in range(10):
+        assert steady.record(400, second * 1000) == 0
+    assert steady.record(2300, 10_500) == 4600
+
+
+def test_steady_producer_is_held_to_its_quota() -> None:
+    """A client that sends as fast as it is allowed averages its quota over every 30 s span."""
+    for size in (16_384, 65_536, 262_144):
+        sensor = QuotaSensor(quota=1_048_576)
+        now, sent = 0, []
+        while now < 90_000:
+            sent.append((now, size))
+            now += 2 + sensor.record(size, now)
+        for start in (0, 30_000, 60_000):
+            total = sum(n for t, n in sent if start <= t < start + 30_000)
+            assert total / 30 == pytest.approx(1_048_576, rel=0.03)
 
 
 def test_max_throttle_time_caps() -> None:

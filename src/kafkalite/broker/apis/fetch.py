@@ -8,6 +8,7 @@ Data leaves as file regions (sendfile) for v4+; v0-3 get message sets down-conve
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from typing import Any
 
@@ -173,6 +174,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     replica_id = request.replica_id if version <= 14 else -1
     if replica_id >= 0:
         isolation = FOLLOWER
+        ctx.quota_exempt = True
     else:
         isolation = READ_COMMITTED if version >= 4 and request.isolation_level == 1 else 0
     groups = _resolve(ctx, topics, replica_id)
@@ -180,15 +182,22 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     max_wait = min(max(request.max_wait_ms, 0), MAX_WAIT_MS)
     if max_wait > 0 and flat and not _has_data(flat, request.min_bytes, isolation):
         keys = [(t.topic, t.partition) for t in flat]
+        parked = time.monotonic_ns()
         await broker.delayed.wait_until(
             keys, lambda: _has_data(flat, request.min_bytes, isolation), max_wait / 1000
         )
+        ctx.parked_ns += time.monotonic_ns() - parked
         if ctx.connection.closed:
             return None
     sliced = SlicedResponse(None)
     budget = request.max_bytes if version >= 3 else 0x7FFFFFFF
     if budget <= 0:
         budget = 0x7FFFFFFF
+    if broker.client_quotas.active and replica_id < 0:
+        # a consumer under a byte-rate quota gets at most one window's allowance per answer
+        cap = broker.client_quotas.fetch_max_bytes(ctx.principal.name, ctx.quota_client_id)
+        if cap is not None:
+            budget = min(budget, cap)
     first = True
     topics_out = []
     down_magic = 0 if version <= 1 else 1

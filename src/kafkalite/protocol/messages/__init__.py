@@ -20,6 +20,7 @@ _FAMILIES = (
     "cluster",
     "acls",
     "scram",
+    "quotas",
 )
 
 for _name in _FAMILIES:
