@@ -235,7 +235,37 @@ class LocalCluster:
         if errors:
             self.stop()
             raise errors[0]
+        try:
+            self.wait_for_controller()
+        except BaseException:
+            self.stop()
+            raise
         return self
+
+    def wait_for_controller(self, timeout: float = 60.0) -> None:
+        """Until every broker's Metadata names a controller and every broker: an admin client that
+        asks before the election gets no controller and may wait minutes before it asks again."""
+        from kafkalite.cli.wire import CliError, WireClient
+        from kafkalite.protocol.messages.metadata import MetadataRequest
+
+        deadline = time.monotonic() + timeout
+        pending = {b.broker_id: b for b in self.brokers.values() if b.running}
+        while pending:
+            for broker_id, b in list(pending.items()):
+                try:
+                    with WireClient(b.bootstrap, timeout=5) as c:
+                        resp = c.send(MetadataRequest(topics=[]), version=1)
+                except (CliError, OSError):
+                    continue
+                if resp.controller_id >= 0 and len(resp.brokers) == len(self.brokers):
+                    del pending[broker_id]
+            if not pending:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"brokers {sorted(pending)} know no controller after {timeout:.0f} s"
+                )
+            time.sleep(0.05)
 
     def stop(self) -> None:
         for b in self.brokers.values():
