@@ -1,16 +1,17 @@
-"""TLS benchmark: produce and consume throughput and broker CPU per GB over an SSL listener against the
-PLAINTEXT listener of the same kafkalite broker, in the same run (confluent-kafka client).
+"""TLS and SASL benchmark: produce and consume throughput and broker CPU per GB over SSL and SASL_SSL
+listeners against the PLAINTEXT listener of the same kafkalite broker, in the same run (confluent-kafka).
 
-One `kafkalite serve` process listens twice: PLAINTEXT and SSL (PEM certificates made for the run, ECDSA
-P-256, ssl.client.auth=required unless --client-auth says otherwise, so the client presents a certificate).
-Each repeat measures both listeners, alternating which goes first:
+One `kafkalite serve` process listens three times: PLAINTEXT, SSL (PEM certificates made for the run,
+ECDSA P-256, ssl.client.auth=required unless --client-auth says otherwise, so the client presents a
+certificate) and SASL_SSL (SCRAM-SHA-512, a user created through the PLAINTEXT listener with
+AlterUserScramCredentials). Each repeat measures every listener, rotating which goes first:
 - produce: --messages records of --size bytes, one partition, acks=1, librdkafka's default batching;
   MB/s from the first produce() until flush() has every delivery report. Fresh topic per run.
 - consume: a fresh consumer reads that topic from offset 0 (max.partition.fetch.bytes=4 MiB,
   fetch.max.bytes=64 MiB, counted in C by consume() batches); MB/s from the first record to the last.
   PLAINTEXT fetches leave through os.sendfile; SSL ones through 1 MiB preads encrypted in the broker.
 - cpu: CPU seconds the broker process used (utime + stime from /proc) per GB moved, same span.
-Medians over --repeats, with the SSL/PLAINTEXT ratio.
+Medians over --repeats, with each secured listener's ratio to PLAINTEXT.
 
 Usage: python bench/bench_tls.py [--messages N] [--size BYTES] [--repeats R] [--client-auth required|none]
 """
@@ -29,7 +30,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    NewTopic,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
 
 from peers import free_port, process_cpu_seconds, stop, wait_port
 
@@ -38,31 +45,42 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from kafkalite.testing_tls import CertificateAuthority  # noqa: E402
 
+NAMES = ["PLAINTEXT", "SSL", "SASL_SSL"]
+
 
 @contextlib.contextmanager
 def tls_broker(certs: Path, client_auth: str) -> Iterator[tuple[int, dict[str, dict[str, object]]]]:
-    """`kafkalite serve` with a PLAINTEXT and an SSL listener; yields (pid, client config per
+    """`kafkalite serve` with PLAINTEXT, SSL and SASL_SSL listeners; yields (pid, client config per
     listener)."""
     ca = CertificateAuthority(certs)
     server = ca.issue("broker", server=True)
     client = ca.issue("bench-client")
-    plain, secure = free_port(), free_port()
+    plain, secure, sasl = free_port(), free_port(), free_port()
     with tempfile.TemporaryDirectory(prefix="bench-tls-") as d:
         env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
         args = [sys.executable, "-m", "kafkalite.cli.main", "serve", "--data-dir", d]
         args += ["--log-level", "warning"]
         for prop in (
-            f"listeners=PLAINTEXT://127.0.0.1:{plain},SSL://127.0.0.1:{secure}",
+            f"listeners=PLAINTEXT://127.0.0.1:{plain},SSL://127.0.0.1:{secure},"
+            f"SASL_SSL://127.0.0.1:{sasl}",
+            "sasl.enabled.mechanisms=SCRAM-SHA-512",
             f"ssl.keystore.location={server.bundle}",
             f"ssl.truststore.location={ca.cert}",
             f"ssl.client.auth={client_auth}",
             "message.max.bytes=10485760",
         ):
             args += ["--override", prop]
-        proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        log = open(os.environ.get("BENCH_BROKER_LOG", os.devnull), "w")  # noqa: SIM115
+        proc = subprocess.Popen(args, env=env, stdout=log, stderr=log)
         try:
             wait_port(plain, proc)
             wait_port(secure, proc)
+            wait_port(sasl, proc)
+            admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{plain}"})
+            info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096)
+            upsert = UserScramCredentialUpsertion("bench", info, b"bench-secret")
+            for f in admin.alter_user_scram_credentials([upsert]).values():
+                f.result(30)
             confs: dict[str, dict[str, object]] = {
                 "PLAINTEXT": {"bootstrap.servers": f"127.0.0.1:{plain}"},
                 "SSL": {
@@ -71,6 +89,14 @@ def tls_broker(certs: Path, client_auth: str) -> Iterator[tuple[int, dict[str, d
                     "ssl.ca.location": str(ca.cert),
                     "ssl.certificate.location": str(client.cert),
                     "ssl.key.location": str(client.key),
+                },
+                "SASL_SSL": {
+                    "bootstrap.servers": f"127.0.0.1:{sasl}",
+                    "security.protocol": "SASL_SSL",
+                    "ssl.ca.location": str(ca.cert),
+                    "sasl.mechanism": "SCRAM-SHA-512",
+                    "sasl.username": "bench",
+                    "sasl.password": "bench-secret",
                 },
             }
             yield proc.pid, confs
@@ -148,14 +174,13 @@ def main() -> None:
     ap.add_argument("--client-auth", default="required", choices=["required", "requested", "none"])
     args = ap.parse_args()
     results: dict[str, dict[str, list[float]]] = {
-        name: {"produce": [], "produce_cpu": [], "consume": [], "consume_cpu": []}
-        for name in ("PLAINTEXT", "SSL")
+        name: {"produce": [], "produce_cpu": [], "consume": [], "consume_cpu": []} for name in NAMES
     }
     with contextlib.ExitStack() as stack:
         certs = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-tls-certs-"))
         pid, confs = stack.enter_context(tls_broker(Path(certs), args.client_auth))
         for r in range(args.repeats):
-            order = ["PLAINTEXT", "SSL"] if r % 2 == 0 else ["SSL", "PLAINTEXT"]
+            order = NAMES[r % 3 :] + NAMES[: r % 3]
             for name in order:
                 topic = f"bench-{name.lower()}-{r}"
                 mbs, cpu = produce(pid, confs[name], topic, args.messages, args.size)
@@ -174,7 +199,10 @@ def main() -> None:
         f"\n{args.messages} records of {args.size} B, ssl.client.auth={args.client_auth}, "
         f"medians of {args.repeats} (one broker, both listeners)"
     )
-    print(f"{'':24s}{'PLAINTEXT':>12s}{'SSL':>12s}{'SSL/PLAIN':>11s}")
+    print(
+        f"{'':24s}{'PLAINTEXT':>12s}{'SSL':>12s}{'SASL_SSL':>12s}{'SSL/PLAIN':>11s}"
+        f"{'SASL_SSL/PLAIN':>16s}"
+    )
     rows = [
         ("produce MB/s", "produce"),
         ("produce broker CPU s/GB", "produce_cpu"),
@@ -182,8 +210,8 @@ def main() -> None:
         ("consume broker CPU s/GB", "consume_cpu"),
     ]
     for label, key in rows:
-        a, b = med["PLAINTEXT"][key], med["SSL"][key]
-        print(f"{label:24s}{a:12.2f}{b:12.2f}{b / a:10.2f}x")
+        a, b, c = (med[n][key] for n in NAMES)
+        print(f"{label:24s}{a:12.2f}{b:12.2f}{c:12.2f}{b / a:10.2f}x{c / a:15.2f}x")
 
 
 if __name__ == "__main__":

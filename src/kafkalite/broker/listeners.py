@@ -12,7 +12,12 @@ import ssl
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kafkalite.broker.config import TLS_SECURITY_PROTOCOLS, BrokerConfig, Listener
+from kafkalite.broker.config import (
+    SASL_SECURITY_PROTOCOLS,
+    TLS_SECURITY_PROTOCOLS,
+    BrokerConfig,
+    Listener,
+)
 from kafkalite.broker.connection import Connection
 from kafkalite.broker.tls import handshake_failure_reason, server_context, ssl_settings
 from kafkalite.cluster.metadata_cache import ListenerEndpoint
@@ -55,7 +60,8 @@ def configure_listeners(
         ctx = None
         if proto in TLS_SECURITY_PROTOCOLS:
             dyn = (dynamic_ssl or {}).get(lst.name)
-            ctx = server_context(ssl_settings(config, lst.name, dyn))
+            sasl = proto in SASL_SECURITY_PROTOCOLS
+            ctx = server_context(ssl_settings(config, lst.name, dyn, sasl=sasl))
         out.append(ListenerRuntime(lst.name, proto, lst, adv, ctx))
     return out
 

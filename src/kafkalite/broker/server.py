@@ -17,6 +17,7 @@ from typing import Any
 from kafkalite.broker.authorizer import Authorizer
 from kafkalite.broker.client_quotas import ClientQuotas, client_throttles
 from kafkalite.broker.config import (
+    SASL_SECURITY_PROTOCOLS,
     TLS_SECURITY_PROTOCOLS,
     BrokerConfig,
     ConfigError,
@@ -223,7 +224,14 @@ class BrokerServer:
         """The TLS context of every SSL listener with `per_broker` dynamic settings over the static
         ones (TlsConfigError when one cannot work)."""
         return {
-            lr.name: server_context(ssl_settings(self.config, lr.name, per_broker))
+            lr.name: server_context(
+                ssl_settings(
+                    self.config,
+                    lr.name,
+                    per_broker,
+                    sasl=lr.security_protocol in SASL_SECURITY_PROTOCOLS,
+                )
+            )
             for lr in self.listeners
             if lr.security_protocol in TLS_SECURITY_PROTOCOLS
         }

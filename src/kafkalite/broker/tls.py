@@ -54,10 +54,16 @@ class SslSettings:
 
 
 def ssl_settings(
-    config: BrokerConfig, listener_name: str | None, dynamic: Mapping[str, str] | None = None
+    config: BrokerConfig,
+    listener_name: str | None,
+    dynamic: Mapping[str, str] | None = None,
+    *,
+    sasl: bool = False,
 ) -> SslSettings:
     """ssl.* of a listener: `listener.name.<lower name>.ssl.*` (dynamic, then static) over `ssl.*`
-    over the defaults. `listener_name` None: the plain ssl.* settings."""
+    over the defaults. `listener_name` None: the plain ssl.* settings. On a SASL_SSL listener
+    (`sasl`) only the listener's own ssl.client.auth asks for client certificates (KIP-684): the
+    broker-wide one is for SSL listeners, whose principal comes from the certificate."""
     prefix = f"listener.name.{listener_name.lower()}." if listener_name else None
     # only listener-prefixed names are dynamic; plain ssl.* come from server.properties alone
     candidates: list[tuple[Mapping[str, str], str]] = []
@@ -74,6 +80,8 @@ def ssl_settings(
         else:
             if d.default is not None:
                 values[d.name], sources[d.name] = d.default, d.name
+    if sasl and not (prefix and sources.get("ssl.client.auth", "").startswith(prefix)):
+        values["ssl.client.auth"], sources["ssl.client.auth"] = "none", "ssl.client.auth"
     where = f"listener {listener_name}" if listener_name else "the broker-to-broker client"
     return SslSettings(where, values, sources)
 

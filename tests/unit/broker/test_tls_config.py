@@ -95,6 +95,20 @@ def test_pem_file_and_inline_key_stores(pki: tuple[CertificateAuthority, Issued,
     assert normalize_pem(key) == srv.key.read_text()
 
 
+def test_sasl_ssl_listeners_ask_for_certificates_only_when_told_so(
+    pki: tuple[CertificateAuthority, Issued, Issued],
+) -> None:
+    """KIP-684: the broker-wide ssl.client.auth is for SSL listeners; a SASL_SSL listener asks for
+    a client certificate only through its own listener.name.<name>.ssl.client.auth."""
+    ca, srv, _ = pki
+    common = {"ssl.keystore.location": str(srv.bundle), "ssl.truststore.location": str(ca.cert)}
+    cfg = _cfg(**common, **{"ssl.client.auth": "required"})
+    assert server_context(ssl_settings(cfg, "SSL")).verify_mode == ssl.CERT_REQUIRED
+    assert server_context(ssl_settings(cfg, "SASL_SSL", sasl=True)).verify_mode == ssl.CERT_NONE
+    own = _cfg(**common, **{"listener.name.sasl_ssl.ssl.client.auth": "required"})
+    assert server_context(ssl_settings(own, "SASL_SSL", sasl=True)).verify_mode == ssl.CERT_REQUIRED
+
+
 def test_encrypted_key(pki: tuple[CertificateAuthority, Issued, Issued]) -> None:
     _, _, locked = pki
     ok = _cfg(**{"ssl.keystore.location": str(locked.bundle), "ssl.key.password": "s3cret"})
