@@ -197,7 +197,7 @@ def main() -> None:
     med = {n: {k: statistics.median(v) for k, v in m.items()} for n, m in results.items()}
     print(
         f"\n{args.messages} records of {args.size} B, ssl.client.auth={args.client_auth}, "
-        f"medians of {args.repeats} (one broker, both listeners)"
+        f"medians of {args.repeats} (one broker, every listener)"
     )
     print(
         f"{'':24s}{'PLAINTEXT':>12s}{'SSL':>12s}{'SASL_SSL':>12s}{'SSL/PLAIN':>11s}"
