@@ -425,3 +425,32 @@ def test_acls_survive_a_restart(tmp_path: Path, name: str) -> None:
         b.create_topic(name + "-hidden")
         topics = a.list_topics(timeout=10).topics
         assert name in topics and name + "-hidden" not in topics
+
+
+def test_authorized_operations_through_confluent_admin(
+    secured: Broker, admin: AdminClient, name: str
+) -> None:
+    """KIP-430: describe_topics / describe_cluster / describe_consumer_groups with
+    include_authorized_operations report what the principal may do, implied operations included."""
+    from confluent_kafka import TopicCollection
+
+    secured.create_topic(name)
+    grant(admin, ResourceType.TOPIC, name, AclOperation.READ)
+    (topic,) = [
+        f.result(30)
+        for f in admin.describe_topics(
+            TopicCollection([name]), include_authorized_operations=True
+        ).values()
+    ]
+    assert set(topic.authorized_operations) == {AclOperation.READ, AclOperation.DESCRIBE}
+    cluster = admin.describe_cluster(include_authorized_operations=True).result(30)
+    assert set(cluster.authorized_operations) == set(CLUSTER_OPS)
+    grant(admin, ResourceType.GROUP, name, AclOperation.DELETE)
+    (group,) = [
+        f.result(30)
+        for f in admin.describe_consumer_groups([name], include_authorized_operations=True).values()
+    ]
+    assert set(group.authorized_operations) == {AclOperation.DELETE, AclOperation.DESCRIBE}
+    # not asked for: not reported
+    (plain,) = [f.result(30) for f in admin.describe_topics(TopicCollection([name])).values()]
+    assert not plain.authorized_operations

@@ -13,7 +13,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kafkalite.protocol.headers import RequestHeader
-from kafkalite.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from kafkalite.security.acl import (
+    CLUSTER_NAME,
+    AclOperation,
+    ResourceType,
+    authorized_operations,
+)
 from kafkalite.security.principal import KafkaPrincipal
 
 if TYPE_CHECKING:
@@ -76,6 +81,13 @@ class RequestContext:
 
     def authorize_cluster(self, operation: AclOperation) -> bool:
         return self.authorize(operation, ResourceType.CLUSTER, CLUSTER_NAME)
+
+    def authorized_operations(self, resource_type: ResourceType, name: str) -> int:
+        """KIP-430's bit field of what this principal may do on the resource (every supported
+        operation without an authorizer)."""
+        return authorized_operations(
+            lambda op: self.authorize(op, resource_type, name), resource_type
+        )
 
 
 @dataclass(slots=True)

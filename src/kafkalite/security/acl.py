@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Self
 
@@ -234,6 +234,47 @@ def validate_acl_binding_filter(binding_filter: AclBindingFilter) -> None:
 
 
 # An ALLOW of any of these operations also allows the key (AclAuthorizer's implied operations).
+# the operations an ACL on each resource type can grant (Kafka's supported operations)
+SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
+    ResourceType.TOPIC: (
+        AclOperation.READ,
+        AclOperation.WRITE,
+        AclOperation.CREATE,
+        AclOperation.DESCRIBE,
+        AclOperation.DELETE,
+        AclOperation.ALTER,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+    ),
+    ResourceType.GROUP: (AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE),
+    ResourceType.CLUSTER: (
+        AclOperation.CREATE,
+        AclOperation.CLUSTER_ACTION,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+        AclOperation.IDEMPOTENT_WRITE,
+        AclOperation.ALTER,
+        AclOperation.DESCRIBE,
+    ),
+    ResourceType.TRANSACTIONAL_ID: (AclOperation.DESCRIBE, AclOperation.WRITE),
+    ResourceType.DELEGATION_TOKEN: (AclOperation.DESCRIBE,),
+    ResourceType.USER: (AclOperation.CREATE_TOKENS, AclOperation.DESCRIBE_TOKENS),
+}
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)  # the wire's "not asked for"
+
+
+def authorized_operations(
+    allowed: Callable[[AclOperation], bool], resource_type: ResourceType
+) -> int:
+    """The bit field of authorized-operations answers (KIP-430): bit `op` set for each supported
+    operation `allowed(op)` grants."""
+    mask = 0
+    for op in SUPPORTED_OPERATIONS.get(resource_type, ()):
+        if allowed(op):
+            mask |= 1 << int(op)
+    return mask
+
+
 IMPLIED_BY: dict[AclOperation, frozenset[AclOperation]] = {
     AclOperation.DESCRIBE: frozenset(
         {AclOperation.DESCRIBE, AclOperation.READ, AclOperation.WRITE}

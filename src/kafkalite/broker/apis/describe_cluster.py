@@ -9,6 +9,7 @@ from typing import Any
 
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.messages.admin import DESCRIBE_CLUSTER, DescribeClusterResponse
+from kafkalite.security.acl import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_NAME, ResourceType
 
 API = DESCRIBE_CLUSTER
 _Broker = DescribeClusterResponse.DescribeClusterBroker
@@ -38,5 +39,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             _Broker(broker_id=n.broker_id, host=n.host, port=n.port, rack=n.rack)
             for n in cache.alive_brokers(ctx.connection.listener_name)
         ],
-        cluster_authorized_operations=-2147483648,
+        cluster_authorized_operations=(
+            ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME)
+            if request.include_cluster_authorized_operations
+            else AUTHORIZED_OPERATIONS_OMITTED
+        ),
     )

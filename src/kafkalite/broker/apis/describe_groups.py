@@ -12,7 +12,11 @@ from kafkalite.broker.context import RequestContext
 from kafkalite.coordinator.types import GroupDescription
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.groups import DESCRIBE_GROUPS, DescribeGroupsResponse
-from kafkalite.security.acl import AclOperation, ResourceType
+from kafkalite.security.acl import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    AclOperation,
+    ResourceType,
+)
 
 API = DESCRIBE_GROUPS
 _Group = DescribeGroupsResponse.DescribedGroup
@@ -56,6 +60,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                     )
                     for m in d.members
                 ],
+                authorized_operations=(
+                    ctx.authorized_operations(ResourceType.GROUP, d.group_id)
+                    if version >= 3 and request.include_authorized_operations and not d.error
+                    else AUTHORIZED_OPERATIONS_OMITTED
+                ),
             )
             for d in described
         ],

@@ -15,7 +15,12 @@ from kafkalite.cluster.metadata import MetadataError, topic_name_error
 from kafkalite.cluster.metadata_cache import TopicMetadata
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.metadata import METADATA, MetadataResponse
-from kafkalite.security.acl import AclOperation, ResourceType
+from kafkalite.security.acl import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    CLUSTER_NAME,
+    AclOperation,
+    ResourceType,
+)
 
 API = METADATA
 log = logging.getLogger("kafkalite.broker.metadata")
@@ -67,7 +72,7 @@ def may_create_topic(ctx: RequestContext, name: str) -> bool:
     )
 
 
-def topic_entry(ctx: RequestContext, info: TopicMetadata) -> Any:
+def topic_entry(ctx: RequestContext, info: TopicMetadata, include_ops: bool = False) -> Any:
     alive = ctx.broker.metadata_cache.is_alive
     return _Topic(
         error_code=0,
@@ -86,7 +91,11 @@ def topic_entry(ctx: RequestContext, info: TopicMetadata) -> Any:
             )
             for pm in info.partitions
         ],
-        topic_authorized_operations=-2147483648,
+        topic_authorized_operations=(
+            ctx.authorized_operations(ResourceType.TOPIC, info.name)
+            if include_ops
+            else AUTHORIZED_OPERATIONS_OMITTED
+        ),
     )
 
 
@@ -102,10 +111,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
     topics_out: list[Any] = []
     allow_auto = request.allow_auto_topic_creation if version >= 4 else True
+    topic_ops = version >= 8 and request.include_topic_authorized_operations
     if request.topics is None or (version == 0 and not request.topics):
         # a list-all request sees only the topics it may describe
         topics_out = [
-            topic_entry(ctx, t)
+            topic_entry(ctx, t, topic_ops)
             for t in broker.metadata_cache.topics()
             if ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, t.name)
         ]
@@ -158,12 +168,16 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                         _Topic(error_code=code, name=name, topic_id=ZERO_UUID, partitions=[])
                     )
                     continue
-            topics_out.append(topic_entry(ctx, info))
+            topics_out.append(topic_entry(ctx, info, topic_ops))
     return MetadataResponse(
         throttle_time_ms=0,
         brokers=brokers(ctx),
         cluster_id=broker.cluster_id,
         controller_id=broker.metadata_cache.controller_id,
         topics=topics_out,
-        cluster_authorized_operations=-2147483648,
+        cluster_authorized_operations=(
+            ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME)
+            if 8 <= version <= 10 and request.include_cluster_authorized_operations
+            else AUTHORIZED_OPERATIONS_OMITTED
+        ),
     )
