@@ -336,6 +336,24 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "1800000",
             "Largest session timeout a member may ask for.",
         ),
+        _d(
+            "group.consumer.session.timeout.ms",
+            T_INT,
+            "45000",
+            "KIP-848 consumer groups: a member not heard from this long leaves the group.",
+        ),
+        _d(
+            "group.consumer.heartbeat.interval.ms",
+            T_INT,
+            "5000",
+            "KIP-848 consumer groups: how often members are told to heartbeat.",
+        ),
+        _d(
+            "group.consumer.assignors",
+            T_LIST,
+            "uniform,range",
+            "KIP-848 server-side assignors (uniform, range); the first is the default.",
+        ),
         _d("offsets.topic.num.partitions", T_INT, "50", "Partitions of __consumer_offsets."),
         _d(
             "offsets.topic.replication.factor",

@@ -11,6 +11,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from kafkalite.broker.config import ConfigError
 from kafkalite.broker.coordinator_log import CoordinatorPartitions, StoredBatch, now_ms
 from kafkalite.coordinator import (
     OFFSETS_TOPIC,
@@ -19,6 +20,8 @@ from kafkalite.coordinator import (
     Deferred,
     GroupCoordinator,
 )
+from kafkalite.coordinator.consumer_assignors import ASSIGNORS
+from kafkalite.coordinator.consumer_group import GroupConfig
 from kafkalite.coordinator.records import encode_batch
 from kafkalite.protocol.errors import ErrorCode
 
@@ -72,6 +75,26 @@ def coordinator_config(broker: BrokerServer, partitions: int) -> CoordinatorConf
     )
 
 
+def consumer_group_config(broker: BrokerServer) -> GroupConfig:
+    """group.consumer.* settings; an assignor kafkalite lacks stops startup with a clear error."""
+    cfg = broker.config
+    raw = cfg.get("group.consumer.assignors") or ["uniform", "range"]
+    items = raw.split(",") if isinstance(raw, str) else list(raw)
+    names = tuple(str(a).strip() for a in items if str(a).strip())
+    names = tuple(a.rsplit(".", 1)[-1].removesuffix("Assignor").lower() or a for a in names)
+    unknown = [a for a in names if a not in ASSIGNORS]
+    if unknown or not names:
+        raise ConfigError(
+            f"group.consumer.assignors={cfg.get('group.consumer.assignors')!r}: kafkalite has "
+            f"{', '.join(ASSIGNORS)}"
+        )
+    return GroupConfig(
+        session_timeout_ms=int(cfg.get("group.consumer.session.timeout.ms")),
+        heartbeat_interval_ms=int(cfg.get("group.consumer.heartbeat.interval.ms")),
+        assignors=names,
+    )
+
+
 class GroupCoordinatorComponent(CoordinatorPartitions):
     """The group coordinator of one broker: it owns the `__consumer_offsets` partitions this broker
     leads, loads each when leadership arrives and unloads it when leadership leaves, appends the
@@ -95,6 +118,7 @@ class GroupCoordinatorComponent(CoordinatorPartitions):
         coordinator = GroupCoordinator(
             self._append, config=coordinator_config(self.broker, partitions), clock=now_ms
         )
+        coordinator.consumer_config = consumer_group_config(self.broker)
         self.coordinator = coordinator
         started = time.monotonic()
         led = await self._load_led_partitions()

@@ -4,11 +4,12 @@ administration with the clock-driven timers (`tick`) and the `__consumer_offsets
 
 from __future__ import annotations
 
+from kafkalite.coordinator.consumer_groups import ConsumerGroups
 from kafkalite.coordinator.liveness import Liveness
 from kafkalite.coordinator.offsets import Offsets
 
 
-class GroupCoordinator(Liveness, Offsets):
+class GroupCoordinator(ConsumerGroups, Liveness, Offsets):
     """Pure-logic group coordinator.
 
     The broker supplies `append(partition, records) -> Deferred[ErrorCode]` (write to
@@ -28,7 +29,10 @@ class GroupCoordinator(Liveness, Offsets):
         now = self.now()
         for group in self._live_groups():
             if self.groups.get(group.group_id) is group:
-                self._expire_group_timers(group, now)
+                if group.consumer is not None:
+                    self._expire_consumer_members(group, now)
+                else:
+                    self._expire_group_timers(group, now)
         if self._next_expiry_check is None:
             self._next_expiry_check = now + self.config.offsets_retention_check_interval_ms
         elif now >= self._next_expiry_check:
@@ -37,7 +41,11 @@ class GroupCoordinator(Liveness, Offsets):
 
     def next_deadline(self) -> int | None:
         """The earliest time `tick` has something to do, or None when nothing is scheduled."""
-        deadlines = [d for g in self._live_groups() for d in self._group_deadlines(g)]
+        deadlines = [
+            d
+            for g in self._live_groups()
+            for d in (self._consumer_deadlines(g) if g.consumer else self._group_deadlines(g))
+        ]
         if self._next_expiry_check is not None:
             deadlines.append(self._next_expiry_check)
         return min(deadlines, default=None)

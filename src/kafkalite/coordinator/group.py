@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafkalite.coordinator.consumer_group import ConsumerGroup
 from kafkalite.coordinator.deferred import Deferred
 from kafkalite.coordinator.records import GroupMetadataValue
 from kafkalite.coordinator.state import GroupState, can_rebalance, transition
@@ -126,6 +127,8 @@ class GroupMetadata:
     pending_txn_offsets: dict[int, dict[TopicPartition, OffsetAndMetadata]] = field(
         default_factory=dict
     )
+    # a KIP-848 consumer group (its own members, epochs and assignments); None for a classic group
+    consumer: ConsumerGroup | None = None
     # timers (absolute ms on the coordinator's clock)
     join_deadline: int | None = None
     initial_delay_remaining_ms: int | None = None  # set while the initial rebalance delay runs

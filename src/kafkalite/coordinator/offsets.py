@@ -85,6 +85,16 @@ class Offsets(CoordinatorRuntime):
     ) -> ErrorCode | None:
         if group.is_(S.DEAD):
             return E.COORDINATOR_NOT_AVAILABLE
+        if group.consumer is not None:
+            # a KIP-848 group: the generation is the member's epoch
+            if generation_id >= 0 or member_id != UNKNOWN_MEMBER_ID:
+                member = group.consumer.members.get(member_id)
+                if member is None:
+                    return E.UNKNOWN_MEMBER_ID
+                if generation_id != member.member_epoch:
+                    return E.STALE_MEMBER_EPOCH
+                return None
+            return E.UNKNOWN_MEMBER_ID if group.consumer.members else None
         if generation_id >= 0 or member_id != UNKNOWN_MEMBER_ID or group_instance_id is not None:
             if group.is_static_member_fenced(group_instance_id, member_id):
                 return E.FENCED_INSTANCE_ID

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kafkalite.coordinator import consumer_group_records as cgr
 from kafkalite.coordinator.types import CoordinatorRecord, OffsetAndMetadata
 from kafkalite.protocol import primitives as p
 from kafkalite.protocol.exceptions import DecodeError
@@ -160,9 +161,11 @@ def group_key(group: str) -> bytes:
     return _versioned(GroupMetadataKey(group=group), GROUP_METADATA_KEY_VERSION)
 
 
-def parse_key(buf: bytes) -> OffsetKey | GroupKey:
+def parse_key(buf: bytes) -> OffsetKey | GroupKey | cgr.ConsumerGroupKey:
     """Decode a record key; DecodeError for a malformed key or a record type we do not know."""
     version, pos = p.read_int16(buf, 0)
+    if version in cgr.CONSUMER_GROUP_RECORD_TYPES:
+        return cgr.parse_key(version, buf, pos)
     if version in (0, 1):
         k = OffsetCommitKey.decode(buf, version, pos)
         return OffsetKey(k.group, k.topic, k.partition)

@@ -7,12 +7,20 @@ Live writes (from the records' decoded form) and the load after a restart (parsi
 
 from __future__ import annotations
 
+import collections
 import logging
 import uuid
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
+from kafkalite.coordinator import consumer_group_records as cgr
 from kafkalite.coordinator import records as rec
+from kafkalite.coordinator.consumer_group import (
+    ConsumerGroup,
+    ConsumerGroupRecord,
+    GroupConfig,
+    GroupEpochRecord,
+)
 from kafkalite.coordinator.deferred import Deferred
 from kafkalite.coordinator.group import GroupMetadata, MemberMetadata
 from kafkalite.coordinator.state import GroupState
@@ -105,6 +113,9 @@ class CoordinatorRuntime:
         self.loading_partitions: set[int] = set()
         self.active = True
         self._next_expiry_check: int | None = None
+        # KIP-848 groups: their settings, and per group the operations waiting for a write
+        self.consumer_config = GroupConfig()
+        self._cg_queues: dict[str, collections.deque[Callable[[], None]]] = {}
 
     # ------------------------------------------------------------------ placement / validation
 
@@ -217,7 +228,9 @@ class CoordinatorRuntime:
             return
         parsed_value: Any = None
         try:
-            if value is None:
+            if isinstance(parsed, cgr.ConsumerGroupKey):
+                parsed_value = cgr.parse_record(parsed, value)
+            elif value is None:
                 pass
             elif isinstance(parsed, rec.OffsetKey):
                 parsed_value = rec.parse_offset_value(value)
@@ -242,10 +255,25 @@ class CoordinatorRuntime:
         nothing else changes persisted state."""
         if type(key) is rec.OffsetKey:
             self._replay_offset(key, value)
+        elif type(key) is cgr.ConsumerGroupKey:
+            self._replay_consumer_group(key.group, value)
         elif value is None:
             self._replay_group_tombstone(key.group, live=live)
         else:
             self._replay_group_metadata(key.group, value, live=live)
+
+    def _replay_consumer_group(self, group_id: str, record: ConsumerGroupRecord | None) -> None:
+        """Apply one KIP-848 record; a group-epoch tombstone ends the consumer group."""
+        if record is None:
+            return
+        group = self.groups.get(group_id)
+        if group is None:
+            group = self.groups[group_id] = GroupMetadata(group_id)
+        if group.consumer is None:
+            group.consumer = ConsumerGroup(group_id)
+        group.consumer.replay(record)
+        if isinstance(record, GroupEpochRecord) and record.epoch is None:
+            group.consumer = None
 
     def _replay_offset(self, key: rec.OffsetKey, value: OffsetAndMetadata | None) -> None:
         tp = TopicPartition(key.topic, key.partition)
@@ -317,8 +345,8 @@ class CoordinatorRuntime:
 
     def _replay_group_tombstone(self, group_id: str, *, live: bool) -> None:
         group = self.groups.get(group_id)
-        if group is None:
-            return
+        if group is None or group.consumer is not None:
+            return  # a consumer group's classic metadata was dropped when it became one
         for member in list(group.members.values()):
             self._fence_member(group, member, E.COORDINATOR_NOT_AVAILABLE)
             group.remove(member.member_id)
@@ -365,6 +393,10 @@ class CoordinatorRuntime:
             group.state = GroupState.STABLE if group.members else GroupState.EMPTY
             for member in group.members.values():
                 self._schedule_heartbeat(member)
+            if group.consumer is not None:
+                now = self.now()
+                for cm in group.consumer.members.values():
+                    cm.session_deadline_ms = now + self.consumer_config.session_timeout_ms
         self.loading_partitions.discard(partition)
         log.debug("__consumer_offsets-%d loaded", partition)
 

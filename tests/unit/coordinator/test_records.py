@@ -72,7 +72,7 @@ def test_group_key_layout() -> None:
 
 
 @pytest.mark.parametrize(
-    "bad", [b"", b"\x00", struct.pack(">h", 3) + _kstr("x"), struct.pack(">h", 1) + b"\x00\x05ab"]
+    "bad", [b"", b"\x00", struct.pack(">h", 99) + _kstr("x"), struct.pack(">h", 1) + b"\x00\x05ab"]
 )
 def test_bad_keys_raise_decode_error(bad: bytes) -> None:
     with pytest.raises(DecodeError):

@@ -21,6 +21,7 @@ _FAMILIES = (
     "acls",
     "scram",
     "quotas",
+    "consumer_groups",
 )
 
 for _name in _FAMILIES:
