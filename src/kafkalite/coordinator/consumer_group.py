@@ -121,9 +121,16 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
-    # runtime only (not persisted): liveness and the revocation deadline
+    # runtime only (not persisted): liveness, the revocation deadline, a removal on its way
     session_deadline_ms: int = 0
     revocation_deadline_ms: int | None = None
+    expiring: bool = False
+
+    def is_expired(self, now_ms: int) -> bool:
+        """Past its session timeout, or still holding partitions to revoke past its rebalance timeout."""
+        return bool(self.session_deadline_ms and now_ms >= self.session_deadline_ms) or (
+            self.revocation_deadline_ms is not None and now_ms >= self.revocation_deadline_ms
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,6 +292,7 @@ class ConsumerGroup:
         if member is None:
             return
         member.session_deadline_ms = now_ms + config.session_timeout_ms
+        member.expiring = False
         if member.state is not MemberState.UNREVOKED_PARTITIONS:
             member.revocation_deadline_ms = None
         elif member.revocation_deadline_ms is None:
@@ -407,10 +415,7 @@ class ConsumerGroup:
         """Members past their session timeout, or still holding partitions to revoke past their
         rebalance timeout."""
         return [
-            m.member_id
-            for m in self.members.values()
-            if (m.session_deadline_ms and now_ms >= m.session_deadline_ms)
-            or (m.revocation_deadline_ms is not None and now_ms >= m.revocation_deadline_ms)
+            m.member_id for m in self.members.values() if not m.expiring and m.is_expired(now_ms)
         ]
 
     def remove_members(self, member_ids: list[str]) -> list[ConsumerGroupRecord]:

@@ -159,7 +159,12 @@ class ConsumerGroups(CoordinatorRuntime):
             if g is None or g.consumer is None:
                 self._cg_next(group_id)
                 return
-            still = g.consumer.expired_members(self.now())
+            members = g.consumer.members
+            now_ms = self.now()
+            still = [m for m in expired if m in members and members[m].is_expired(now_ms)]
+            for m in expired:
+                if m in members:
+                    members[m].expiring = False
             planned = g.consumer.remove_members(still)
             if not planned:
                 self._cg_next(group_id)
@@ -171,11 +176,8 @@ class ConsumerGroups(CoordinatorRuntime):
                 lambda code: self._cg_next(group_id),
             )
 
-        for m in expired:  # not again while the removal is being written
-            member = cg.members.get(m)
-            if member is not None:
-                member.session_deadline_ms = now + self.consumer_config.session_timeout_ms
-                member.revocation_deadline_ms = None
+        for m in expired:  # not again while the removal waits for its turn
+            cg.members[m].expiring = True
         self._cg_serial(group_id, run)
 
     def _consumer_deadlines(self, group: GroupMetadata) -> list[int]:
@@ -184,6 +186,8 @@ class ConsumerGroups(CoordinatorRuntime):
             return []
         out = []
         for m in cg.members.values():
+            if m.expiring:
+                continue
             if m.session_deadline_ms:
                 out.append(m.session_deadline_ms)
             if m.revocation_deadline_ms is not None:

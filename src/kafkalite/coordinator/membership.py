@@ -75,6 +75,11 @@ class Membership(CoordinatorRuntime):
         if group.is_(S.DEAD):
             # removed under us (deleted or migrated): let the client find the coordinator again
             return fail(E.COORDINATOR_NOT_AVAILABLE)
+        if group.consumer is not None:
+            if group.consumer.members:
+                # online migration of a live group (group.consumer.migration.policy) is not built
+                return fail(E.INCONSISTENT_GROUP_PROTOCOL)
+            self._downgrade_empty_consumer_group(group)
         if not group.supports_protocols(protocol_type, [n for n, _ in plist]):
             return fail(E.INCONSISTENT_GROUP_PROTOCOL)
         if not self._accept_joining_member(group, member_id):

@@ -291,6 +291,8 @@ class Offsets(CoordinatorRuntime):
     ) -> list[CoordinatorRecord]:
         """An Empty group left without offsets dies: mark it Dead and return its tombstone."""
         left = set(group.offsets) - removing
+        if group.consumer is not None:
+            return []  # a consumer group ends through DeleteGroups, not by running out of offsets
         if group.is_(S.EMPTY) and not left and not group.pending_offset_commits:
             group.transition_to(S.DEAD, self.now())
             return [rec.group_tombstone(group.group_id)]
@@ -312,13 +314,15 @@ class Offsets(CoordinatorRuntime):
                 result[gid] = err
             elif group is None or group.is_(S.DEAD):
                 result[gid] = E.GROUP_ID_NOT_FOUND
-            elif not group.is_(S.EMPTY):
+            elif (group.consumer is not None and group.consumer.members) or not group.is_(S.EMPTY):
                 result[gid] = E.NON_EMPTY_GROUP
             else:
                 records = [
                     rec.offset_tombstone(gid, tp.topic, tp.partition) for tp in group.offsets
                 ]
                 records.append(rec.group_tombstone(gid))
+                if group.consumer is not None:
+                    records += self._consumer_group_tombstones(gid)
                 group.transition_to(S.DEAD, self.now())
                 result[gid] = E.NO_ERROR
                 waiting += 1
@@ -348,6 +352,9 @@ class Offsets(CoordinatorRuntime):
             group = self.groups.get(gid)
             if group is None:
                 out.append(GroupDescription(gid, E.NO_ERROR, state=str(S.DEAD)))
+                continue
+            if group.consumer is not None:  # described by ConsumerGroupDescribe, as Kafka does
+                out.append(GroupDescription(gid, E.GROUP_ID_NOT_FOUND, state=""))
                 continue
             stable = group.is_(S.STABLE) and group.protocol_name is not None
             members = [
@@ -386,10 +393,12 @@ class Offsets(CoordinatorRuntime):
         if wanted_types and "classic" not in wanted_types:
             return ListGroupsResult(E.NO_ERROR)
         groups = [
-            GroupOverview(g.group_id, g.protocol_type or "", str(g.state))
+            GroupOverview(g.group_id, "consumer", g.consumer.state)
+            if g.consumer is not None
+            else GroupOverview(g.group_id, g.protocol_type or "", str(g.state))
             for g in self._live_groups()
-            if not wanted or str(g.state).lower() in wanted
         ]
+        groups = [o for o in groups if not wanted or o.state.lower() in wanted]
         code = E.COORDINATOR_LOAD_IN_PROGRESS if self.loading_partitions else E.NO_ERROR
         return ListGroupsResult(code, sorted(groups, key=lambda o: o.group_id))
 
@@ -402,8 +411,8 @@ class Offsets(CoordinatorRuntime):
         retention = self.config.offsets_retention_ms
         total = 0
         for group in self._live_groups():
-            if group.is_(S.DEAD):
-                continue
+            if group.is_(S.DEAD) or (group.consumer is not None and group.consumer.members):
+                continue  # a consumer group's offsets age only once it is empty
             expired = group.expired_offsets(now, retention)
             records = [
                 rec.offset_tombstone(group.group_id, tp.topic, tp.partition) for tp in expired

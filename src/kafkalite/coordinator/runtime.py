@@ -20,6 +20,7 @@ from kafkalite.coordinator.consumer_group import (
     ConsumerGroupRecord,
     GroupConfig,
     GroupEpochRecord,
+    TargetAssignmentEpochRecord,
 )
 from kafkalite.coordinator.deferred import Deferred
 from kafkalite.coordinator.group import GroupMetadata, MemberMetadata
@@ -274,6 +275,22 @@ class CoordinatorRuntime:
         group.consumer.replay(record)
         if isinstance(record, GroupEpochRecord) and record.epoch is None:
             group.consumer = None
+
+    def _consumer_group_tombstones(self, group_id: str) -> list[CoordinatorRecord]:
+        """The tombstones that end an empty consumer group's own records."""
+        return [
+            cgr.to_coordinator_record(TargetAssignmentEpochRecord(group_id, None)),
+            cgr.to_coordinator_record(GroupEpochRecord(group_id, None)),
+        ]
+
+    def _downgrade_empty_consumer_group(self, group: GroupMetadata) -> None:
+        """An empty consumer group joined by a classic member becomes a classic group again: its
+        consumer-group records get tombstones (written ahead of the classic group's metadata)."""
+        gid = group.group_id
+        records = self._consumer_group_tombstones(gid)
+        group.consumer = None
+        log.info("consumer group %r is empty and becomes a classic group", gid)
+        self._write(gid, records)
 
     def _replay_offset(self, key: rec.OffsetKey, value: OffsetAndMetadata | None) -> None:
         tp = TopicPartition(key.topic, key.partition)

@@ -1,0 +1,231 @@
+"""KIP-848 with librdkafka (`group.protocol=consumer`): consumers join, leave cleanly and are SIGKILLed
+while a producer runs; no partition is ever held by two members (from their assignment callbacks), every
+acknowledged record is consumed, committed offsets survive a broker restart, and an empty classic group
+becomes a consumer group that resumes from its offsets.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from conftest import BrokerProcess
+
+pytestmark = pytest.mark.compat
+
+WORKER = Path(__file__).with_name("consumer_protocol_worker.py")
+OVERRIDES = (
+    "group.consumer.session.timeout.ms=6000",
+    "group.consumer.heartbeat.interval.ms=500",
+    "num.partitions=6",
+)
+
+
+class Worker:
+    """One consumer process and the JSON lines it printed."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str, name: str, protocol: str) -> None:
+        self.name = name
+        self.events: list[dict[str, Any]] = []
+        self.killed_at: float | None = None
+        self.proc = subprocess.Popen(
+            [sys.executable, str(WORKER), bootstrap, group, topic, name, protocol],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                self.events.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(30)
+        self._reader.join(10)
+
+    def kill(self) -> None:
+        self.killed_at = time.monotonic()
+        self.proc.kill()
+        self.proc.wait(10)
+        self._reader.join(10)
+
+    def consumed(self) -> set[tuple[int, int]]:
+        return {(e["p"], e["o"]) for e in list(self.events) if e["ev"] == "msg"}
+
+
+def check_exclusive(workers: list[Worker]) -> int:
+    """Replay every assignment change in time order: a partition is assigned to a member only when no
+    live member holds it. Returns how many assignment changes were seen."""
+    timeline: list[tuple[float, str, str, list[int]]] = []
+    for w in workers:
+        for e in w.events:
+            if e["ev"] in ("assign", "revoke", "lost"):
+                timeline.append((e["t"], w.name, e["ev"], e["parts"]))
+        end = w.killed_at
+        if end is not None:  # a SIGKILLed member holds nothing from then on
+            timeline.append((end, w.name, "killed", []))
+    timeline.sort(key=lambda x: x[0])
+    owner: dict[int, str] = {}
+    for _, who, ev, parts in timeline:
+        if ev == "killed":
+            owner = {p: o for p, o in owner.items() if o != who}
+        elif ev == "assign":
+            for p in parts:
+                assert owner.get(p) in (None, who), (
+                    f"partition {p} given to {who} while {owner[p]} held it"
+                )
+                owner[p] = who
+        else:
+            for p in parts:
+                if owner.get(p) == who:
+                    del owner[p]
+    return len(timeline)
+
+
+@pytest.fixture
+def broker(tmp_path: Path, spawn_broker: type[BrokerProcess], port: int) -> Iterator[BrokerProcess]:
+    b = spawn_broker(tmp_path / "data", port, *OVERRIDES).start()
+    yield b
+
+
+def _topic(bootstrap: str, partitions: int = 6) -> str:
+    name = f"k848-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
+    return name
+
+
+def _committed(bootstrap: str, group: str, topic: str, partitions: int = 6) -> dict[int, int]:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    parts = [TopicPartition(topic, p) for p in range(partitions)]
+    request = [ConsumerGroupTopicPartitions(group, parts)]
+    (future,) = admin.list_consumer_group_offsets(request).values()
+    return {tp.partition: tp.offset for tp in future.result(30).topic_partitions}
+
+
+@pytest.mark.slow
+def test_members_come_and_go_while_a_producer_runs(broker: BrokerProcess) -> None:
+    bs = broker.bootstrap_servers
+    topic = _topic(bs)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    acked: set[tuple[int, int]] = set()
+    producing = True
+
+    def produce() -> None:
+        p = Producer({"bootstrap.servers": bs, "linger.ms": 5})
+
+        def on_delivery(err: Any, msg: Any) -> None:
+            if err is None:
+                acked.add((msg.partition(), msg.offset()))
+
+        i = 0
+        while producing:
+            p.produce(topic, str(i).encode(), partition=i % 6, on_delivery=on_delivery)
+            p.poll(0)
+            i += 1
+            time.sleep(0.005)
+        p.flush(30)
+
+    producer = threading.Thread(target=produce)
+    producer.start()
+    workers: list[Worker] = []
+    try:
+        for i in range(3):
+            workers.append(Worker(bs, group, topic, f"c{i}", "consumer"))
+            time.sleep(1.5)
+        time.sleep(3)
+        workers[1].close()  # a clean leave
+        time.sleep(2)
+        workers.append(Worker(bs, group, topic, "c3", "consumer"))
+        time.sleep(3)
+        workers[2].kill()  # SIGKILL: its partitions move once its session ends (6 s)
+        time.sleep(2)
+        workers.append(Worker(bs, group, topic, "c4", "consumer"))
+        time.sleep(3)
+    finally:
+        producing = False
+        producer.join(60)
+    deadline = time.monotonic() + 40
+    while time.monotonic() < deadline:
+        consumed = set().union(*(w.consumed() for w in workers))
+        if acked <= consumed:
+            break
+        time.sleep(0.5)
+    time.sleep(1.5)  # the last auto-commits
+    for w in workers:
+        w.close()
+    consumed = set().union(*(w.consumed() for w in workers))
+    missing = acked - consumed
+    changes = check_exclusive(workers)
+    print(
+        f"\nacknowledged {len(acked)}, consumed {len(consumed & acked)}, missing {len(missing)}, "
+        f"{changes} assignment changes over {len(workers)} members"
+    )
+    if missing:
+        for w in workers:
+            print(
+                w.name,
+                w.killed_at,
+                [(round(e["t"], 2), e["ev"], e.get("parts")) for e in w.events if e["ev"] != "msg"],
+            )
+    assert not missing
+    assert changes >= 6
+    # what the group committed is still there after a restart, and the group is a consumer group
+    before = _committed(bs, group, topic)
+    assert sum(before.values()) == len(acked)  # every partition committed up to its end
+    broker.stop(signal.SIGTERM)
+    broker.start()
+    assert _committed(bs, group, topic) == before
+    admin = AdminClient({"bootstrap.servers": bs})
+    (desc,) = [f.result(30) for f in admin.describe_consumer_groups([group]).values()]
+    assert str(desc.type).endswith("CONSUMER")
+    assert not desc.members
+
+
+def test_an_empty_classic_group_becomes_a_consumer_group(broker: BrokerProcess) -> None:
+    bs = broker.bootstrap_servers
+    topic = _topic(bs, partitions=2)
+    group = f"up-{uuid.uuid4().hex[:6]}"
+    p = Producer({"bootstrap.servers": bs})
+    for i in range(100):
+        p.produce(topic, f"old-{i}".encode(), partition=i % 2)
+    assert p.flush(30) == 0
+    classic = Worker(bs, group, topic, "classic", "classic")
+    deadline = time.monotonic() + 30
+    while len(classic.consumed()) < 100 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(1)  # its last auto-commit
+    classic.close()
+    assert len(classic.consumed()) == 100
+    assert _committed(bs, group, topic, 2) == {0: 50, 1: 50}
+    modern = Worker(bs, group, topic, "modern", "consumer")
+    try:
+        for i in range(20):
+            p.produce(topic, f"new-{i}".encode(), partition=i % 2)
+        assert p.flush(30) == 0
+        deadline = time.monotonic() + 30
+        while len(modern.consumed()) < 20 and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        modern.close()
+    # it resumed from the classic group's offsets: only the new records
+    assert modern.consumed() == {(i % 2, 50 + i // 2) for i in range(20)}
