@@ -7,7 +7,14 @@ import pytest
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 from confluent_kafka import Producer, TopicPartition  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec  # noqa: E402
+from confluent_kafka.admin import (  # noqa: E402
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    OffsetSpec,
+)
 
 pytestmark = pytest.mark.compat
 
@@ -31,3 +38,55 @@ def test_list_offsets_max_timestamp_names_the_record(broker, topic):
     assert (res.offset, res.timestamp) == (1, 1_700_000_050_000)
     latest = admin.list_offsets({tp: OffsetSpec.latest()})[tp].result(30)
     assert latest.offset == 4
+
+
+def _incremental(admin: AdminClient, res_type, name: str, *ops: tuple) -> None:
+    res = ConfigResource(
+        res_type,
+        name,
+        incremental_configs=[ConfigEntry(k, v, incremental_operation=op) for k, op, v in ops],
+    )
+    admin.incremental_alter_configs([res])[res].result(30)
+
+
+def _value(admin: AdminClient, res_type, name: str, key: str) -> str:
+    res = ConfigResource(res_type, name)
+    return admin.describe_configs([res])[res].result(30)[key].value
+
+
+def test_incremental_append_and_subtract_on_list_configs(broker, topic):
+    """APPEND starts from the default when the topic has no override (delete + compact); SUBTRACT
+    removes elements; a non-list config refuses both with INVALID_CONFIG, as Kafka's controller."""
+    bs = broker.bootstrap_servers
+    _create(bs, topic)
+    admin = AdminClient({"bootstrap.servers": bs})
+    topic_res = ConfigResource.Type.TOPIC
+    _incremental(admin, topic_res, topic, ("cleanup.policy", AlterConfigOpType.APPEND, "compact"))
+    assert _value(admin, topic_res, topic, "cleanup.policy") == "delete,compact"
+    _incremental(admin, topic_res, topic, ("cleanup.policy", AlterConfigOpType.APPEND, "compact"))
+    assert _value(admin, topic_res, topic, "cleanup.policy") == "delete,compact"
+    _incremental(admin, topic_res, topic, ("cleanup.policy", AlterConfigOpType.SUBTRACT, "delete"))
+    assert _value(admin, topic_res, topic, "cleanup.policy") == "compact"
+    for op in (AlterConfigOpType.APPEND, AlterConfigOpType.SUBTRACT):
+        with pytest.raises(confluent_kafka.KafkaException) as exc:
+            _incremental(admin, topic_res, topic, ("retention.ms", op, "1000"))
+        err = exc.value.args[0]
+        assert err.code() == confluent_kafka.KafkaError.INVALID_CONFIG
+        assert "not LIST" in err.str()
+    assert _value(admin, topic_res, topic, "retention.ms") == "604800000"
+
+    broker_res = ConfigResource.Type.BROKER
+    node = str(next(iter(admin.list_topics(timeout=10).brokers)))
+    key = "log.cleanup.policy"
+    try:
+        _incremental(admin, broker_res, node, (key, AlterConfigOpType.APPEND, "compact"))
+        assert _value(admin, broker_res, node, key) == "delete,compact"
+        _incremental(admin, broker_res, node, (key, AlterConfigOpType.SUBTRACT, "compact"))
+        assert _value(admin, broker_res, node, key) == "delete"
+        with pytest.raises(confluent_kafka.KafkaException) as exc:
+            _incremental(
+                admin, broker_res, node, ("log.retention.ms", AlterConfigOpType.APPEND, "1")
+            )
+        assert exc.value.args[0].code() == confluent_kafka.KafkaError.INVALID_CONFIG
+    finally:
+        _incremental(admin, broker_res, node, (key, AlterConfigOpType.DELETE, None))
