@@ -3,6 +3,8 @@ ListGroups filters, record-level produce errors and Metadata's allow_auto_topic_
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -90,3 +92,40 @@ def test_incremental_append_and_subtract_on_list_configs(broker, topic):
         assert exc.value.args[0].code() == confluent_kafka.KafkaError.INVALID_CONFIG
     finally:
         _incremental(admin, broker_res, node, (key, AlterConfigOpType.DELETE, None))
+
+
+def test_list_groups_filters_by_state_and_type(broker, topic):
+    """ListGroups v4 states filter (KIP-518) and v5 types filter (KIP-848) through librdkafka: every
+    group here is classic; a consumer-type filter lists none of them."""
+    from confluent_kafka import Consumer, ConsumerGroupState, ConsumerGroupType
+
+    bs = broker.bootstrap_servers
+    _create(bs, topic)
+    group = f"g-{topic}"
+    c = Consumer({"bootstrap.servers": bs, "group.id": group, "session.timeout.ms": 6000})
+    admin = AdminClient({"bootstrap.servers": bs})
+
+    def listed(**filters: object) -> dict:
+        res = admin.list_consumer_groups(request_timeout=10, **filters).result(30)
+        assert not res.errors, res.errors
+        return {g.group_id: g for g in res.valid}
+
+    try:
+        c.subscribe([topic])
+        deadline = time.monotonic() + 30
+        while not c.assignment():
+            assert time.monotonic() < deadline, "the consumer never got an assignment"
+            c.poll(0.2)
+        stable = listed(states={ConsumerGroupState.STABLE})
+        assert group in stable and stable[group].state == ConsumerGroupState.STABLE
+        assert group not in listed(states={ConsumerGroupState.EMPTY})
+        classic = listed(types={ConsumerGroupType.CLASSIC})
+        assert group in classic and classic[group].type == ConsumerGroupType.CLASSIC
+        assert listed(types={ConsumerGroupType.CONSUMER}) == {}
+        both = listed(states={ConsumerGroupState.STABLE}, types={ConsumerGroupType.CLASSIC})
+        assert group in both
+    finally:
+        c.close()
+    empty = listed(states={ConsumerGroupState.EMPTY}, types={ConsumerGroupType.CLASSIC})
+    assert group in empty and empty[group].state == ConsumerGroupState.EMPTY
+    assert group not in listed(states={ConsumerGroupState.STABLE})
