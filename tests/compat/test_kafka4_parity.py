@@ -129,3 +129,44 @@ def test_list_groups_filters_by_state_and_type(broker, topic):
     empty = listed(states={ConsumerGroupState.EMPTY}, types={ConsumerGroupType.CLASSIC})
     assert group in empty and empty[group].state == ConsumerGroupState.EMPTY
     assert group not in listed(states={ConsumerGroupState.STABLE})
+
+
+def test_keyless_record_to_a_compacted_topic_is_refused(broker, topic):
+    """KIP-467 through librdkafka and kafka-python: INVALID_RECORD for the batch holding a keyless
+    record on a compacted topic, nothing of it appended; keyed records still go through."""
+    bs = broker.bootstrap_servers
+    _create(bs, topic, **{"cleanup.policy": "compact"})
+    errors: list = []
+    p = Producer({"bootstrap.servers": bs, "linger.ms": 50})
+    p.produce(topic, key=None, value=b"no key", on_delivery=lambda err, msg: errors.append(err))
+    p.produce(topic, key=b"k", value=b"keyed")
+    p.flush(30)
+    assert errors and errors[0] is not None
+    assert errors[0].code() == confluent_kafka.KafkaError.INVALID_RECORD
+    p.produce(topic, key=b"k", value=b"alone", on_delivery=lambda err, msg: errors.append(err))
+    assert p.flush(30) == 0 and errors[-1] is None
+
+    kafka = pytest.importorskip("kafka")
+    from kafka.errors import InvalidRecordError
+
+    kp = kafka.KafkaProducer(bootstrap_servers=bs, retries=0)
+    try:
+        with pytest.raises(InvalidRecordError):
+            kp.send(topic, value=b"no key").get(timeout=30)
+        assert kp.send(topic, key=b"k2", value=b"v").get(timeout=30).offset >= 1
+    finally:
+        kp.close()
+    c = confluent_kafka.Consumer(
+        {"bootstrap.servers": bs, "group.id": f"r-{topic}", "auto.offset.reset": "earliest"}
+    )
+    try:
+        c.assign([TopicPartition(topic, 0, 0)])
+        got = []
+        deadline = time.monotonic() + 20
+        while len(got) < 2 and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                got.append(m.key())
+        assert None not in got and b"k2" in got
+    finally:
+        c.close()
