@@ -170,3 +170,48 @@ def test_keyless_record_to_a_compacted_topic_is_refused(broker, topic):
         assert None not in got and b"k2" in got
     finally:
         c.close()
+
+
+def _ask_for(bs: str, topic: str, allow: bool, *, assign: bool) -> None:
+    """A librdkafka consumer that subscribes to `topic` or assigns itself its partition 0 for a few
+    seconds. (librdkafka asks for creation only for topics it holds a handle for, as assign does;
+    a bare subscription always sends allow_auto_topic_creation=false.)"""
+    c = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": bs,
+            "group.id": f"a-{topic}",
+            "allow.auto.create.topics": allow,
+            "topic.metadata.refresh.interval.ms": 500,
+        }
+    )
+    try:
+        if assign:
+            c.assign([TopicPartition(topic, 0)])
+        else:
+            c.subscribe([topic])
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            c.poll(0.2)
+    finally:
+        c.close()
+
+
+def _exists(bs: str, topic: str) -> bool:
+    admin = AdminClient({"bootstrap.servers": bs})
+    return topic in admin.list_topics(timeout=10).topics
+
+
+def test_metadata_auto_creation_follows_the_request_and_the_broker(broker, topic, tmp_path):
+    """Metadata v4+ allow_auto_topic_creation: false never creates; true creates only where the
+    broker's auto.create.topics.enable is true (librdkafka's consumer allow.auto.create.topics)."""
+    from kafkalite.testing import Broker
+
+    bs = broker.bootstrap_servers
+    for assign in (False, True):
+        _ask_for(bs, f"{topic}-no", allow=False, assign=assign)
+        assert not _exists(bs, f"{topic}-no")
+    _ask_for(bs, f"{topic}-yes", allow=True, assign=True)
+    assert _exists(bs, f"{topic}-yes")
+    with Broker(tmp_path, num_partitions=1, auto_create_topics_enable=False) as closed:
+        _ask_for(closed.bootstrap_servers, topic, allow=True, assign=True)
+        assert not _exists(closed.bootstrap_servers, topic)
