@@ -215,3 +215,77 @@ def test_metadata_auto_creation_follows_the_request_and_the_broker(broker, topic
     with Broker(tmp_path, num_partitions=1, auto_create_topics_enable=False) as closed:
         _ask_for(closed.bootstrap_servers, topic, allow=True, assign=True)
         assert not _exists(closed.bootstrap_servers, topic)
+
+
+def test_describe_topic_partitions_pages_and_hides_what_one_may_not_describe(tmp_path, topic):
+    """KIP-966 through kafka-python's admin client (DescribeTopicPartitions, key 75), with Kafka's
+    authorizer: a topic with ACLs for someone else is refused when named and left out of a listing,
+    as Metadata does; the operations bit field (KIP-430) follows the ACLs."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+    from kafka.admin import KafkaAdminClient
+
+    from kafkalite.testing import Broker
+
+    config = {
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+        "allow.everyone.if.no.acl.found": "true",
+    }
+    secret, mine, wide = f"{topic}-secret", f"{topic}-mine", f"{topic}-wide"
+
+    def acl(name: str, principal: str, op) -> AclBinding:  # type: ignore[no-untyped-def]
+        return AclBinding(
+            ResourceType.TOPIC,
+            name,
+            ResourcePatternType.LITERAL,
+            principal,
+            "*",
+            op,
+            AclPermissionType.ALLOW,
+        )
+
+    with Broker(tmp_path, config=config) as b:
+        b.create_topic(secret, 1)
+        b.create_topic(mine, 2)
+        b.create_topic(wide, 3)
+        admin = AdminClient({"bootstrap.servers": b.bootstrap_servers})
+        grants = [acl(secret, "User:someone-else", AclOperation.ALL)]
+        grants.append(acl(mine, "User:ANONYMOUS", AclOperation.READ))
+        for f in admin.create_acls(grants).values():
+            f.result(30)
+        kp = KafkaAdminClient(bootstrap_servers=b.bootstrap_servers)
+        try:
+            named = kp.describe_topic_partitions([wide, secret, mine])
+            by = {t["name"]: t for t in named["topics"]}
+            assert by[secret]["error_code"] == 29  # TOPIC_AUTHORIZATION_FAILED
+            assert by[secret]["partitions"] == []
+            assert getattr(by[secret]["topic_id"], "int", 0) == 0  # kafka-python: None for zero
+            assert [p["partition_index"] for p in by[wide]["partitions"]] == [0, 1, 2]
+            assert by[mine]["topic_authorized_operations"] == (1 << 3) | (1 << 8)  # READ, DESCRIBE
+            assert by[wide]["topic_authorized_operations"] == sum(
+                1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11)
+            )
+            listed = kp.describe_topic_partitions([])
+            names = [t["name"] for t in listed["topics"]]
+            assert mine in names and wide in names and secret not in names
+            seen, cursor = [], None
+            while True:
+                page = kp.describe_topic_partitions(
+                    [wide, mine], response_partition_limit=2, cursor=cursor
+                )
+                seen += [
+                    (t["name"], p["partition_index"])
+                    for t in page["topics"]
+                    for p in t["partitions"]
+                ]
+                cursor = page["next_cursor"]
+                if cursor is None:
+                    break
+            assert seen == [(mine, 0), (mine, 1), (wide, 0), (wide, 1), (wide, 2)]
+        finally:
+            kp.close()
