@@ -191,6 +191,15 @@ def test_record_level_errors_name_the_records(broker, client, topic):
         "Timestamp 1000 of message with offset 1 is out of range. The timestamp should be within ["
     )
     assert broker.server.get_log(timed, 0).log_end_offset == 0
+    # both kinds in one batch: every record named, and an untimely one makes it INVALID_TIMESTAMP
+    both = f"{topic}-both"
+    broker.create_topic(both, 1, cleanup_policy="compact", message_timestamp_before_max_ms=60_000)
+    blob = build_batch([(None, b"a", [], now), (b"k", b"b", [], 1000), (b"k", b"c", [], now)])
+    resp = produce(client, both, blob, version=9)
+    assert resp.error_code == ErrorCode.INVALID_TIMESTAMP
+    assert [e.batch_index for e in resp.record_errors] == [0, 1]
+    assert resp.record_errors[0].batch_index_error_message.startswith("Compacted topic")
+    assert resp.record_errors[1].batch_index_error_message.startswith("Timestamp 1000")
 
 
 def test_log_append_time(broker, client, topic):

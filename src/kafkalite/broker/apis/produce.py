@@ -125,27 +125,50 @@ class _Reject(Exception):
         self.record_errors = record_errors or []
 
 
-def _keyless_records(buf: bytearray, pos: int, where: str) -> None:
-    """KIP-467: a compacted topic refuses records without a key; the whole batch is dropped and the
-    answer names each such record by its index in the batch, with Kafka's messages."""
+def _check_records(
+    buf: bytearray, pos: int, where: str, compacted: bool, limits: tuple[int, int, int] | None
+) -> None:
+    """KIP-467: decode the batch at `pos` and name every record Kafka's validator would refuse —
+    a keyless record on a compacted topic, else one outside `limits` (now, before, after). Any such
+    record drops the whole batch; the answer lists them by their index in the batch."""
     from kafkalite.records.batch import decode_batch
 
     try:
         batch = decode_batch(buf, pos)
     except DecodeError as exc:
         raise _Reject(ErrorCode.CORRUPT_MESSAGE, f"record batch at byte {pos}: {exc}") from None
-    message = f"Compacted topic cannot accept message without key in topic partition {where}"
-    errors: list[tuple[int, str | None]] = [
-        (i, message) for i, rec in enumerate(batch.records) if rec.key is None
-    ]
-    if errors:
-        shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in errors[:3])
+    keyless = f"Compacted topic cannot accept message without key in topic partition {where}"
+    errors: list[tuple[int, str | None]] = []
+    untimely = False
+    for i, rec in enumerate(batch.records):
+        if compacted and rec.key is None:
+            errors.append((i, keyless))
+        elif limits is not None and rec.timestamp >= 0:
+            now_ms, before, after = limits
+            if now_ms - rec.timestamp > before or rec.timestamp - now_ms > after:
+                untimely = True
+                errors.append(
+                    (
+                        i,
+                        f"Timestamp {rec.timestamp} of message with offset {rec.offset} is out of "
+                        f"range. The timestamp should be within [{now_ms - before}, {now_ms + after}]",
+                    )
+                )
+    if not errors:
+        return
+    if untimely:
         raise _Reject(
-            ErrorCode.INVALID_RECORD,
-            f"One or more records have been rejected due to {len(errors)} record errors in total, "
-            f"and only showing the first three errors at most: [{shown}]",
+            ErrorCode.INVALID_TIMESTAMP,
+            "One or more records have been rejected due to invalid timestamp",
             errors,
         )
+    shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in errors[:3])
+    raise _Reject(
+        ErrorCode.INVALID_RECORD,
+        f"One or more records have been rejected due to {len(errors)} record errors in total, "
+        f"and only showing the first three errors at most: [{shown}]",
+        errors,
+    )
 
 
 def _upconvert(blob: bytes) -> bytes:
@@ -172,33 +195,6 @@ def _recompress(buf: bytearray, pos: int, codec: int) -> bytes:
     for rec in batch.records:
         builder.append_with_offset(rec.offset, rec.key, rec.value, rec.headers, rec.timestamp)
     return builder.build(last_offset_delta=batch.last_offset_delta)
-
-
-def _untimely_records(buf: bytearray, pos: int, now_ms: int, before: int, after: int) -> None:
-    """A batch whose header timestamps are out of range: name each such record (KIP-467), as
-    Kafka's per-record check does; returns only if the records themselves show none."""
-    from kafkalite.records.batch import decode_batch
-
-    try:
-        batch = decode_batch(buf, pos)
-    except DecodeError as exc:
-        raise _Reject(ErrorCode.CORRUPT_MESSAGE, f"record batch at byte {pos}: {exc}") from None
-    errors: list[tuple[int, str | None]] = [
-        (
-            i,
-            f"Timestamp {rec.timestamp} of message with offset {rec.offset} is out of range. "
-            f"The timestamp should be within [{now_ms - before}, {now_ms + after}]",
-        )
-        for i, rec in enumerate(batch.records)
-        if rec.timestamp >= 0
-        and (now_ms - rec.timestamp > before or rec.timestamp - now_ms > after)
-    ]
-    if errors:
-        raise _Reject(
-            ErrorCode.INVALID_TIMESTAMP,
-            "One or more records have been rejected due to invalid timestamp",
-            errors,
-        )
 
 
 def validate(blob: bytes | bytearray, cfg: Any, now_ms: int, where: str = "") -> bytearray:
@@ -253,25 +249,26 @@ def validate(blob: bytes | bytearray, cfg: Any, now_ms: int, where: str = "") ->
                 ErrorCode.INVALID_RECORD,
                 f"batch holds {h.records_count} records but last offset delta {h.last_offset_delta}",
             )
-        if compacted:
-            _keyless_records(buf, pos, where)
-        if log_append:
-            pass  # the log stamps LogAppendTime (and the CRC) as it assigns offsets
-        elif before < 2**63 - 1 or after < 2**63 - 1:
-            # the header bounds no record from below (base is the first record's, not the least):
-            # with a "before" limit each record is checked, as Kafka's validator does
+        bad: list[int] = []
+        limits = None
+        if not log_append and (before < 2**63 - 1 or after < 2**63 - 1):
+            # (with LogAppendTime the log stamps the time, and the CRC, as it assigns offsets)
             bad = [
                 ts
                 for ts in (h.base_timestamp, h.max_timestamp)
                 if ts >= 0 and (now_ms - ts > before or ts - now_ms > after)
             ]
+            # the header bounds no record from below (base is the first record's, not the least):
+            # with a "before" limit every record is checked, as Kafka's validator does
             if bad or before < 2**63 - 1:
-                _untimely_records(buf, pos, now_ms, before, after)
-            if bad:
-                raise _Reject(
-                    ErrorCode.INVALID_TIMESTAMP,
-                    f"timestamp {bad[0]} is outside the allowed skew from broker time {now_ms}",
-                )
+                limits = (now_ms, before, after)
+        if compacted or limits is not None:
+            _check_records(buf, pos, where, compacted, limits)
+        if bad:  # the header says so though no record does: refused all the same
+            raise _Reject(
+                ErrorCode.INVALID_TIMESTAMP,
+                f"timestamp {bad[0]} is outside the allowed skew from broker time {now_ms}",
+            )
         if target_codec >= 0 and h.compression != target_codec:
             converted.append((pos, h.size, _recompress(buf, pos, target_codec)))
         pos += h.size
