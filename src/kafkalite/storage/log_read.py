@@ -103,12 +103,27 @@ class LogReads:
         return None
 
     def max_timestamp_and_offset(self) -> tuple[int, int]:
-        """(max timestamp, offset of its batch's last record) over the log, or (-1, -1)."""
-        best = (-1, -1)
+        """(max timestamp, offset of the first record carrying it) over the log, or (-1, -1).
+
+        Segments track the batch holding their max timestamp; the record inside it is found by
+        decoding that one batch, since CreateTime records of a batch differ (KAFKA-16310)."""
+        best: LogSegment | None = None
         for seg in self._segments:
-            if seg.max_timestamp > best[0]:
-                best = (seg.max_timestamp, seg.offset_of_max_timestamp)
-        return best
+            if seg.max_timestamp > (best.max_timestamp if best is not None else -1):
+                best = seg
+        if best is None:
+            return -1, -1
+        ts, batch_last = best.max_timestamp, best.offset_of_max_timestamp
+        try:
+            found = best.find_batch(batch_last)
+        except OSError:
+            found = None
+        if found is not None:
+            pos, h = found
+            exact = _first_record_at_or_after(best, pos, h, ts, h.base_offset)
+            if exact is not None and exact[1] == ts:
+                return ts, exact[0]
+        return ts, batch_last
 
 
 def _first_record_at_or_after(

@@ -110,7 +110,8 @@ def test_alter_configs_replaces_and_incremental_edits(client, topic, broker):
         )
     )
     assert r.responses[0].error_code == 0
-    assert broker.server.metadata_store.get(topic).configs == {"cleanup.policy": "compact"}
+    # APPEND with no override starts from the default, as Kafka does
+    assert broker.server.metadata_store.get(topic).configs == {"cleanup.policy": "delete,compact"}
     bad = [
         inc.AlterConfigsResource.AlterableConfig(name="retention.ms", config_operation=2, value="1")
     ]

@@ -244,6 +244,18 @@ def test_offset_delete_and_list_groups(client: WireClient) -> None:
             assert mine[0].group_state == "Empty"
         if v >= 5:
             assert mine[0].group_type == "classic"
+    # filters compare case-insensitively (KIP-518 states, KIP-848 types); every group is classic
+    for states, types, shown in [
+        (["EMPTY"], ["Classic"], True),
+        (["Stable"], [], False),
+        ([], ["consumer"], False),
+        ([], ["no-such-type"], False),
+    ]:
+        listed = client.send(
+            gm.ListGroupsRequest(states_filter=states, types_filter=types), version=5
+        )
+        assert listed.error_code == 0
+        assert any(g.group_id == group for g in listed.groups) is shown, (states, types)
     D = om.OffsetDeleteRequest
     r = client.send(
         D(

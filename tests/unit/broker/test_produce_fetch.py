@@ -153,6 +153,55 @@ def test_produce_errors(broker, client, topic):
     assert produce(client, topic, build_batch([(None, b"fine")])).base_offset == 0
 
 
+def test_record_level_errors_name_the_records(broker, client, topic):
+    """KIP-467 (Produce v8+): a compacted topic refuses keyless records; the whole batch is dropped
+    and record_errors names each record by its index in the batch, with Kafka's messages."""
+    broker.create_topic(topic, 1, cleanup_policy="compact")
+    blob = build_batch([(b"k0", b"a"), (None, b"b"), (b"k2", b"c"), (None, b"d")])
+    for version in (8, 9, 11):
+        resp = produce(client, topic, blob, version=version)
+        assert resp.error_code == ErrorCode.INVALID_RECORD
+        assert [e.batch_index for e in resp.record_errors] == [1, 3]
+        expect = f"Compacted topic cannot accept message without key in topic partition {topic}-0"
+        assert all(e.batch_index_error_message == expect for e in resp.record_errors)
+        assert resp.error_message.startswith(
+            "One or more records have been rejected due to 2 record errors in total"
+        )
+        assert f"RecordError(batchIndex=1, message='{expect}')" in resp.error_message
+    old = produce(client, topic, blob, version=7)  # before v8: the code alone
+    assert old.error_code == ErrorCode.INVALID_RECORD
+    # a compressed batch is decoded to find them
+    gz = build_batch([(None, b"x" * 100)], compression=1)
+    resp = produce(client, topic, gz, version=9)
+    assert resp.error_code == ErrorCode.INVALID_RECORD
+    assert [e.batch_index for e in resp.record_errors] == [0]
+    assert broker.server.get_log(topic, 0).log_end_offset == 0  # nothing of any batch appended
+    ok = produce(client, topic, build_batch([(b"k", b"v")]), version=9)
+    assert ok.error_code == 0 and ok.record_errors == [] and ok.error_message is None
+
+    timed = f"{topic}-ts"
+    broker.create_topic(timed, 1, message_timestamp_difference_max_ms=60_000)
+    now = int(time.time() * 1000)
+    blob = build_batch([(None, b"a", [], now), (None, b"b", [], 1000), (None, b"c", [], now)])
+    resp = produce(client, timed, blob, version=9)
+    assert resp.error_code == ErrorCode.INVALID_TIMESTAMP
+    assert resp.error_message == "One or more records have been rejected due to invalid timestamp"
+    assert [e.batch_index for e in resp.record_errors] == [1]
+    assert resp.record_errors[0].batch_index_error_message.startswith(
+        "Timestamp 1000 of message with offset 1 is out of range. The timestamp should be within ["
+    )
+    assert broker.server.get_log(timed, 0).log_end_offset == 0
+    # both kinds in one batch: every record named, and an untimely one makes it INVALID_TIMESTAMP
+    both = f"{topic}-both"
+    broker.create_topic(both, 1, cleanup_policy="compact", message_timestamp_before_max_ms=60_000)
+    blob = build_batch([(None, b"a", [], now), (b"k", b"b", [], 1000), (b"k", b"c", [], now)])
+    resp = produce(client, both, blob, version=9)
+    assert resp.error_code == ErrorCode.INVALID_TIMESTAMP
+    assert [e.batch_index for e in resp.record_errors] == [0, 1]
+    assert resp.record_errors[0].batch_index_error_message.startswith("Compacted topic")
+    assert resp.record_errors[1].batch_index_error_message.startswith("Timestamp 1000")
+
+
 def test_log_append_time(broker, client, topic):
     broker.create_topic(topic, 1, message_timestamp_type="LogAppendTime")
     before = int(time.time() * 1000)

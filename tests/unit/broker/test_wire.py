@@ -201,3 +201,28 @@ def test_half_closed_connection_is_answered_then_closed(broker):
         s.shutdown(socket.SHUT_WR)
         assert struct.unpack(">i", read_frame(s)[:4])[0] == 31
         assert is_closed(s)
+
+
+def test_metadata_auto_creation_needs_the_request_and_the_broker(broker, client, topic, tmp_path):
+    """allow_auto_topic_creation (v4+) false never creates; before v4 the field is absent and the
+    broker's auto.create.topics.enable alone decides; with it off nothing is ever created."""
+    md = APIS[3].request
+
+    def ask(c, name, version, allow=True):  # type: ignore[no-untyped-def]
+        req = md(topics=[md.MetadataRequestTopic(name=name)], allow_auto_topic_creation=allow)
+        return c.send(req, version=version).topics[0]
+
+    for v in (4, 9, 12):
+        t = ask(client, f"{topic}-{v}", v, allow=False)
+        assert t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and not t.partitions
+        assert f"{topic}-{v}" not in broker.topics()
+    assert ask(client, f"{topic}-v3", 3).error_code == 0  # no such field before v4: allowed
+    assert ask(client, f"{topic}-yes", 12).error_code == 0
+    assert {f"{topic}-v3", f"{topic}-yes"} <= set(broker.topics())
+    with Broker(tmp_path, auto_create_topics_enable=False) as closed:
+        from kafkalite.cli.wire import WireClient
+
+        with WireClient(closed.bootstrap_servers, timeout=10) as c:
+            for v in (3, 12):
+                assert ask(c, topic, v).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert topic not in closed.topics()

@@ -169,6 +169,26 @@ def test_offset_for_timestamp(tmp_path: Path) -> None:
     lg.close()
 
 
+def test_max_timestamp_names_the_record_not_the_batch_end(tmp_path: Path) -> None:
+    """KAFKA-16310: CreateTime records of one batch differ; the answer is the first record holding
+    the largest timestamp, across segments and after a reopen."""
+    lg = open_log(tmp_path / "t-0", segment_bytes=300)
+    assert lg.max_timestamp_and_offset() == (-1, -1)
+    lg.append(build_batch([(None, b"a", [], 1000), (None, b"b", [], 9000), (None, b"c", [], 2000)]))
+    assert lg.max_timestamp_and_offset() == (9000, 1)
+    for i in range(8):  # later segments, all older timestamps
+        lg.append(build_batch([(None, b"x" * 40, [], 3000 + i), (None, b"y", [], 3100 + i)]))
+    assert len(lg.segments) > 1
+    lg.append(build_batch([(None, b"d", [], 9000), (None, b"e", [], 100)]))  # a tie comes later
+    assert lg.max_timestamp_and_offset() == (9000, 1)
+    lg.append(build_batch([(None, b"f", [], 5), (None, b"g", [], 9500), (None, b"h", [], 9500)]))
+    assert lg.max_timestamp_and_offset() == (9500, 22)
+    lg.close()
+    lg = open_log(tmp_path / "t-0", segment_bytes=300)
+    assert lg.max_timestamp_and_offset() == (9500, 22)
+    lg.close()
+
+
 def test_flush_and_recovery_point(tmp_path: Path) -> None:
     lg = open_log(tmp_path / "t-0", flush_messages=3, segment_bytes=300)
     for i in range(2):

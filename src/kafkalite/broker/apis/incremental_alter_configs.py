@@ -1,6 +1,6 @@
 """IncrementalAlterConfigs (key 44): SET / DELETE / APPEND / SUBTRACT on topic overrides and dynamic broker configs.
 
-List-typed configs (cleanup.policy, log.cleanup.policy) take APPEND and SUBTRACT; others only SET and DELETE.
+List-typed configs take APPEND and SUBTRACT from their value or else their default; others get INVALID_CONFIG.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from kafkalite.protocol.messages.admin import (
     IncrementalAlterConfigsResponse,
 )
 from kafkalite.security.acl import AclOperation
-from kafkalite.storage.config import TOPIC_CONFIG_TYPES
+from kafkalite.storage.config import TOPIC_CONFIG_DEFAULTS, TOPIC_CONFIG_TYPES
 
 API = INCREMENTAL_ALTER_CONFIGS
 _Resp = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
@@ -57,7 +57,8 @@ def _apply(
             new.pop(c.name, None)
         elif op in (APPEND, SUBTRACT):
             if not is_list(c.name):
-                return None, f"Config {c.name} is not a list; APPEND/SUBTRACT need one"
+                kind = "APPEND" if op == APPEND else "SUBTRACT"
+                return None, f"Can't {kind} to key {c.name} because its type is not LIST."
             start = new.get(c.name)
             if start is None:
                 start = (list_default(c.name) if list_default is not None else None) or ""
@@ -116,7 +117,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                     f"Topic '{res.resource_name}' does not exist",
                 )
             else:
-                new, err = _apply(info.configs, res.configs)
+                new, err = _apply(info.configs, res.configs, list_default=TOPIC_CONFIG_DEFAULTS.get)
                 if new is None:
                     code, msg = int(ErrorCode.INVALID_CONFIG), err
                 else:

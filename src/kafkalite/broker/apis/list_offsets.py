@@ -1,6 +1,6 @@
 """ListOffsets (key 2): earliest (-2), latest (-1), max-timestamp (-3) and by-timestamp offsets of partitions.
 
-By-timestamp lookups use the log's time index; v0 answers with the old list-of-offsets form.
+By-timestamp lookups use the log's time index; max-timestamp names the record (KAFKA-16310); v0 is a list.
 """
 
 from __future__ import annotations
@@ -38,11 +38,15 @@ def lookup(lg: Any, ts: int, read_committed: bool = False) -> tuple[int, int]:
         return -1, lg.log_start_offset - 1
     if ts == MAX_TIMESTAMP:
         t, off = lg.max_timestamp_and_offset()
-        return t, off
-    found = lg.offset_for_timestamp(ts)
-    if found is None:
+    else:
+        found = lg.offset_for_timestamp(ts)
+        if found is None:
+            return -1, -1
+        off, t = found
+    # as Kafka: a timestamp answer past what the client may fetch (HW, or LSO) is no answer
+    if off < 0 or off >= (lg.last_stable_offset if read_committed else lg.high_watermark):
         return -1, -1
-    return found[1], found[0]
+    return t, off
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:

@@ -113,10 +113,62 @@ def encode_response(out: bytearray, response: _Response, version: int) -> None:
 
 
 class _Reject(Exception):
-    def __init__(self, code: ErrorCode, message: str) -> None:
+    def __init__(
+        self,
+        code: ErrorCode,
+        message: str,
+        record_errors: list[tuple[int, str | None]] | None = None,
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.record_errors = record_errors or []
+
+
+def _check_records(
+    buf: bytearray, pos: int, where: str, compacted: bool, limits: tuple[int, int, int] | None
+) -> None:
+    """KIP-467: decode the batch at `pos` and name every record Kafka's validator would refuse —
+    a keyless record on a compacted topic, else one outside `limits` (now, before, after). Any such
+    record drops the whole batch; the answer lists them by their index in the batch."""
+    from kafkalite.records.batch import decode_batch
+
+    try:
+        batch = decode_batch(buf, pos)
+    except DecodeError as exc:
+        raise _Reject(ErrorCode.CORRUPT_MESSAGE, f"record batch at byte {pos}: {exc}") from None
+    keyless = f"Compacted topic cannot accept message without key in topic partition {where}"
+    errors: list[tuple[int, str | None]] = []
+    untimely = False
+    for i, rec in enumerate(batch.records):
+        if compacted and rec.key is None:
+            errors.append((i, keyless))
+        elif limits is not None and rec.timestamp >= 0:
+            now_ms, before, after = limits
+            if now_ms - rec.timestamp > before or rec.timestamp - now_ms > after:
+                untimely = True
+                errors.append(
+                    (
+                        i,
+                        f"Timestamp {rec.timestamp} of message with offset {rec.offset} is out of "
+                        f"range. The timestamp should be within [{now_ms - before}, {now_ms + after}]",
+                    )
+                )
+    if not errors:
+        return
+    if untimely:
+        raise _Reject(
+            ErrorCode.INVALID_TIMESTAMP,
+            "One or more records have been rejected due to invalid timestamp",
+            errors,
+        )
+    shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in errors[:3])
+    raise _Reject(
+        ErrorCode.INVALID_RECORD,
+        f"One or more records have been rejected due to {len(errors)} record errors in total, "
+        f"and only showing the first three errors at most: [{shown}]",
+        errors,
+    )
 
 
 def _upconvert(blob: bytes) -> bytes:
@@ -145,8 +197,9 @@ def _recompress(buf: bytearray, pos: int, codec: int) -> bytes:
     return builder.build(last_offset_delta=batch.last_offset_delta)
 
 
-def validate(blob: bytes | bytearray, cfg: Any, now_ms: int) -> bytearray:
-    """Check a partition's records blob and return the bytes to append (LogAppendTime stamped)."""
+def validate(blob: bytes | bytearray, cfg: Any, now_ms: int, where: str = "") -> bytearray:
+    """Check a partition's records blob and return the bytes to append (LogAppendTime stamped);
+    `where` names the partition ("topic-0") in record errors."""
     if not blob:
         raise _Reject(ErrorCode.INVALID_RECORD, "produce request carries no records")
     try:
@@ -171,6 +224,7 @@ def validate(blob: bytes | bytearray, cfg: Any, now_ms: int) -> bytearray:
     before = min(diff, getattr(cfg, "message_timestamp_before_max_ms", diff))
     after = min(diff, getattr(cfg, "message_timestamp_after_max_ms", diff))
     target_codec = _TOPIC_CODECS.get(cfg.compression_type, -1)
+    compacted = cfg.compact
     converted: list[tuple[int, int, bytes]] = []  # (position, size, recompressed batch)
     while pos < end:
         try:
@@ -195,15 +249,26 @@ def validate(blob: bytes | bytearray, cfg: Any, now_ms: int) -> bytearray:
                 ErrorCode.INVALID_RECORD,
                 f"batch holds {h.records_count} records but last offset delta {h.last_offset_delta}",
             )
-        if log_append:
-            pass  # the log stamps LogAppendTime (and the CRC) as it assigns offsets
-        elif before < 2**63 - 1 or after < 2**63 - 1:
-            for ts in (h.base_timestamp, h.max_timestamp):
-                if ts >= 0 and (now_ms - ts > before or ts - now_ms > after):
-                    raise _Reject(
-                        ErrorCode.INVALID_TIMESTAMP,
-                        f"timestamp {ts} is outside the allowed skew from broker time {now_ms}",
-                    )
+        bad: list[int] = []
+        limits = None
+        if not log_append and (before < 2**63 - 1 or after < 2**63 - 1):
+            # (with LogAppendTime the log stamps the time, and the CRC, as it assigns offsets)
+            bad = [
+                ts
+                for ts in (h.base_timestamp, h.max_timestamp)
+                if ts >= 0 and (now_ms - ts > before or ts - now_ms > after)
+            ]
+            # the header bounds no record from below (base is the first record's, not the least):
+            # with a "before" limit every record is checked, as Kafka's validator does
+            if bad or before < 2**63 - 1:
+                limits = (now_ms, before, after)
+        if compacted or limits is not None:
+            _check_records(buf, pos, where, compacted, limits)
+        if bad:  # the header says so though no record does: refused all the same
+            raise _Reject(
+                ErrorCode.INVALID_TIMESTAMP,
+                f"timestamp {bad[0]} is outside the allowed skew from broker time {now_ms}",
+            )
         if target_codec >= 0 and h.compression != target_codec:
             converted.append((pos, h.size, _recompress(buf, pos, target_codec)))
         pos += h.size
@@ -310,7 +375,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 )
                 continue
             try:
-                data = validate(pdata.records, part.log.config, now_ms)
+                data = validate(pdata.records, part.log.config, now_ms, f"{name}-{pdata.index}")
                 # a plain tuple of AppendInfo's fields: no result object per batch
                 first, last, append_time, _, log_start, _, _ = part.append_records_to_leader(
                     data, acks
@@ -318,8 +383,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             except _Reject as rej:
                 pr.error_code = rej.code
                 pr.error_message = rej.message
-                if rej.code == ErrorCode.INVALID_RECORD:
-                    pr.record_errors = [(0, rej.message)]
+                pr.record_errors = rej.record_errors
                 log.info(
                     "produce to %s-%d from %s (%s) rejected: %s %s",
                     name,

@@ -1,6 +1,5 @@
-"""Metadata (key 3), versions 0-12: brokers, topics, partition leaders and replicas of the cluster.
-
-v4 adds auto-creation control, v8 authorized operations, v9+ flexible, v10 topic ids.
+"""Metadata (key 3), versions 0-12: brokers, topics, partition leaders and replicas of the cluster;
+DescribeTopicPartitions (key 75, KIP-966), v0: the same partitions paged by a cursor.
 """
 
 from __future__ import annotations
@@ -80,3 +79,76 @@ MetadataResponse = response(
 )
 
 METADATA = api("Metadata", MetadataRequest, MetadataResponse)
+
+# ---------------------------------------------------------------------------
+# DescribeTopicPartitions (key 75, KIP-966): topics' partitions, at most response_partition_limit per
+# answer; the next cursor (topic, partition) says where the following request resumes. Only v0, flexible
+
+DescribeTopicPartitionsRequest = request(
+    75,
+    "DescribeTopicPartitionsRequest",
+    valid="0",
+    flexible="0+",
+    fields=[
+        F("topics", "[]TopicRequest", "0+", fields=[F("name", "string", "0+")]),
+        F("response_partition_limit", "int32", "0+", default=2000),
+        F(
+            "cursor",
+            "Cursor",
+            "0+",
+            nullable="0+",
+            default=NULL,
+            fields=[F("topic_name", "string", "0+"), F("partition_index", "int32", "0+")],
+        ),
+    ],
+)
+
+DescribeTopicPartitionsResponse = response(
+    75,
+    "DescribeTopicPartitionsResponse",
+    valid="0",
+    flexible="0+",
+    fields=[
+        F("throttle_time_ms", "int32", "0+", ignorable=True),
+        F(
+            "topics",
+            "[]DescribeTopicPartitionsResponseTopic",
+            "0+",
+            fields=[
+                F("error_code", "int16", "0+"),
+                F("name", "string", "0+", nullable="0+"),
+                F("topic_id", "uuid", "0+", ignorable=True),
+                F("is_internal", "bool", "0+", default=False, ignorable=True),
+                F(
+                    "partitions",
+                    "[]DescribeTopicPartitionsResponsePartition",
+                    "0+",
+                    fields=[
+                        F("error_code", "int16", "0+"),
+                        F("partition_index", "int32", "0+"),
+                        F("leader_id", "int32", "0+"),
+                        F("leader_epoch", "int32", "0+", default=-1, ignorable=True),
+                        F("replica_nodes", "[]int32", "0+"),
+                        F("isr_nodes", "[]int32", "0+"),
+                        F("eligible_leader_replicas", "[]int32", "0+", nullable="0+", default=NULL),
+                        F("last_known_elr", "[]int32", "0+", nullable="0+", default=NULL),
+                        F("offline_replicas", "[]int32", "0+", ignorable=True),
+                    ],
+                ),
+                F("topic_authorized_operations", "int32", "0+", default=-2147483648),
+            ],
+        ),
+        F(
+            "next_cursor",
+            "Cursor",
+            "0+",
+            nullable="0+",
+            default=NULL,
+            fields=[F("topic_name", "string", "0+"), F("partition_index", "int32", "0+")],
+        ),
+    ],
+)
+
+DESCRIBE_TOPIC_PARTITIONS = api(
+    "DescribeTopicPartitions", DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
+)
