@@ -18,9 +18,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka import (
+    ConsumerGroupTopicPartitions,
+    ConsumerGroupType,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, NewTopic
 from conftest import BrokerProcess
+
+from kafkalite.cli.main import main as cli
 
 pytestmark = pytest.mark.compat
 
@@ -201,7 +208,9 @@ def test_members_come_and_go_while_a_producer_runs(broker: BrokerProcess) -> Non
     assert not desc.members
 
 
-def test_an_empty_classic_group_becomes_a_consumer_group(broker: BrokerProcess) -> None:
+def test_an_empty_classic_group_becomes_a_consumer_group(
+    broker: BrokerProcess, capsys: pytest.CaptureFixture[str]
+) -> None:
     bs = broker.bootstrap_servers
     topic = _topic(bs, partitions=2)
     group = f"up-{uuid.uuid4().hex[:6]}"
@@ -225,6 +234,15 @@ def test_an_empty_classic_group_becomes_a_consumer_group(broker: BrokerProcess) 
         deadline = time.monotonic() + 30
         while len(modern.consumed()) < 20 and time.monotonic() < deadline:
             time.sleep(0.2)
+        # while it runs: listed as a consumer group, described with its epochs and assignor
+        admin = AdminClient({"bootstrap.servers": bs})
+        listed = admin.list_consumer_groups(types={ConsumerGroupType.CONSUMER}).result(30)
+        assert group in {g.group_id for g in listed.valid}
+        capsys.readouterr()
+        assert cli(["groups", "describe", "--bootstrap-server", bs, "--group", group]) == 0
+        out = capsys.readouterr().out
+        assert "consumer group (KIP-848), state Stable" in out
+        assert "assignor uniform, 1 member(s)" in out
     finally:
         modern.close()
     # it resumed from the classic group's offsets: only the new records

@@ -153,6 +153,11 @@ class GroupDescription:
     protocol: str
     members: list[Member]
     offsets: list[PartitionOffsets]
+    # KIP-848 consumer groups: their epochs and server-side assignor
+    group_type: str = "classic"
+    group_epoch: int | None = None
+    assignment_epoch: int | None = None
+    assignor: str | None = None
 
     @property
     def exists(self) -> bool:
@@ -204,6 +209,8 @@ def _state_name(s: str) -> str:
 
 
 def _describe_raw(cluster: Cluster, group: str) -> Any:
+    """DescribeGroups' answer; a KIP-848 group (which it reports as GROUP_ID_NOT_FOUND) is
+    described with ConsumerGroupDescribe instead."""
     cls: Any = APIS[15].request
 
     def call() -> tuple[int, Any]:
@@ -211,13 +218,31 @@ def _describe_raw(cluster: Cluster, group: str) -> Any:
             cls(groups=[group], include_authorized_operations=False)
         )
         d = r.groups[0]
+        if d.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
+            return 0, None
         return d.error_code, d
 
     return _retrying(call, f"describe group {group}")
 
 
+def _describe_consumer_group(cluster: Cluster, group: str) -> Any:
+    cls: Any = APIS[69].request
+
+    def call() -> tuple[int, Any]:
+        r = cluster.coordinator(group).send(
+            cls(group_ids=[group], include_authorized_operations=False)
+        )
+        d = r.groups[0]
+        return d.error_code, d
+
+    return _retrying(call, f"describe consumer group {group}")
+
+
 def describe_state(cluster: Cluster, group: str) -> str:
-    return str(_describe_raw(cluster, group).group_state)
+    d = _describe_raw(cluster, group)
+    if d is None:
+        d = _describe_consumer_group(cluster, group)
+    return str(d.group_state)
 
 
 def _assignment(protocol_type: str, blob: bytes | None) -> list[TP]:
@@ -355,17 +380,44 @@ def list_offsets(
 def describe_group(cluster: Cluster, group: str) -> GroupDescription:
     """State, members with their assignments, and committed offset / log end / lag of each partition."""
     d = _describe_raw(cluster, group)
-    members = [
-        Member(
-            m.member_id,
-            m.group_instance_id,
-            m.client_id,
-            m.client_host,
-            _assignment(d.protocol_type, m.member_assignment),
+    if d is None:
+        c = _describe_consumer_group(cluster, group)
+        members = [
+            Member(
+                m.member_id,
+                m.instance_id,
+                m.client_id,
+                m.client_host,
+                sorted(
+                    (t.topic_name, p) for t in m.assignment.topic_partitions for p in t.partitions
+                ),
+            )
+            for m in c.members
+        ]
+        desc = GroupDescription(
+            group,
+            c.group_state,
+            "consumer",
+            "",
+            members,
+            [],
+            "consumer",
+            c.group_epoch,
+            c.assignment_epoch,
+            c.assignor_name,
         )
-        for m in d.members
-    ]
-    desc = GroupDescription(group, d.group_state, d.protocol_type, d.protocol_data, members, [])
+    else:
+        members = [
+            Member(
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                _assignment(d.protocol_type, m.member_assignment),
+            )
+            for m in d.members
+        ]
+        desc = GroupDescription(group, d.group_state, d.protocol_type, d.protocol_data, members, [])
     if not desc.exists:
         return desc
     committed = committed_offsets(cluster, group)

@@ -109,10 +109,17 @@ def _cmd_list(cluster: Cluster, a: argparse.Namespace) -> None:
 
 def _print_description(d: GroupDescription, a: argparse.Namespace) -> None:
     show_all = not (a.members or a.offsets or a.state)
-    print(
-        f"Group {d.group_id}: state {d.state}, protocol type {d.protocol_type or '-'}, "
-        f"protocol {d.protocol or '-'}, {len(d.members)} member(s)"
-    )
+    if d.group_type == "consumer":
+        print(
+            f"Group {d.group_id}: consumer group (KIP-848), state {d.state}, group epoch "
+            f"{d.group_epoch}, assignment epoch {d.assignment_epoch}, assignor {d.assignor}, "
+            f"{len(d.members)} member(s)"
+        )
+    else:
+        print(
+            f"Group {d.group_id}: state {d.state}, protocol type {d.protocol_type or '-'}, "
+            f"protocol {d.protocol or '-'}, {len(d.members)} member(s)"
+        )
     if (show_all or a.members) and d.members:
         _table(
             "Members",

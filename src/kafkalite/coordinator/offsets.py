@@ -385,20 +385,24 @@ class Offsets(CoordinatorRuntime):
     def list_groups(
         self, states: Iterable[str] = (), types: Iterable[str] = ()
     ) -> ListGroupsResult:
-        """ListGroups, optionally filtered by state names (v4+) and group types (v5+, only "classic" here)."""
+        """ListGroups, optionally filtered by state names (v4+) and group types (v5+: classic,
+        consumer)."""
         if not self.active:
             return ListGroupsResult(E.COORDINATOR_NOT_AVAILABLE)
         wanted = {s.lower() for s in states}
         wanted_types = {t.lower() for t in types}
-        if wanted_types and "classic" not in wanted_types:
-            return ListGroupsResult(E.NO_ERROR)
         groups = [
-            GroupOverview(g.group_id, "consumer", g.consumer.state)
+            GroupOverview(g.group_id, "consumer", g.consumer.state, "consumer")
             if g.consumer is not None
             else GroupOverview(g.group_id, g.protocol_type or "", str(g.state))
             for g in self._live_groups()
         ]
-        groups = [o for o in groups if not wanted or o.state.lower() in wanted]
+        groups = [
+            o
+            for o in groups
+            if (not wanted or o.state.lower() in wanted)
+            and (not wanted_types or o.group_type in wanted_types)
+        ]
         code = E.COORDINATOR_LOAD_IN_PROGRESS if self.loading_partitions else E.NO_ERROR
         return ListGroupsResult(code, sorted(groups, key=lambda o: o.group_id))
 

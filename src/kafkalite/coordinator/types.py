@@ -175,6 +175,7 @@ class GroupOverview:
     group_id: str
     protocol_type: str
     state: str
+    group_type: str = "classic"  # or "consumer" (KIP-848)
 
 
 @dataclass

@@ -71,6 +71,9 @@ EXPECTED_APIS: list[tuple[str, int, int, int]] = [
     # client quota administration (KIP-546)
     ("DescribeClientQuotas", 48, 0, 1),
     ("AlterClientQuotas", 49, 0, 1),
+    # KIP-848 consumer groups
+    ("ConsumerGroupHeartbeat", 68, 0, 1),
+    ("ConsumerGroupDescribe", 69, 0, 1),
     # KIP-966: partitions paged by a cursor
     ("DescribeTopicPartitions", 75, 0, 0),
 ]

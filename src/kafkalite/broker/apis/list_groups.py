@@ -1,6 +1,6 @@
 """ListGroups (key 16) v0-5: the groups this broker coordinates, filtered by state (v4+) and type (v5+).
 
-Every group here is a classic group.
+A group is "classic" or, once KIP-848 members use it, "consumer".
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 group_id=g.group_id,
                 protocol_type=g.protocol_type,
                 group_state=g.state if version >= 4 else "",
-                group_type="classic" if version >= 5 else "",
+                group_type=g.group_type if version >= 5 else "",
             )
             for g in listed
         ],
