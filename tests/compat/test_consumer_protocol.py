@@ -6,10 +6,7 @@ becomes a consumer group that resumes from its offsets.
 
 from __future__ import annotations
 
-import json
 import signal
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -26,86 +23,17 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic
 from conftest import BrokerProcess
+from consumer_protocol_support import Worker, check_exclusive
 
 from kafkalite.cli.main import main as cli
 
 pytestmark = pytest.mark.compat
 
-WORKER = Path(__file__).with_name("consumer_protocol_worker.py")
 OVERRIDES = (
     "group.consumer.session.timeout.ms=6000",
     "group.consumer.heartbeat.interval.ms=500",
     "num.partitions=6",
 )
-
-
-class Worker:
-    """One consumer process and the JSON lines it printed."""
-
-    def __init__(self, bootstrap: str, group: str, topic: str, name: str, protocol: str) -> None:
-        self.name = name
-        self.events: list[dict[str, Any]] = []
-        self.killed_at: float | None = None
-        self.proc = subprocess.Popen(
-            [sys.executable, str(WORKER), bootstrap, group, topic, name, protocol],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                self.events.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(30)
-        self._reader.join(10)
-
-    def kill(self) -> None:
-        self.killed_at = time.monotonic()
-        self.proc.kill()
-        self.proc.wait(10)
-        self._reader.join(10)
-
-    def consumed(self) -> set[tuple[int, int]]:
-        return {(e["p"], e["o"]) for e in list(self.events) if e["ev"] == "msg"}
-
-
-def check_exclusive(workers: list[Worker]) -> int:
-    """Replay every assignment change in time order: a partition is assigned to a member only when no
-    live member holds it. Returns how many assignment changes were seen."""
-    timeline: list[tuple[float, str, str, list[int]]] = []
-    for w in workers:
-        for e in w.events:
-            if e["ev"] in ("assign", "revoke", "lost"):
-                timeline.append((e["t"], w.name, e["ev"], e["parts"]))
-        end = w.killed_at
-        if end is not None:  # a SIGKILLed member holds nothing from then on
-            timeline.append((end, w.name, "killed", []))
-    timeline.sort(key=lambda x: x[0])
-    owner: dict[int, str] = {}
-    for _, who, ev, parts in timeline:
-        if ev == "killed":
-            owner = {p: o for p, o in owner.items() if o != who}
-        elif ev == "assign":
-            for p in parts:
-                assert owner.get(p) in (None, who), (
-                    f"partition {p} given to {who} while {owner[p]} held it"
-                )
-                owner[p] = who
-        else:
-            for p in parts:
-                if owner.get(p) == who:
-                    del owner[p]
-    return len(timeline)
 
 
 @pytest.fixture

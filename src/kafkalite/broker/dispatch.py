@@ -111,11 +111,23 @@ class DispatchTable:
         """An ApiVersionsResponse listing every handled API (also used for the KIP-511 downgrade)."""
         resp_cls: Any = APIS[18].response
         key_cls = resp_cls.ApiVersion
+        ranges = self.version_ranges()
+        keys = {k for k, _, _ in ranges}
+        supported, finalized = [], []
+        if 68 in keys:  # KIP-848 groups are served: group.version 1, as Kafka 4 reports it
+            supported.append(
+                resp_cls.SupportedFeatureKey(name="group.version", min_version=0, max_version=1)
+            )
+            finalized.append(
+                resp_cls.FinalizedFeatureKey(
+                    name="group.version", max_version_level=1, min_version_level=1
+                )
+            )
         return resp_cls(
             error_code=error_code,
-            api_keys=[
-                key_cls(api_key=k, min_version=lo, max_version=hi)
-                for k, lo, hi in self.version_ranges()
-            ],
+            api_keys=[key_cls(api_key=k, min_version=lo, max_version=hi) for k, lo, hi in ranges],
             throttle_time_ms=0,
+            supported_features=supported,
+            finalized_features_epoch=0 if finalized else -1,
+            finalized_features=finalized,
         )

@@ -119,9 +119,9 @@ def check(msg: Any, version: int, expected: bytes) -> None:
     ("key", "name", "lo", "hi"),
     [
         (0, "Produce", 0, 11),
-        (1, "Fetch", 0, 16),
+        (1, "Fetch", 0, 18),
         (3, "Metadata", 0, 12),
-        (2, "ListOffsets", 0, 8),
+        (2, "ListOffsets", 0, 10),
         (8, "OffsetCommit", 0, 9),
         (9, "OffsetFetch", 0, 9),
         (47, "OffsetDelete", 0, 0),

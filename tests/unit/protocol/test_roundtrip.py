@@ -19,8 +19,8 @@ from kafkalite.protocol.schema import APIS, Message, Request, Response
 # (name, api key, lowest version, highest version) declared, from issues 2 and 13
 EXPECTED_APIS: list[tuple[str, int, int, int]] = [
     ("Produce", 0, 0, 11),
-    ("Fetch", 1, 0, 16),
-    ("ListOffsets", 2, 0, 8),
+    ("Fetch", 1, 0, 18),
+    ("ListOffsets", 2, 0, 10),
     ("Metadata", 3, 0, 12),
     ("OffsetCommit", 8, 0, 9),
     ("OffsetFetch", 9, 0, 9),

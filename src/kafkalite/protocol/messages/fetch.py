@@ -1,6 +1,7 @@
-"""Fetch (key 1), versions 0-16: consumers and follower replicas reading record batches.
+"""Fetch (key 1), versions 0-18: consumers and follower replicas reading record batches.
 
-v7 adds fetch sessions (KIP-227), v12+ is flexible, v13 uses topic ids, v15 tags the replica.
+v7 adds fetch sessions (KIP-227), v12+ is flexible, v13 uses topic ids, v15 tags the replica, v17-18 add
+follower-only tagged fields.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from kafkalite.protocol.schema import NULL, F, api, request, response
 FetchRequest = request(
     1,
     "FetchRequest",
-    valid="0-16",
+    valid="0-18",
     flexible="12+",
     fields=[
         F(
@@ -59,6 +60,24 @@ FetchRequest = request(
                         F("last_fetched_epoch", "int32", "12+", default=-1),
                         F("log_start_offset", "int64", "5+", default=-1, ignorable=True),
                         F("partition_max_bytes", "int32", "0+"),
+                        # a follower's own state (KIP-853 v17, KIP-1166 v18): read and ignored
+                        F(
+                            "replica_directory_id",
+                            "uuid",
+                            "17+",
+                            tag=0,
+                            tagged="17+",
+                            ignorable=True,
+                        ),
+                        F(
+                            "high_watermark",
+                            "int64",
+                            "18+",
+                            tag=1,
+                            tagged="18+",
+                            default=2**63 - 1,
+                            ignorable=True,
+                        ),
                     ],
                 ),
             ],
@@ -80,7 +99,7 @@ FetchRequest = request(
 FetchResponse = response(
     1,
     "FetchResponse",
-    valid="0-16",
+    valid="0-18",
     flexible="12+",
     fields=[
         F("throttle_time_ms", "int32", "1+", ignorable=True),

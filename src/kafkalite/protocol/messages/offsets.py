@@ -8,12 +8,13 @@ from __future__ import annotations
 from kafkalite.protocol.schema import NULL, F, api, request, response
 
 # ---------------------------------------------------------------------------
-# ListOffsets (key 2): v0 returns a list of offsets, v1+ one offset and its timestamp; v6+ flexible
+# ListOffsets (key 2): v0 returns a list of offsets, v1+ one offset and its timestamp; v6+ flexible;
+# v9 (KIP-1005, latest tiered -5) and v10 (KIP-1075, timeout_ms) change nothing else
 
 ListOffsetsRequest = request(
     2,
     "ListOffsetsRequest",
-    valid="0-8",
+    valid="0-10",
     flexible="6+",
     fields=[
         F("replica_id", "int32", "0+"),
@@ -37,13 +38,15 @@ ListOffsetsRequest = request(
                 ),
             ],
         ),
+        # v10 (KIP-1075): how long to wait on remote storage (there is none here)
+        F("timeout_ms", "int32", "10+", default=0, ignorable=True),
     ],
 )
 
 ListOffsetsResponse = response(
     2,
     "ListOffsetsResponse",
-    valid="0-8",
+    valid="0-10",
     flexible="6+",
     fields=[
         F("throttle_time_ms", "int32", "2+", ignorable=True),

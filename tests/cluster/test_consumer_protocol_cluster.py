@@ -1,0 +1,105 @@
+"""KIP-848 in a 3-broker cluster: confluent-kafka `group.protocol=consumer` members keep consuming while
+the broker coordinating their group is SIGKILLed and restarted; the new coordinator rebuilds the group
+from the replicated `__consumer_offsets`; no partition is held twice and every acknowledged record is
+consumed.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kafkalite.coordinator.records import partition_for
+from kafkalite.local_cluster import LocalCluster
+from kafkalite.zkserver import ZooKeeperServer
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "compat"))
+from consumer_protocol_support import Worker, check_exclusive
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, zookeeper: ZooKeeperServer) -> Iterator[LocalCluster]:
+    c = LocalCluster(
+        tmp_path / "cluster",
+        3,
+        zookeeper=zookeeper,
+        chroot=f"/{tmp_path.name}",
+        config={
+            "group.consumer.session.timeout.ms": 6000,
+            "group.consumer.heartbeat.interval.ms": 500,
+            "replica.lag.time.max.ms": 2000,
+            "min.insync.replicas": 2,
+        },
+    )
+    with c:
+        yield c
+
+
+def _coordinator(admin: AdminClient, group: str) -> int:
+    md = admin.list_topics("__consumer_offsets", timeout=10)
+    return int(md.topics["__consumer_offsets"].partitions[partition_for(group, 5)].leader)
+
+
+def test_consumer_group_survives_its_coordinator(cluster: LocalCluster) -> None:
+    bs = cluster.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": bs})
+    topic = f"k848c-{uuid.uuid4().hex[:6]}"
+    admin.create_topics([NewTopic(topic, 6, 3)])[topic].result(30)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    acked: set[tuple[int, int]] = set()
+    producing = True
+
+    def produce() -> None:
+        p = Producer({"bootstrap.servers": bs, "acks": "all", "enable.idempotence": True})
+
+        def on_delivery(err: Any, msg: Any) -> None:
+            if err is None:
+                acked.add((msg.partition(), msg.offset()))
+
+        i = 0
+        while producing:
+            p.produce(topic, str(i).encode(), partition=i % 6, on_delivery=on_delivery)
+            p.poll(0)
+            i += 1
+            time.sleep(0.005)
+        p.flush(60)
+
+    producer = threading.Thread(target=produce)
+    producer.start()
+    workers = [Worker(bs, group, topic, f"c{i}", "consumer") for i in range(3)]
+    try:
+        time.sleep(6)
+        victim = _coordinator(admin, group)
+        cluster.brokers[victim].kill()
+        time.sleep(4)
+        cluster.brokers[victim].start()
+        time.sleep(6)
+    finally:
+        producing = False
+        producer.join(90)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if acked <= set().union(*(w.consumed() for w in workers)):
+            break
+        time.sleep(0.5)
+    for w in workers:
+        w.close()
+    consumed = set().union(*(w.consumed() for w in workers))
+    missing = acked - consumed
+    changes = check_exclusive(workers)
+    print(
+        f"\ncoordinator {victim} killed and restarted: acknowledged {len(acked)}, "
+        f"missing {len(missing)}, {changes} assignment changes"
+    )
+    assert acked and not missing
