@@ -23,7 +23,7 @@ import time
 import uuid
 from pathlib import Path
 
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, libversion
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from peers import free_port, stop, wait_port
@@ -39,13 +39,12 @@ class Member:
         self.last_change = time.monotonic()
         self.lock = threading.Lock()
         self.running = True
-        conf = {
+        conf: dict[str, object] = {
             "bootstrap.servers": bootstrap,
             "group.id": group,
             "group.protocol": protocol,
-            "session.timeout.ms": 45000,
         }
-        if protocol == "classic":
+        if protocol == "classic":  # KIP-848 members take these from the broker
             conf["partition.assignment.strategy"] = "cooperative-sticky"
             conf["heartbeat.interval.ms"] = 500
         self.consumer = Consumer(conf)
@@ -159,7 +158,7 @@ def main() -> None:
     med = {p: statistics.median(t for t, _ in v) for p, v in results.items()}
     print(
         f"\n{args.members} members + 1 joining, {args.partitions} partitions, medians of "
-        f"{args.rounds} (one kafkalite broker, confluent-kafka {__import__('confluent_kafka').version()[0]})"
+        f"{args.rounds} (one kafkalite broker, librdkafka {libversion()[0]})"
     )
     print(f"classic cooperative-sticky  {med['classic']:6.2f} s")
     print(f"KIP-848 (consumer, uniform) {med['consumer']:6.2f} s")
