@@ -7,15 +7,12 @@ consumed.
 from __future__ import annotations
 
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkalite.coordinator.records import partition_for
@@ -23,7 +20,7 @@ from kafkalite.local_cluster import LocalCluster
 from kafkalite.zkserver import ZooKeeperServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "compat"))
-from consumer_protocol_support import Worker, check_exclusive
+from consumer_protocol_support import BackgroundProducer, Worker, check_exclusive
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -57,26 +54,8 @@ def test_consumer_group_survives_its_coordinator(cluster: LocalCluster) -> None:
     topic = f"k848c-{uuid.uuid4().hex[:6]}"
     admin.create_topics([NewTopic(topic, 6, 3)])[topic].result(30)
     group = f"g-{uuid.uuid4().hex[:6]}"
-    acked: set[tuple[int, int]] = set()
-    producing = True
-
-    def produce() -> None:
-        p = Producer({"bootstrap.servers": bs, "acks": "all", "enable.idempotence": True})
-
-        def on_delivery(err: Any, msg: Any) -> None:
-            if err is None:
-                acked.add((msg.partition(), msg.offset()))
-
-        i = 0
-        while producing:
-            p.produce(topic, str(i).encode(), partition=i % 6, on_delivery=on_delivery)
-            p.poll(0)
-            i += 1
-            time.sleep(0.005)
-        p.flush(60)
-
-    producer = threading.Thread(target=produce)
-    producer.start()
+    producer = BackgroundProducer(bs, topic, 6, **{"acks": "all", "enable.idempotence": True})
+    acked = producer.acked
     workers = [Worker(bs, group, topic, f"c{i}", "consumer") for i in range(3)]
     try:
         time.sleep(6)
@@ -86,8 +65,7 @@ def test_consumer_group_survives_its_coordinator(cluster: LocalCluster) -> None:
         cluster.brokers[victim].start()
         time.sleep(6)
     finally:
-        producing = False
-        producer.join(90)
+        producer.stop()
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if acked <= set().union(*(w.consumed() for w in workers)):

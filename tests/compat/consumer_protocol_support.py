@@ -83,3 +83,37 @@ def check_exclusive(workers: list[Worker]) -> int:
                 if owner.get(p) == who:
                     del owner[p]
     return len(timeline)
+
+
+class BackgroundProducer:
+    """A confluent-kafka producer writing numbered records round-robin over `partitions` until
+    `stop()`; `acked` holds the (partition, offset) of every acknowledged record."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int, **conf: Any) -> None:
+        self.acked: set[tuple[int, int]] = set()
+        self._running = True
+        self._thread = threading.Thread(
+            target=self._run, args=(bootstrap, topic, partitions, conf), daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, bootstrap: str, topic: str, partitions: int, conf: dict[str, Any]) -> None:
+        from confluent_kafka import Producer
+
+        p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **conf})
+
+        def on_delivery(err: Any, msg: Any) -> None:
+            if err is None:
+                self.acked.add((msg.partition(), msg.offset()))
+
+        i = 0
+        while self._running:
+            p.produce(topic, str(i).encode(), partition=i % partitions, on_delivery=on_delivery)
+            p.poll(0)
+            i += 1
+            time.sleep(0.005)
+        p.flush(60)
+
+    def stop(self) -> None:
+        self._running = False
+        self._thread.join(90)

@@ -7,7 +7,6 @@ becomes a consumer group that resumes from its offsets.
 from __future__ import annotations
 
 import signal
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -22,8 +21,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient, NewTopic
-from conftest import BrokerProcess
-from consumer_protocol_support import Worker, check_exclusive
+from consumer_protocol_support import BackgroundProducer, Worker, check_exclusive
 
 from kafkalite.cli.main import main as cli
 
@@ -37,7 +35,8 @@ OVERRIDES = (
 
 
 @pytest.fixture
-def broker(tmp_path: Path, spawn_broker: type[BrokerProcess], port: int) -> Iterator[BrokerProcess]:
+def broker(tmp_path: Path, spawn_broker: Any, port: int) -> Iterator[Any]:
+    """`kafkalite serve` in its own process (conftest.BrokerProcess), so it can be restarted."""
     b = spawn_broker(tmp_path / "data", port, *OVERRIDES).start()
     yield b
 
@@ -58,30 +57,12 @@ def _committed(bootstrap: str, group: str, topic: str, partitions: int = 6) -> d
 
 
 @pytest.mark.slow
-def test_members_come_and_go_while_a_producer_runs(broker: BrokerProcess) -> None:
+def test_members_come_and_go_while_a_producer_runs(broker: Any) -> None:
     bs = broker.bootstrap_servers
     topic = _topic(bs)
     group = f"g-{uuid.uuid4().hex[:6]}"
-    acked: set[tuple[int, int]] = set()
-    producing = True
-
-    def produce() -> None:
-        p = Producer({"bootstrap.servers": bs, "linger.ms": 5})
-
-        def on_delivery(err: Any, msg: Any) -> None:
-            if err is None:
-                acked.add((msg.partition(), msg.offset()))
-
-        i = 0
-        while producing:
-            p.produce(topic, str(i).encode(), partition=i % 6, on_delivery=on_delivery)
-            p.poll(0)
-            i += 1
-            time.sleep(0.005)
-        p.flush(30)
-
-    producer = threading.Thread(target=produce)
-    producer.start()
+    producer = BackgroundProducer(bs, topic, 6)
+    acked = producer.acked
     workers: list[Worker] = []
     try:
         for i in range(3):
@@ -97,8 +78,7 @@ def test_members_come_and_go_while_a_producer_runs(broker: BrokerProcess) -> Non
         workers.append(Worker(bs, group, topic, "c4", "consumer"))
         time.sleep(3)
     finally:
-        producing = False
-        producer.join(60)
+        producer.stop()
     deadline = time.monotonic() + 40
     while time.monotonic() < deadline:
         consumed = set().union(*(w.consumed() for w in workers))
@@ -137,7 +117,7 @@ def test_members_come_and_go_while_a_producer_runs(broker: BrokerProcess) -> Non
 
 
 def test_an_empty_classic_group_becomes_a_consumer_group(
-    broker: BrokerProcess, capsys: pytest.CaptureFixture[str]
+    broker: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bs = broker.bootstrap_servers
     topic = _topic(bs, partitions=2)
