@@ -267,12 +267,6 @@ class ConsumerGroup:
                         out[(t, p)] = m.member_id
         return out
 
-    def subscribed_topic_names(self) -> set[str]:
-        names: set[str] = set()
-        for m in self.members.values():
-            names.update(m.subscription.subscribed_topic_names)
-        return names
-
     # -- operations ------------------------------------------------------------------------------
     def heartbeat(
         self,
@@ -369,8 +363,8 @@ class ConsumerGroup:
                 ):
                     return HeartbeatResult(
                         ErrorCode.FENCED_MEMBER_EPOCH,
-                        f"The consumer group member has a smaller member epoch ({req.member_epoch}) "
-                        f"than the one known by the group coordinator ({member.member_epoch}). "
+                        f"The consumer group member's epoch ({req.member_epoch}) is not the one "
+                        f"known by the group coordinator ({member.member_epoch}). "
                         "The member must abandon all its partitions and rejoin.",
                     ), []
         old = self.members.get(member_id)

@@ -87,7 +87,17 @@ class ConsumerGroups(CoordinatorRuntime):
         topics: Mapping[str, SubscribedTopic],
     ) -> Deferred[HeartbeatResult]:
         d: Deferred[HeartbeatResult] = Deferred()
-        self._cg_serial(group_id, lambda: self._heartbeat_now(group_id, request, topics, d))
+
+        def run() -> None:
+            try:
+                self._heartbeat_now(group_id, request, topics, d)
+            except Exception:  # a bug must not leave the group's queue waiting forever
+                log.exception("consumer group %r: heartbeat failed", group_id)
+                if not d.done():
+                    d.complete(HeartbeatResult(E.UNKNOWN_SERVER_ERROR))
+                    self._cg_next(group_id)
+
+        self._cg_serial(group_id, run)
         return d
 
     def _heartbeat_now(
