@@ -489,19 +489,20 @@ class ConsumerGroup:
             ids.update(tid for name, tid in by_name.items() if pattern.fullmatch(name))
         return frozenset(ids)
 
-    def _compute_target(self, config: GroupConfig) -> list[ConsumerGroupRecord]:
-        """A new target assignment for the group epoch (the assignor the members prefer most)."""
+    def assignor(self, config: GroupConfig) -> str:
+        """The server assignor the members ask for most, else the first configured one."""
         wanted = [
             m.subscription.server_assignor
             for m in self.members.values()
             if m.subscription.server_assignor
         ]
-        name = (
-            max(set(wanted), key=wanted.count)
-            if wanted
-            else (config.assignors[0] if config.assignors else DEFAULT_ASSIGNOR)
-        )
-        assign = ASSIGNORS.get(name, ASSIGNORS[DEFAULT_ASSIGNOR])
+        if wanted:
+            return max(set(wanted), key=wanted.count)
+        return config.assignors[0] if config.assignors else DEFAULT_ASSIGNOR
+
+    def _compute_target(self, config: GroupConfig) -> list[ConsumerGroupRecord]:
+        """A new target assignment for the group epoch (the assignor the members prefer most)."""
+        assign = ASSIGNORS.get(self.assignor(config), ASSIGNORS[DEFAULT_ASSIGNOR])
         members = [
             AssignmentMember(
                 mid, self._member_topic_ids(m.subscription), self.target.get(mid, EMPTY)

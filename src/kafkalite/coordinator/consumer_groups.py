@@ -221,14 +221,7 @@ class ConsumerGroups(CoordinatorRuntime):
                 )
                 continue
             cg = group.consumer
-            wanted = [
-                m.subscription.server_assignor
-                for m in cg.members.values()
-                if m.subscription.server_assignor
-            ]
-            assignor = (
-                max(set(wanted), key=wanted.count) if wanted else self.consumer_config.assignors[0]
-            )
+            assignor = cg.assignor(self.consumer_config)
             out.append(
                 ConsumerGroupDescription(
                     gid,

@@ -9,7 +9,11 @@ import uuid
 from coordinator_helpers import Harness
 
 from kafkalite.coordinator.consumer_assignors import SubscribedTopic
-from kafkalite.coordinator.consumer_group import HeartbeatRequest, HeartbeatResult
+from kafkalite.coordinator.consumer_group import (
+    GroupEpochRecord,
+    HeartbeatRequest,
+    HeartbeatResult,
+)
 from kafkalite.coordinator.consumer_group_records import (
     parse_key,
     parse_record,
@@ -136,3 +140,27 @@ def test_the_classic_and_consumer_protocols_meet_only_in_an_empty_group() -> Non
     # the reload agrees: a classic group, not a consumer group
     h.coord = h.new_coordinator()
     assert h.coord.groups["g"].consumer is None
+
+
+def test_unreadable_consumer_group_records_are_skipped_on_load() -> None:
+    """Garbage in a consumer-group value (or an unknown member state) is a DecodeError the load
+    skips with a warning; the rest of the partition still loads."""
+    import pytest
+
+    from kafkalite.coordinator.consumer_group_records import ConsumerGroupKey
+    from kafkalite.protocol.exceptions import DecodeError
+
+    for record_type in (3, 5, 6, 7, 8):
+        key = ConsumerGroupKey(record_type, "g", "m")
+        with pytest.raises(DecodeError):
+            parse_record(key, b"\x00\x00\xff\xff")  # version 0, then a struct cut short
+        with pytest.raises(DecodeError):
+            parse_record(key, b"\x00\x07")  # a value version nobody wrote
+    h = Harness()
+    hb(h, "a", 0)
+    partition = next(iter(h.topic.logs))
+    bad_key = to_coordinator_record(GroupEpochRecord("g", 9)).key
+    h.topic.logs[partition].append((bad_key, b"\x00\x00\x01"))
+    h.coord = h.new_coordinator()
+    cg = h.coord.groups["g"].consumer
+    assert cg is not None and set(cg.members) == {"a"} and cg.group_epoch == 1
