@@ -123,6 +123,15 @@ class DispatchTable:
                     name="group.version", max_version_level=1, min_version_level=1
                 )
             )
+        if 76 in keys:  # KIP-932 share groups are served: share.version 1 (Kafka 4.1+)
+            supported.append(
+                resp_cls.SupportedFeatureKey(name="share.version", min_version=0, max_version=1)
+            )
+            finalized.append(
+                resp_cls.FinalizedFeatureKey(
+                    name="share.version", max_version_level=1, min_version_level=1
+                )
+            )
         return resp_cls(
             error_code=error_code,
             api_keys=[key_cls(api_key=k, min_version=lo, max_version=hi) for k, lo, hi in ranges],

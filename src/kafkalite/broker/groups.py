@@ -7,8 +7,10 @@ A coordinator write answers once the partition's high watermark has passed it (c
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kafkalite.broker.config import ConfigError
@@ -23,6 +25,7 @@ from kafkalite.coordinator import (
 from kafkalite.coordinator.consumer_assignors import ASSIGNORS
 from kafkalite.coordinator.consumer_group import GroupConfig
 from kafkalite.coordinator.records import encode_batch
+from kafkalite.coordinator.share_group import ShareGroupConfig
 from kafkalite.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -192,3 +195,56 @@ def client_host(ctx: RequestContext) -> str:
     peer = str(getattr(ctx.connection, "peer", "") or "")
     host = peer.rsplit(":", 1)[0] if ":" in peer else peer
     return "/" + host if host else ""
+
+
+@dataclass(frozen=True, slots=True)
+class ShareSettings:
+    """A share group's effective settings: its group configs over the broker's group.share.*."""
+
+    session_timeout_ms: int = 45000
+    heartbeat_interval_ms: int = 5000
+    record_lock_duration_ms: int = 30000
+    delivery_count_limit: int = 5
+    max_record_locks: int = 2000
+    max_size: int = 200
+    auto_offset_reset: str = "latest"
+    isolation_level: str = "read_uncommitted"
+    dlq_topic: str | None = None
+
+
+def share_partition_settings(broker: BrokerServer, group_id: str) -> ShareSettings:
+    cfg = broker.config
+
+    def num(name: str, default: int) -> int:
+        try:
+            return int(cfg.get(name, default))
+        except (TypeError, ValueError):
+            return default
+
+    base = ShareSettings(
+        session_timeout_ms=num("group.share.session.timeout.ms", 45000),
+        heartbeat_interval_ms=num("group.share.heartbeat.interval.ms", 5000),
+        record_lock_duration_ms=num("group.share.record.lock.duration.ms", 30000),
+        delivery_count_limit=num("group.share.delivery.count.limit", 5),
+        max_record_locks=num("group.share.partition.max.record.locks", 2000),
+        max_size=num("group.share.max.size", 200),
+    )
+    manager = getattr(broker, "group_configs", None)
+    if manager is None:
+        return base
+    sc = manager.share_config(group_id)
+    return dataclasses.replace(
+        base,
+        session_timeout_ms=sc.session_timeout_ms,
+        heartbeat_interval_ms=sc.heartbeat_interval_ms,
+        record_lock_duration_ms=sc.record_lock_duration_ms,
+        delivery_count_limit=sc.delivery_count_limit,
+        auto_offset_reset=sc.auto_offset_reset,
+        isolation_level=sc.isolation_level,
+        dlq_topic=sc.dlq_topic or None,
+    )
+
+
+def share_group_config(broker: BrokerServer, group_id: str) -> ShareGroupConfig:
+    s = share_partition_settings(broker, group_id)
+    return ShareGroupConfig(s.session_timeout_ms, s.heartbeat_interval_ms, s.max_size)

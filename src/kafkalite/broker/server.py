@@ -41,6 +41,7 @@ from kafkalite.broker.sasl_auth import (
 )
 from kafkalite.broker.scram_credentials import ScramCredentialCache
 from kafkalite.broker.tls import client_context, server_context, ssl_settings
+from kafkalite.broker.share_partitions import SharePartitionManager
 from kafkalite.broker.transactions import TransactionCoordinatorComponent
 from kafkalite.broker.zk_broker import ZkBroker
 from kafkalite.cluster.metadata import (
@@ -125,6 +126,8 @@ class BrokerServer:
         if config.zookeeper_connect is not None:
             self.zk_broker = ZkBroker(self, config.zookeeper_connect)
         self.transactions = TransactionCoordinatorComponent(self)
+        # KIP-932: share sessions and the share-partitions of the partitions this broker leads
+        self.share_partitions = SharePartitionManager(self)
         # ACL checks: None (everything allowed) unless authorizer.class.name is set; a bad name
         # fails here, before anything starts. Bound to the metadata store in start().
         self.authorizer: Authorizer | None = Authorizer.from_config(config, self.metadata_store)
@@ -202,6 +205,7 @@ class BrokerServer:
             self.metadata_cache.set_brokers([self.local_endpoint()], -1)
         await self.groups.start()
         await self.transactions.start()
+        self.share_partitions.start()
         self._groups_started = True
         if self.zk_broker is not None:
             await self.zk_broker.start()
@@ -324,6 +328,10 @@ class BrokerServer:
                 log.exception("leaving the cluster failed")
         if self._groups_started:
             self._groups_started = False
+            try:
+                await self.share_partitions.stop()
+            except Exception:
+                log.exception("stopping the share-partition manager failed")
             try:
                 await self.transactions.stop()
             except Exception:

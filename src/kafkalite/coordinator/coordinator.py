@@ -7,9 +7,10 @@ from __future__ import annotations
 from kafkalite.coordinator.consumer_groups import ConsumerGroups
 from kafkalite.coordinator.liveness import Liveness
 from kafkalite.coordinator.offsets import Offsets
+from kafkalite.coordinator.share_groups import ShareGroups
 
 
-class GroupCoordinator(ConsumerGroups, Liveness, Offsets):
+class GroupCoordinator(ConsumerGroups, ShareGroups, Liveness, Offsets):
     """Pure-logic group coordinator.
 
     The broker supplies `append(partition, records) -> Deferred[ErrorCode]` (write to
@@ -33,6 +34,7 @@ class GroupCoordinator(ConsumerGroups, Liveness, Offsets):
                     self._expire_consumer_members(group, now)
                 else:
                     self._expire_group_timers(group, now)
+        self._expire_share_members(now)
         if self._next_expiry_check is None:
             self._next_expiry_check = now + self.config.offsets_retention_check_interval_ms
         elif now >= self._next_expiry_check:
@@ -46,6 +48,7 @@ class GroupCoordinator(ConsumerGroups, Liveness, Offsets):
             for g in self._live_groups()
             for d in (self._consumer_deadlines(g) if g.consumer else self._group_deadlines(g))
         ]
+        deadlines += self._share_deadlines()
         if self._next_expiry_check is not None:
             deadlines.append(self._next_expiry_check)
         return min(deadlines, default=None)

@@ -312,6 +312,8 @@ class Offsets(CoordinatorRuntime):
             group = self.groups.get(gid) if err is None else None
             if err is not None:
                 result[gid] = err
+            elif group is None and gid in self.share_groups:
+                result[gid] = self.delete_share_group(gid)
             elif group is None or group.is_(S.DEAD):
                 result[gid] = E.GROUP_ID_NOT_FOUND
             elif (group.consumer is not None and group.consumer.members) or not group.is_(S.EMPTY):
@@ -350,6 +352,9 @@ class Offsets(CoordinatorRuntime):
                 out.append(GroupDescription(gid, err, state=""))
                 continue
             group = self.groups.get(gid)
+            if group is None and gid in self.share_groups:  # described by ShareGroupDescribe
+                out.append(GroupDescription(gid, E.GROUP_ID_NOT_FOUND, state=""))
+                continue
             if group is None:
                 out.append(GroupDescription(gid, E.NO_ERROR, state=str(S.DEAD)))
                 continue
@@ -396,6 +401,11 @@ class Offsets(CoordinatorRuntime):
             if g.consumer is not None
             else GroupOverview(g.group_id, g.protocol_type or "", str(g.state))
             for g in self._live_groups()
+        ]
+        groups += [
+            GroupOverview(g.group_id, "share", g.state, "share")
+            for g in self.share_groups.values()
+            if self.is_coordinator_for(g.group_id)
         ]
         groups = [
             o

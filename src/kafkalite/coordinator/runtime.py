@@ -23,6 +23,7 @@ from kafkalite.coordinator.consumer_group import (
     TargetAssignmentEpochRecord,
 )
 from kafkalite.coordinator.deferred import Deferred
+from kafkalite.coordinator.share_group import ShareGroup, ShareGroupConfig
 from kafkalite.coordinator.group import GroupMetadata, MemberMetadata
 from kafkalite.coordinator.state import GroupState
 from kafkalite.coordinator.types import (
@@ -117,6 +118,9 @@ class CoordinatorRuntime:
         # KIP-848 groups: their settings, and per group the operations waiting for a write
         self.consumer_config = GroupConfig()
         self._cg_queues: dict[str, collections.deque[Callable[[], None]]] = {}
+        # KIP-932 share groups (membership in memory; see coordinator.share_group)
+        self.share_groups: dict[str, ShareGroup] = {}
+        self.share_configs: dict[str, ShareGroupConfig] = {}
 
     # ------------------------------------------------------------------ placement / validation
 
@@ -430,6 +434,8 @@ class CoordinatorRuntime:
         """We are no longer leader of this partition: drop its groups; waiting members get NOT_COORDINATOR."""
         self.owned_partitions.discard(partition)
         self.loading_partitions.discard(partition)
+        for gid in [g for g in self.share_groups if self.partition_for(g) == partition]:
+            del self.share_groups[gid]
         now = self.now()
         for gid in [g for g in self.groups if self.partition_for(g) == partition]:
             group = self.groups.pop(gid)

@@ -1,0 +1,573 @@
+"""SharePartitionManager: the share-partition leader side of KIP-932 — share sessions, SharePartitions
+loaded from the share coordinator, acquisition from the log, acknowledgements persisted before they are
+answered (one write at a time per share-partition, later changes ride the next), lock expiry, and the
+dead-letter topic written before a record is archived.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kafkalite.broker.share_persister import PersisterStateBatch, SharePersister
+from kafkalite.cluster.channel import ChannelManager
+from kafkalite.cluster.errors import ReplicaError
+from kafkalite.cluster.partition import Partition
+from kafkalite.coordinator.share_partition import (
+    AckBatch,
+    AcquiredRange,
+    DeadLetter,
+    SharePartition,
+    SharePartitionConfig,
+    StateBatch,
+)
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.records import iter_batches
+from kafkalite.records.builder import RecordBatchBuilder
+from kafkalite.records.header import parse_batch_header, read_magic
+
+if TYPE_CHECKING:
+    from kafkalite.broker.server import BrokerServer
+
+log = logging.getLogger("kafkalite.broker.share")
+E = ErrorCode
+
+_TICK_S = 0.1
+_READ_CHUNK = 1024 * 1024
+
+# headers a dead-lettered record carries (beside its own)
+DLQ_HEADER_TOPIC = "__dlq.errors.topic"
+DLQ_HEADER_PARTITION = "__dlq.errors.partition"
+DLQ_HEADER_OFFSET = "__dlq.errors.offset"
+DLQ_HEADER_DELIVERY_COUNT = "__dlq.errors.delivery.count"
+DLQ_HEADER_REASON = "__dlq.errors.reason"
+DLQ_HEADER_GROUP = "__dlq.errors.group.id"
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+Key = tuple[str, uuid.UUID, int]  # group id, topic id, partition
+
+
+@dataclass(slots=True)
+class ShareSession:
+    """One member's share session on this broker: the partitions it fetches and the next epoch."""
+
+    group_id: str
+    member_id: str
+    next_epoch: int
+    partitions: dict[tuple[uuid.UUID, int], None] = field(default_factory=dict)
+
+
+class ShareSessionCache:
+    """KIP-932 share sessions keyed by (group, member): epoch 0 opens one, -1 closes it, every other
+    request must carry the next epoch."""
+
+    def __init__(self) -> None:
+        self.sessions: dict[tuple[str, str], ShareSession] = {}
+
+    def open(self, group_id: str, member_id: str) -> ShareSession:
+        session = ShareSession(group_id, member_id, 1)
+        self.sessions[(group_id, member_id)] = session
+        return session
+
+    def existing(
+        self, group_id: str, member_id: str, epoch: int
+    ) -> tuple[ShareSession | None, ErrorCode, str | None]:
+        session = self.sessions.get((group_id, member_id))
+        if session is None:
+            return (
+                None,
+                E.SHARE_SESSION_NOT_FOUND,
+                f"no share session for member {member_id} of group {group_id} on this broker",
+            )
+        if epoch == -1:
+            return session, E.NO_ERROR, None
+        if epoch != session.next_epoch:
+            return (
+                None,
+                E.INVALID_SHARE_SESSION_EPOCH,
+                f"share session epoch {epoch}, expected {session.next_epoch}",
+            )
+        session.next_epoch = 1 if session.next_epoch >= 2**31 - 1 else session.next_epoch + 1
+        return session, E.NO_ERROR, None
+
+    def close(self, group_id: str, member_id: str) -> None:
+        self.sessions.pop((group_id, member_id), None)
+
+
+@dataclass(slots=True)
+class LoadedSharePartition:
+    """A SharePartition this broker leads, with what its persistence needs."""
+
+    key: Key
+    topic: str
+    sp: SharePartition
+    leader_epoch: int
+    version: int = 0  # bumped by every change to persist
+    persisted: int = 0
+    writing: bool = False
+    dead_letters: list[DeadLetter] = field(default_factory=list)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    last_error: ErrorCode = E.NO_ERROR
+
+
+@dataclass(frozen=True, slots=True)
+class Acquired:
+    records: bytes
+    ranges: list[AcquiredRange]
+
+
+def batch_spans(blob: bytes) -> list[tuple[int, int, int, int]]:
+    """(base offset, last offset, start, end) of each whole data batch in a read (control batches
+    are skipped: no consumer sees them)."""
+    out: list[tuple[int, int, int, int]] = []
+    pos = 0
+    n = len(blob)
+    while pos + 61 <= n:
+        if read_magic(blob, pos) < 2:
+            for b in iter_batches(blob[pos:], allow_truncated_tail=True):
+                out.append((b.base_offset, b.last_offset, pos, n))
+            break
+        h = parse_batch_header(blob, pos)
+        end = pos + h.size
+        if end > n:
+            break
+        if not h.is_control:
+            out.append((h.base_offset, h.last_offset, pos, end))
+        pos = end
+    return out
+
+
+class SharePartitionManager:
+    """Every share-partition of the topic partitions this broker leads, and the share sessions."""
+
+    def __init__(self, broker: BrokerServer) -> None:
+        self.broker = broker
+        self.sessions = ShareSessionCache()
+        self.partitions: dict[Key, LoadedSharePartition] = {}
+        self.persister = SharePersister(broker)
+        self._loading: dict[Key, asyncio.Future[LoadedSharePartition | ErrorCode]] = {}
+        self._ticker: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.channels: ChannelManager | None = None  # to dead-letter partitions led elsewhere
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def start(self) -> None:
+        if self._ticker is None:
+            self._ticker = asyncio.get_running_loop().create_task(self._tick_loop())
+
+    async def stop(self) -> None:
+        tasks: list[asyncio.Task[Any]] = [*self._tasks]
+        if self._ticker is not None:
+            tasks.append(self._ticker)
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        self._ticker = None
+        self._tasks.clear()
+        if self.channels is not None:
+            await self.channels.close_all()
+            self.channels = None
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _tick_loop(self) -> None:
+        while True:
+            await asyncio.sleep(_TICK_S)
+            try:
+                self.tick(now_ms())
+            except Exception:
+                log.exception("share-partition lock expiry failed")
+
+    def tick(self, now: int) -> None:
+        """Release expired acquisition locks; drop share-partitions whose leadership moved."""
+        for key, lp in list(self.partitions.items()):
+            part = self.broker.replica_manager.get_partition(lp.topic, key[2])
+            if part is None or not part.is_leader or part.leader_epoch != lp.leader_epoch:
+                if not lp.writing:
+                    self.partitions.pop(key, None)
+                continue
+            deadline = lp.sp.next_lock_deadline()
+            if deadline is not None and deadline <= now and lp.sp.release_expired(now):
+                self._changed(lp)
+                self._spawn(self.persist(lp))
+
+    # -- configuration -----------------------------------------------------------------------------
+    def config_of(self, group_id: str) -> SharePartitionConfig:
+        from kafkalite.broker import groups as _groups
+
+        sc = _groups.share_partition_settings(self.broker, group_id)
+        return SharePartitionConfig(
+            lock_duration_ms=sc.record_lock_duration_ms,
+            delivery_count_limit=sc.delivery_count_limit,
+            max_in_flight=sc.max_record_locks,
+        )
+
+    # -- loading -----------------------------------------------------------------------------------
+    async def get(
+        self, group_id: str, topic_id: uuid.UUID, topic: str, part: Partition
+    ) -> LoadedSharePartition | ErrorCode:
+        """The loaded share-partition (read from the share coordinator on first use or after a
+        leadership change), or the error to answer."""
+        key = (group_id, topic_id, part.partition)
+        lp = self.partitions.get(key)
+        if lp is not None and lp.leader_epoch == part.leader_epoch:
+            lp.sp.config = self.config_of(group_id)
+            return lp
+        pending = self._loading.get(key)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        fut: asyncio.Future[LoadedSharePartition | ErrorCode] = (
+            asyncio.get_running_loop().create_future()
+        )
+        self._loading[key] = fut
+        try:
+            result = await self._load(key, topic, part)
+        except Exception:
+            log.exception("loading share-partition %s %s-%d failed", group_id, topic, part.partition)
+            result = E.UNKNOWN_SERVER_ERROR
+        finally:
+            self._loading.pop(key, None)
+        fut.set_result(result)
+        return result
+
+    async def _load(self, key: Key, topic: str, part: Partition) -> LoadedSharePartition | ErrorCode:
+        group_id, topic_id, partition = key
+        epoch = part.leader_epoch
+        st = await self.persister.read(group_id, topic_id, partition, epoch)
+        if st.error != E.NO_ERROR:
+            log.info(
+                "share-partition %s %s-%d: state read failed: %s %s",
+                group_id, topic, partition, st.error.name, st.message or "",
+            )  # fmt: skip
+            return st.error
+        if st.start_offset < 0:
+            start = await self._initial_offset(group_id, part)
+            code = await self.persister.initialize(group_id, topic_id, partition, 0, start)
+            if code != E.NO_ERROR:
+                return code
+            sp = SharePartition(group_id, topic_id, partition, start_offset=start, state_epoch=0)
+            log.info(
+                "share-partition %s %s-%d initialized at offset %d",
+                group_id, topic, partition, start,
+            )  # fmt: skip
+        else:
+            sp = SharePartition(
+                group_id,
+                topic_id,
+                partition,
+                start_offset=st.start_offset,
+                state_epoch=st.state_epoch,
+                batches=[
+                    StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+                    for b in st.batches
+                ],
+            )
+        sp.config = self.config_of(group_id)
+        lp = LoadedSharePartition(key, topic, sp, epoch)
+        self.partitions[key] = lp
+        return lp
+
+    async def _initial_offset(self, group_id: str, part: Partition) -> int:
+        """share.auto.offset.reset: latest (default), earliest, or by_duration:<ISO-8601>."""
+        from kafkalite.broker import groups as _groups
+
+        policy = _groups.share_partition_settings(self.broker, group_id).auto_offset_reset
+        lg = part.log
+        if policy == "earliest":
+            return int(lg.log_start_offset)
+        if policy.startswith("by_duration:"):
+            ms = _iso_duration_ms(policy.split(":", 1)[1])
+            if ms is not None:
+                found = await asyncio.to_thread(lg.offset_for_timestamp, now_ms() - ms)
+                if found is not None:
+                    return int(found[0])
+        return int(lg.high_watermark)
+
+    # -- changes and persistence -------------------------------------------------------------------
+    def _changed(self, lp: LoadedSharePartition) -> None:
+        lp.version += 1
+        lp.dead_letters.extend(lp.sp.take_dead_letters())
+        self.broker.delayed.notify((lp.topic, lp.key[2]))
+
+    async def persist(self, lp: LoadedSharePartition) -> ErrorCode:
+        """Wait until the state as of now is stored (dead letters first); one write at a time per
+        share-partition, carrying every change made before it started."""
+        wanted = lp.version
+        while lp.persisted < wanted:
+            if lp.writing:
+                lp.changed.clear()
+                await lp.changed.wait()
+                continue
+            lp.writing = True
+            try:
+                version = lp.version
+                letters, lp.dead_letters = lp.dead_letters, []
+                if letters:
+                    await self._dead_letter(lp, letters)
+                sp = lp.sp
+                code = await self.persister.write(
+                    lp.key[0],
+                    lp.key[1],
+                    lp.key[2],
+                    sp.state_epoch,
+                    lp.leader_epoch,
+                    sp.start_offset,
+                    [
+                        PersisterStateBatch(
+                            b.first_offset, b.last_offset, b.delivery_state, b.delivery_count
+                        )
+                        for b in sp.state_batches()
+                    ],
+                )
+                lp.last_error = code
+                if code != E.NO_ERROR:
+                    log.warning(
+                        "share-partition %s %s-%d: state write failed: %s",
+                        lp.key[0], lp.topic, lp.key[2], code.name,
+                    )  # fmt: skip
+                    self.partitions.pop(lp.key, None)  # reload from the stored state
+                    lp.persisted = lp.version
+                    return code
+                lp.persisted = version
+            finally:
+                lp.writing = False
+                lp.changed.set()
+        return lp.last_error if lp.persisted >= wanted else E.NO_ERROR
+
+    # -- dead letters ------------------------------------------------------------------------------
+    async def _dead_letter(self, lp: LoadedSharePartition, letters: Sequence[DeadLetter]) -> None:
+        from kafkalite.broker import groups as _groups
+
+        topic = _groups.share_partition_settings(self.broker, lp.key[0]).dlq_topic
+        for letter in letters:
+            log.info(
+                "share group %s: %s-%d offset %d archived (%s, delivery count %d)%s",
+                lp.key[0], lp.topic, lp.key[2], letter.offset, letter.reason,
+                letter.delivery_count, f" -> dead-letter topic {topic}" if topic else "",
+            )  # fmt: skip
+        if not topic:
+            return
+        try:
+            await write_dead_letters(self.broker, topic, lp.key[0], lp.topic, lp.key[2], letters)
+        except Exception as exc:
+            log.error(
+                "share group %s: writing %d record(s) of %s-%d to dead-letter topic %s failed: %s",
+                lp.key[0], len(letters), lp.topic, lp.key[2], topic, exc,
+            )  # fmt: skip
+
+    # -- fetch and acknowledge ---------------------------------------------------------------------
+    def acquirable(self, lp: LoadedSharePartition, part: Partition) -> bool:
+        sp = lp.sp
+        return sp.next_fetch_offset() < part.log.high_watermark
+
+    async def acquire(
+        self, lp: LoadedSharePartition, part: Partition, member_id: str, max_records: int,
+        max_bytes: int,
+    ) -> Acquired | ErrorCode:  # fmt: skip
+        sp = lp.sp
+        if sp.start_offset < part.log.log_start_offset:
+            # retention removed records the group never finished: they are gone
+            sp.reset(part.log.log_start_offset)
+            self._changed(lp)
+        offset = sp.next_fetch_offset()
+        hw = part.log.high_watermark
+        if offset >= hw or max_records <= 0:
+            return Acquired(b"", [])
+        try:
+            info = await asyncio.to_thread(
+                part.log.read, offset, max(max_bytes, 1), max_offset=hw, min_one_message=True
+            )
+        except Exception as exc:
+            code = getattr(exc, "error_code", None)
+            if code is None:
+                log.exception("share fetch read of %s-%d at %d failed", lp.topic, lp.key[2], offset)
+                return E.KAFKA_STORAGE_ERROR
+            return ErrorCode(code)
+        region = info.slice
+        if region is None or region.length == 0:
+            return Acquired(b"", [])
+        blob = bytes(region.read_bytes())
+        spans = batch_spans(blob)
+        ranges = sp.acquire(member_id, [(b, last) for b, last, _, _ in spans], max_records, now_ms())
+        if not ranges:
+            return Acquired(b"", [])
+        first, last = ranges[0].first_offset, ranges[-1].last_offset
+        used = [(s, e) for b, lo, s, e in spans if lo >= first and b <= last]
+        data = blob[used[0][0] : used[-1][1]] if used else b""
+        return Acquired(data, ranges)
+
+    async def acknowledge(
+        self, lp: LoadedSharePartition, member_id: str, batches: Sequence[AckBatch]
+    ) -> tuple[ErrorCode, str | None]:
+        result = lp.sp.acknowledge(member_id, batches, now_ms())
+        if result.error != E.NO_ERROR:
+            return result.error, result.message
+        self._changed(lp)
+        code = await self.persist(lp)
+        return code, None if code == E.NO_ERROR else f"state write failed: {code.name}"
+
+    async def release_session(self, session: ShareSession) -> None:
+        """The member's session closed: its acquired records go back to the others."""
+        waits = []
+        for lp in list(self.partitions.values()):
+            if lp.key[0] != session.group_id:
+                continue
+            if lp.sp.release_member(session.member_id):
+                self._changed(lp)
+                waits.append(self.persist(lp))
+        for w in waits:
+            await w
+
+
+def _iso_duration_ms(text: str) -> int | None:
+    """PnDTnHnMnS (the subset share.auto.offset.reset's by_duration takes) in milliseconds."""
+    import re
+
+    m = re.fullmatch(
+        r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?", text.strip().upper()
+    )
+    if m is None:
+        return None
+    d, h, mi, s = m.groups()
+    total = int(d or 0) * 86400 + int(h or 0) * 3600 + int(mi or 0) * 60 + float(s or 0)
+    return int(total * 1000)
+
+
+def _dead_letter_batch(
+    letters: Sequence[DeadLetter], records: dict[int, Any], group_id: str, topic: str, partition: int
+) -> bytes:
+    builder = RecordBatchBuilder()
+    for letter in letters:
+        r = records.get(letter.offset)
+        headers: list[tuple[str, bytes | None]] = []
+        if r is not None:
+            headers.extend((h[0], h[1]) for h in (r.headers or ()))
+        headers += [
+            (DLQ_HEADER_TOPIC, topic.encode()),
+            (DLQ_HEADER_PARTITION, str(partition).encode()),
+            (DLQ_HEADER_OFFSET, str(letter.offset).encode()),
+            (DLQ_HEADER_DELIVERY_COUNT, str(letter.delivery_count).encode()),
+            (DLQ_HEADER_REASON, letter.reason.encode()),
+            (DLQ_HEADER_GROUP, group_id.encode()),
+        ]
+        builder.append(
+            r.key if r is not None else None,
+            r.value if r is not None else None,
+            headers,
+            r.timestamp if r is not None else None,
+        )
+    return builder.build()
+
+
+def _read_records(part: Partition, offsets: Iterable[int]) -> dict[int, Any]:
+    """The records at these offsets (runs in a worker thread)."""
+    wanted = sorted(set(offsets))
+    out: dict[int, Any] = {}
+    lg = part.log
+    for off in wanted:
+        if off in out:
+            continue
+        info = lg.read(off, _READ_CHUNK, max_offset=lg.log_end_offset, min_one_message=True)
+        region = info.slice
+        if region is None:
+            continue
+        for batch in iter_batches(region.read_bytes(), allow_truncated_tail=True):
+            for r in batch.records:
+                if r.offset in wanted:
+                    out[r.offset] = r
+    return out
+
+
+async def write_dead_letters(
+    broker: BrokerServer,
+    dlq_topic: str,
+    group_id: str,
+    topic: str,
+    partition: int,
+    letters: Sequence[DeadLetter],
+) -> None:
+    """Append the archived records, with headers saying where they came from and why, to the
+    dead-letter topic (created on first need); answers once the ISR has them."""
+    source = broker.replica_manager.get_partition(topic, partition)
+    records = await asyncio.to_thread(_read_records, source, [x.offset for x in letters]) if source else {}
+    blob = _dead_letter_batch(letters, records, group_id, topic, partition)
+    info = broker.metadata_cache.topic(dlq_topic)
+    if info is None:
+        from kafkalite.cluster.errors import MetadataError
+
+        with contextlib.suppress(MetadataError):
+            await asyncio.to_thread(broker.create_topic, dlq_topic)
+        for _ in range(50):
+            info = broker.metadata_cache.topic(dlq_topic)
+            if info is not None and info.partitions and all(p.leader >= 0 for p in info.partitions):
+                break
+            await asyncio.sleep(0.1)
+    if info is None or not info.partitions:
+        raise RuntimeError(f"dead-letter topic {dlq_topic} does not exist and could not be created")
+    target = partition % len(info.partitions)
+    await _produce(broker, dlq_topic, target, blob)
+
+
+async def _produce(broker: BrokerServer, topic: str, partition: int, blob: bytes) -> None:
+    """acks=all append: locally when this broker leads the partition, else a Produce to its leader."""
+    part = broker.replica_manager.get_partition(topic, partition)
+    if part is not None and part.is_leader:
+        try:
+            part, result = broker.replica_manager.append_to_leader(topic, partition, blob, -1)
+        except ReplicaError as exc:
+            raise RuntimeError(str(exc)) from exc
+        required = result[1] + 1
+        if part.log.needs_flush:
+            await asyncio.to_thread(part.log.flush)
+        await broker.delayed.wait_until(
+            [part.key], lambda: part.acks_all_done(required)[0], 30.0
+        )
+        done, code = part.acks_all_done(required)
+        if not done or code:
+            raise RuntimeError(f"append to {topic}-{partition}: not replicated ({code})")
+        return
+    info = broker.metadata_cache.topic(topic)
+    meta = info.partitions[partition] if info is not None else None
+    endpoint = broker.metadata_cache.broker(meta.leader) if meta is not None else None
+    if meta is None or endpoint is None:
+        raise RuntimeError(f"{topic}-{partition} has no leader")
+    from kafkalite.protocol.messages.produce import ProduceRequest
+
+    manager = broker.share_partitions
+    channels = manager.channels
+    if channels is None:
+        channels = manager.channels = ChannelManager(
+            client_id=f"broker-{broker.broker_id}-dead-letters",
+            ssl_context=broker.inter_broker_ssl_context,
+            sasl_login=broker.inter_broker_sasl_login,
+        )
+    T = ProduceRequest.TopicProduceData
+    request = ProduceRequest(
+        transactional_id=None,
+        acks=-1,
+        timeout_ms=30000,
+        topic_data=[T(name=topic, partition_data=[T.PartitionProduceData(index=partition, records=blob)])],
+    )
+    channel = channels.get(meta.leader, endpoint.host, endpoint.port)
+    response = await channel.send(request, 8)
+    for t in response.responses:
+        for p in t.partition_responses:
+            if p.error_code:
+                raise RuntimeError(
+                    f"produce to {topic}-{partition}: {ErrorCode(p.error_code).name}"
+                )

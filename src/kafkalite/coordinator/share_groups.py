@@ -1,0 +1,153 @@
+"""KIP-932 share groups on the group coordinator: ShareGroupHeartbeat and ShareGroupDescribe over the
+pure `ShareGroup` model, session expiry on the coordinator's clock, dropped when the partition moves.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from kafkalite.coordinator.consumer_assignors import SubscribedTopic
+from kafkalite.coordinator.runtime import CoordinatorRuntime
+from kafkalite.coordinator.share_group import (
+    ShareGroup,
+    ShareGroupConfig,
+    ShareHeartbeat,
+    ShareHeartbeatResult,
+)
+from kafkalite.protocol.errors import ErrorCode
+
+log = logging.getLogger("kafkalite.coordinator")
+E = ErrorCode
+
+
+@dataclass(frozen=True, slots=True)
+class ShareMemberDescription:
+    member_id: str
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    assignment: dict[uuid.UUID, frozenset[int]]
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupDescription:
+    group_id: str
+    error: ErrorCode
+    message: str | None = None
+    state: str = ""
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor: str = "simple"
+    members: list[ShareMemberDescription] = field(default_factory=list)
+
+
+class ShareGroups(CoordinatorRuntime):
+    """The share-group operations, mixed into the GroupCoordinator."""
+
+    def share_group_heartbeat(
+        self,
+        group_id: str,
+        hb: ShareHeartbeat,
+        topics: Mapping[str, SubscribedTopic],
+        config: ShareGroupConfig,
+    ) -> ShareHeartbeatResult:
+        err = self._validate(group_id)
+        if err is not None:
+            return ShareHeartbeatResult(err)
+        other = self.groups.get(group_id)
+        if other is not None and (other.members or other.consumer is not None):
+            return ShareHeartbeatResult(
+                E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
+            )
+        group = self.share_groups.get(group_id)
+        if group is None:
+            if hb.member_epoch != 0:
+                return ShareHeartbeatResult(
+                    E.UNKNOWN_MEMBER_ID, f"Share group {group_id} not found."
+                )
+            group = self.share_groups[group_id] = ShareGroup(group_id)
+        before = set(group.members)
+        result = group.heartbeat(
+            hb, topics, config, self.now(), self._new_member_id(hb.client_id or "consumer")
+        )
+        after = set(group.members)
+        if before != after:
+            log.info(
+                "share group %r: epoch %d, %d member(s) (%s joined, %s left)",
+                group_id, group.group_epoch, len(after),
+                sorted(after - before) or "none", sorted(before - after) or "none",
+            )  # fmt: skip
+        self.share_configs[group_id] = config
+        return result
+
+    def share_group_describe(self, group_ids: Sequence[str]) -> list[ShareGroupDescription]:
+        out: list[ShareGroupDescription] = []
+        for gid in group_ids:
+            err = self._validate(gid)
+            if err is not None:
+                out.append(ShareGroupDescription(gid, err))
+                continue
+            group = self.share_groups.get(gid)
+            if group is None:
+                known = gid in self.groups
+                out.append(
+                    ShareGroupDescription(
+                        gid,
+                        E.GROUP_ID_NOT_FOUND,
+                        f"Group {gid} is not a share group."
+                        if known
+                        else f"Group {gid} not found.",
+                    )
+                )
+                continue
+            out.append(
+                ShareGroupDescription(
+                    gid,
+                    E.NO_ERROR,
+                    state=group.state,
+                    group_epoch=group.group_epoch,
+                    assignment_epoch=group.assignment_epoch,
+                    members=[
+                        ShareMemberDescription(
+                            m.member_id,
+                            m.rack_id,
+                            m.member_epoch,
+                            m.client_id,
+                            m.client_host,
+                            m.subscribed_topic_names,
+                            dict(m.assignment),
+                        )
+                        for m in group.members.values()
+                    ],
+                )
+            )
+        return out
+
+    def delete_share_group(self, group_id: str) -> ErrorCode:
+        """DeleteGroups for a share group: only an empty one."""
+        group = self.share_groups.get(group_id)
+        if group is None:
+            return E.GROUP_ID_NOT_FOUND
+        if group.members:
+            return E.NON_EMPTY_GROUP
+        del self.share_groups[group_id]
+        return E.NO_ERROR
+
+    def _expire_share_members(self, now: int) -> None:
+        for group in list(self.share_groups.values()):
+            if not self.is_coordinator_for(group.group_id):
+                continue
+            gone = group.expire(now)
+            if gone:
+                log.info(
+                    "share group %r: member(s) %s timed out; epoch %d",
+                    group.group_id, gone, group.group_epoch,
+                )  # fmt: skip
+
+    def _share_deadlines(self) -> list[int]:
+        return [d for g in self.share_groups.values() if (d := g.next_deadline()) is not None]
