@@ -22,6 +22,7 @@ _FAMILIES = (
     "scram",
     "quotas",
     "consumer_groups",
+    "share_state",
 )
 
 for _name in _FAMILIES:
