@@ -205,6 +205,8 @@ class LocalCluster:
             "offsets.topic.num.partitions": "5",
             "transaction.state.log.replication.factor": str(min(3, len(self.brokers))),
             "transaction.state.log.num.partitions": "5",
+            "share.coordinator.state.topic.replication.factor": str(min(3, len(self.brokers))),
+            "share.coordinator.state.topic.num.partitions": "5",
             "group.initial.rebalance.delay.ms": "0",
             # the last broker to stop has nowhere to move leadership: do not wait 3 x 5 s for that
             "controlled.shutdown.retry.backoff.ms": "200",

@@ -392,6 +392,37 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "104857600",
             "segment.bytes of __transaction_state.",
         ),
+        # -- the share coordinator (KIP-932)
+        _d(
+            "share.coordinator.state.topic.num.partitions",
+            T_INT,
+            "50",
+            "Partitions of __share_group_state.",
+        ),
+        _d(
+            "share.coordinator.state.topic.replication.factor",
+            T_SHORT,
+            "3",
+            "Replication of __share_group_state in a cluster (a single-node broker has one replica).",
+        ),
+        _d(
+            "share.coordinator.state.topic.min.isr",
+            T_SHORT,
+            "2",
+            "min.insync.replicas of __share_group_state (capped by its replication factor).",
+        ),
+        _d(
+            "share.coordinator.state.topic.segment.bytes",
+            T_INT,
+            "104857600",
+            "segment.bytes of __share_group_state.",
+        ),
+        _d(
+            "share.coordinator.write.timeout.ms",
+            T_INT,
+            "5000",
+            "How long a share-state write waits for the ISR of its __share_group_state partition.",
+        ),
         _d(
             "transaction.max.timeout.ms",
             T_INT,

@@ -2,8 +2,9 @@
 the topic created on first need, its partitions loaded by replay when this broker becomes their leader and
 unloaded when it stops, appends through the ReplicaManager answered once committed on the ISR.
 
-The group coordinator (`__consumer_offsets`) and the transaction coordinator (`__transaction_state`)
-are the two subclasses; each says how to begin, feed and finish a load and how to unload.
+The group coordinator (`__consumer_offsets`), the transaction coordinator (`__transaction_state`) and
+the share coordinator (`__share_group_state`) are the subclasses; each says how to begin, feed and
+finish a load and how to unload.
 """
 
 from __future__ import annotations
@@ -121,14 +122,15 @@ class CoordinatorPartitions:
         raise NotImplementedError
 
     # -- lifecycle ---------------------------------------------------------------------------------
-    async def _open_topic(self) -> int:
-        """Single node: create the topic now; a cluster creates it on first need (FindCoordinator)
-        once enough brokers are alive for its replication factor, as Kafka does. Returns the
-        partition count to place keys with (the existing topic's, so keys stay where they are)."""
+    async def _open_topic(self, *, create: bool = True) -> int:
+        """Single node: create the topic now (unless `create` is False); a cluster creates it on
+        first need (FindCoordinator) once enough brokers are alive for its replication factor, as
+        Kafka does. Returns the partition count to place keys with (the existing topic's, so keys
+        stay where they are)."""
         broker = self.broker
         wanted = int(broker.config.get(self.partitions_config) or 50)
         info = await asyncio.to_thread(broker.metadata_store.get, self.topic)
-        if info is None and broker.zk_broker is None:
+        if info is None and broker.zk_broker is None and create:
             info = broker.create_topic(self.topic, wanted, dict(self.topic_configs))
         if info is not None and info.partitions != wanted:
             log.warning(

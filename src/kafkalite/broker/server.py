@@ -40,6 +40,8 @@ from kafkalite.broker.sasl_auth import (
     inter_broker_login,
 )
 from kafkalite.broker.scram_credentials import ScramCredentialCache
+from kafkalite.broker.share_coordinator import ShareCoordinatorComponent
+from kafkalite.broker.share_persister import SharePersister
 from kafkalite.broker.tls import client_context, server_context, ssl_settings
 from kafkalite.broker.share_partitions import SharePartitionManager
 from kafkalite.broker.transactions import TransactionCoordinatorComponent
@@ -126,6 +128,10 @@ class BrokerServer:
         if config.zookeeper_connect is not None:
             self.zk_broker = ZkBroker(self, config.zookeeper_connect)
         self.transactions = TransactionCoordinatorComponent(self)
+        # KIP-932 share-partition state in __share_group_state, and the client the share-partition
+        # leaders use to reach it (here or on another broker)
+        self.share_coordinator = ShareCoordinatorComponent(self)
+        self.share_persister = SharePersister(self)
         # KIP-932: share sessions and the share-partitions of the partitions this broker leads
         self.share_partitions = SharePartitionManager(self)
         # ACL checks: None (everything allowed) unless authorizer.class.name is set; a bad name
@@ -205,6 +211,7 @@ class BrokerServer:
             self.metadata_cache.set_brokers([self.local_endpoint()], -1)
         await self.groups.start()
         await self.transactions.start()
+        await self.share_coordinator.start()
         self.share_partitions.start()
         self._groups_started = True
         if self.zk_broker is not None:
@@ -332,6 +339,11 @@ class BrokerServer:
                 await self.share_partitions.stop()
             except Exception:
                 log.exception("stopping the share-partition manager failed")
+            try:
+                await self.share_persister.close()
+                await self.share_coordinator.stop()
+            except Exception:
+                log.exception("stopping the share coordinator failed")
             try:
                 await self.transactions.stop()
             except Exception:

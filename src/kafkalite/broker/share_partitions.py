@@ -154,7 +154,7 @@ class SharePartitionManager:
         self.broker = broker
         self.sessions = ShareSessionCache()
         self.partitions: dict[Key, LoadedSharePartition] = {}
-        self.persister = SharePersister(broker)
+        self.persister: SharePersister = broker.share_persister
         self._loading: dict[Key, asyncio.Future[LoadedSharePartition | ErrorCode]] = {}
         self._ticker: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()

@@ -352,6 +352,7 @@ class ZkBroker:
             self._pending_isr.pop(p.key, None)
         server.groups.on_leadership_change(change)
         server.transactions.on_leadership_change(change)
+        server.share_coordinator.on_leadership_change(change)
         return change.errors
 
     def apply_update_metadata(

@@ -76,6 +76,12 @@ EXPECTED_APIS: list[tuple[str, int, int, int]] = [
     ("ConsumerGroupDescribe", 69, 0, 1),
     # KIP-966: partitions paged by a cursor
     ("DescribeTopicPartitions", 75, 0, 0),
+    # KIP-932: the share coordinator's inter-broker APIs
+    ("InitializeShareGroupState", 83, 0, 0),
+    ("ReadShareGroupState", 84, 0, 0),
+    ("WriteShareGroupState", 85, 0, 0),
+    ("DeleteShareGroupState", 86, 0, 0),
+    ("ReadShareGroupStateSummary", 87, 0, 0),
 ]
 
 CASES = list(message_cases())

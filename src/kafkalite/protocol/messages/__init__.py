@@ -23,6 +23,7 @@ _FAMILIES = (
     "quotas",
     "consumer_groups",
     "share_groups",
+    "share_state",
 )
 
 for _name in _FAMILIES:
