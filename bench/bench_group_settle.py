@@ -130,6 +130,7 @@ def main() -> None:
                 "--listen", f"127.0.0.1:{port}", "--log-level", "warning",
                 "--override", "group.initial.rebalance.delay.ms=0",
                 "--override", "group.consumer.heartbeat.interval.ms=500",
+                "--override", "group.consumer.min.heartbeat.interval.ms=500",
             ],
             env=env,
             stdout=subprocess.DEVNULL,

@@ -34,7 +34,9 @@ def cluster(tmp_path: Path, zookeeper: ZooKeeperServer) -> Iterator[LocalCluster
         chroot=f"/{tmp_path.name}",
         config={
             "group.consumer.session.timeout.ms": 6000,
+            "group.consumer.min.session.timeout.ms": 6000,
             "group.consumer.heartbeat.interval.ms": 500,
+            "group.consumer.min.heartbeat.interval.ms": 500,
             "replica.lag.time.max.ms": 2000,
             "min.insync.replicas": 2,
         },

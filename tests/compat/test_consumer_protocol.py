@@ -29,7 +29,9 @@ pytestmark = pytest.mark.compat
 
 OVERRIDES = (
     "group.consumer.session.timeout.ms=6000",
+    "group.consumer.min.session.timeout.ms=6000",
     "group.consumer.heartbeat.interval.ms=500",
+    "group.consumer.min.heartbeat.interval.ms=500",
     "num.partitions=6",
 )
 

@@ -37,6 +37,7 @@ from kafkalite.broker.config_defs import (
     broker_synonyms,
     is_read_only_broker_config,
 )
+from kafkalite.broker.group_config_defs import broker_group_configs_error
 
 log = logging.getLogger("kafkalite.broker.config")
 
@@ -115,9 +116,13 @@ def load_properties_file(path: str | Path) -> dict[str, str]:
 
 def _check(defn: ConfigDef, value: str) -> None:
     try:
-        coerce(defn.type, value)
+        v = coerce(defn.type, value)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{defn.name}={value!r}: {exc}") from None
+    if defn.at_least is not None and v < defn.at_least:
+        raise ConfigError(f"{defn.name}={value!r}: Value must be at least {defn.at_least}")
+    if defn.at_most is not None and v > defn.at_most:
+        raise ConfigError(f"{defn.name}={value!r}: Value must be no more than {defn.at_most}")
 
 
 def coerce(type_: int, value: str) -> Any:
@@ -203,6 +208,9 @@ class BrokerConfig:
                 )
         if self.broker_id < 0:
             raise ConfigError("broker.id must be >= 0")
+        why = broker_group_configs_error(self.props)
+        if why is not None:
+            raise ConfigError(why)
         self.check_listeners()
 
     @classmethod

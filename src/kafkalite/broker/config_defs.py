@@ -5,41 +5,56 @@ The typed view over a broker's properties (BrokerConfig, parsing of server.prope
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kafkalite.broker.config_types import (
+    _PY,
+    LONG_MAX,
+    SOURCE_DEFAULT,
+    SOURCE_DYNAMIC_BROKER,
+    SOURCE_DYNAMIC_DEFAULT_BROKER,
+    SOURCE_STATIC_BROKER,
+    SOURCE_TOPIC,
+    T_BOOLEAN,
+    T_DOUBLE,
+    T_INT,
+    T_LIST,
+    T_LONG,
+    T_SHORT,
+    T_STRING,
+    ConfigDef,
+)
+from kafkalite.broker.config_types import define as _d
+from kafkalite.broker.group_config_defs import GROUP_COORDINATOR_CONFIG_DEFS
 
-LONG_MAX = 2**63 - 1
-
-# DescribeConfigs config types (v3+)
-T_BOOLEAN, T_STRING, T_INT, T_SHORT, T_LONG, T_DOUBLE, T_LIST = 1, 2, 3, 4, 5, 6, 7
-_PY = {
-    T_BOOLEAN: "bool",
-    T_STRING: "str",
-    T_INT: "int",
-    T_SHORT: "int",
-    T_LONG: "int",
-    T_DOUBLE: "float",
-    T_LIST: "list",
-}
-
-# DescribeConfigs config sources (Kafka's ConfigSource ids)
-SOURCE_TOPIC = 1
-SOURCE_DYNAMIC_BROKER = 2
-SOURCE_DYNAMIC_DEFAULT_BROKER = 3
-SOURCE_STATIC_BROKER = 4
-SOURCE_DEFAULT = 5
-
-
-@dataclass(frozen=True)
-class ConfigDef:
-    name: str
-    type: int
-    default: str | None
-    doc: str
-    read_only: bool = True
-
-
-def _d(name: str, type_: int, default: str | None, doc: str, read_only: bool = True) -> ConfigDef:
-    return ConfigDef(name, type_, default, doc, read_only)
+# the vocabulary, re-exported: broker.config and others import it from here
+__all__ = [
+    "_PY",
+    "LONG_MAX",
+    "SOURCE_DEFAULT",
+    "SOURCE_DYNAMIC_BROKER",
+    "SOURCE_DYNAMIC_DEFAULT_BROKER",
+    "SOURCE_STATIC_BROKER",
+    "SOURCE_TOPIC",
+    "T_BOOLEAN",
+    "T_DOUBLE",
+    "T_INT",
+    "T_LIST",
+    "T_LONG",
+    "T_SHORT",
+    "T_STRING",
+    "ConfigDef",
+    "GROUP_COORDINATOR_CONFIG_DEFS",
+    "BROKER_CONFIGS",
+    "DYNAMIC_BROKER_CONFIGS",
+    "STATIC_KAFKA_CONFIGS",
+    "BROKER_SYNONYM_GROUPS",
+    "TOPIC_CONFIGS",
+    "SSL_CONFIG_DEFS",
+    "SASL_CONFIG_DEFS",
+    "SENSITIVE_SUFFIXES",
+    "broker_synonyms",
+    "is_read_only_broker_config",
+    "is_sensitive_config",
+]
 
 
 # ssl.* settings (Kafka's names, PEM only); `listener.name.<listener>.ssl.*` overrides one listener
@@ -123,6 +138,7 @@ SASL_CONFIG_DEFS: tuple[ConfigDef, ...] = (
         "disconnected (0: sessions never expire).",
     ),
 )
+
 
 # settings whose values DescribeConfigs never shows (Kafka's PASSWORD type)
 SENSITIVE_SUFFIXES: tuple[str, ...] = (
@@ -336,18 +352,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "1800000",
             "Largest session timeout a member may ask for.",
         ),
-        _d(
-            "group.consumer.session.timeout.ms",
-            T_INT,
-            "45000",
-            "KIP-848 consumer groups: a member not heard from this long leaves the group.",
-        ),
-        _d(
-            "group.consumer.heartbeat.interval.ms",
-            T_INT,
-            "5000",
-            "KIP-848 consumer groups: how often members are told to heartbeat.",
-        ),
+        *GROUP_COORDINATOR_CONFIG_DEFS,
         _d(
             "group.consumer.assignors",
             T_LIST,

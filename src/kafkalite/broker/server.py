@@ -29,6 +29,12 @@ from kafkalite.broker.context import DeferredResponse, RequestContext, SlicedRes
 from kafkalite.broker.dispatch import DispatchTable
 from kafkalite.broker.dynamic_config import DynamicBrokerConfig
 from kafkalite.broker.fetch_session import FetchSessionCache
+from kafkalite.broker.group_configs import (
+    GROUP_CONFIG_DIR,
+    GroupConfigManager,
+    LocalGroupConfigStore,
+    ZkGroupConfigStore,
+)
 from kafkalite.broker.groups import GroupCoordinatorComponent
 from kafkalite.broker.listeners import ListenerRuntime, bind_listeners, configure_listeners
 from kafkalite.broker.purgatory import DelayedOperations
@@ -120,6 +126,10 @@ class BrokerServer:
             )
         except ValueError as exc:
             raise ConfigError(f"quota.window.num / quota.window.size.seconds: {exc}") from None
+        # per-group configs (ConfigResource GROUP): the data dir here, ZooKeeper in cluster mode
+        self.group_configs = GroupConfigManager(
+            config.props, LocalGroupConfigStore(self.log_dirs[0] / GROUP_CONFIG_DIR)
+        )
         self.cluster_mode = config.zookeeper_connect is not None
         self.dispatch = DispatchTable.discover(cluster_mode=self.cluster_mode)
         self.groups = GroupCoordinatorComponent(self)
@@ -176,6 +186,9 @@ class BrokerServer:
         await self.scram_credentials.load()
         self.client_quotas.store = self.metadata_store
         await self.client_quotas.load()
+        if self.zk_broker is not None:
+            self.group_configs.store = ZkGroupConfigStore(self.zk_broker.zk)
+        await self.group_configs.load()
         if self.authorizer is not None:
             self.authorizer.store = self.metadata_store
             await self.authorizer.start()

@@ -32,6 +32,7 @@ log = logging.getLogger("kafkalite.broker.configs")
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
 RESOURCE_BROKER_LOGGER = 8
+RESOURCE_GROUP = 32
 
 _KIND_TO_TYPE = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7}
 
@@ -143,10 +144,12 @@ def config_access_denied(
     ctx: RequestContext, operation: AclOperation, resource_type: int, name: str
 ) -> tuple[int, str] | None:
     """Kafka's ACL check of DescribeConfigs / AlterConfigs / IncrementalAlterConfigs on one
-    resource: `operation` on the topic, or on the cluster for a broker or broker logger. The error
-    (code, message) to answer, or None when allowed."""
+    resource: `operation` on the topic or group, or on the cluster for a broker or broker logger.
+    The error (code, message) to answer, or None when allowed."""
     if resource_type == RESOURCE_TOPIC and not ctx.authorize(operation, ResourceType.TOPIC, name):
         return int(ErrorCode.TOPIC_AUTHORIZATION_FAILED), "Authorization failed."
+    if resource_type == RESOURCE_GROUP and not ctx.authorize(operation, ResourceType.GROUP, name):
+        return int(ErrorCode.GROUP_AUTHORIZATION_FAILED), "Authorization failed."
     if resource_type in (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER) and not ctx.authorize_cluster(
         operation
     ):

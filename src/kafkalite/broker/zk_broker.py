@@ -146,6 +146,7 @@ class ZkBroker:
         # credentials and quotas altered between the load at start and this watch are not missed
         await self.server.scram_credentials.load()
         await self.server.client_quotas.load()
+        await self.server.group_configs.load()
         self.controller = KafkaController(
             self.broker_id,
             self.zk,
@@ -257,10 +258,15 @@ class ZkBroker:
         topics: list[str] = []
         users: list[str] = []
         quota_entities = []
+        groups: list[str] = []
         for entity in entities:
             kind, _, name = entity.partition("/")
             if kind == "topics" and name:
                 topics.append(name)
+                continue
+            group_id = zd.parse_group_entity_path(entity)
+            if group_id is not None:
+                groups.append(group_id)
                 continue
             quota_entity = zd.parse_quota_entity_path(entity)
             if quota_entity is not None:  # quotas (and, for a user alone, SCRAM credentials)
@@ -271,6 +277,8 @@ class ZkBroker:
             await self.server.scram_credentials.reload(users)
         if quota_entities:
             await self.server.client_quotas.reload(quota_entities)
+        if groups:  # group configs altered through another broker
+            await self.server.group_configs.reload(groups)
         for topic in dict.fromkeys(topics):
             try:
                 cfg = await asyncio.to_thread(self.zk.topic_config, topic)

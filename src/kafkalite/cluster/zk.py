@@ -421,6 +421,24 @@ class KafkaZkClient:
         )
         return True
 
+    # -- per-group configs: /config/groups/<group id>
+    def group_config_ids(self) -> list[str]:
+        """The groups that have a config znode."""
+        try:
+            return [zd.desanitize_entity_name(c) for c in self.zk.get_children(zd.CONFIG_GROUPS)]
+        except NoNodeError:
+            return []
+
+    def group_config(self, group_id: str) -> tuple[dict[str, str], int]:
+        """A group's configs and the znode's version (-1: no znode)."""
+        return self.entity_config(zd.group_config_path(group_id))
+
+    def write_group_config(self, group_id: str, config: dict[str, str], version: int) -> bool:
+        """Compare-and-set of /config/groups/<group id> (version -1: create), then the change
+        notification every broker watches; False when another writer got there first."""
+        path = zd.group_config_path(group_id)
+        return self.write_entity_config(path, zd.group_entity_path(group_id), config, version)
+
     # -- client quotas: /config/users/<u>[/clients/<c>] and /config/clients/<c>
     def _children(self, path: str) -> list[str]:
         try:

@@ -29,6 +29,7 @@ CONFIG_BROKERS = "/config/brokers"
 CONFIG_CHANGES = "/config/changes"
 CONFIG_USERS = "/config/users"
 CONFIG_CLIENTS = "/config/clients"
+CONFIG_GROUPS = "/config/groups"  # kafkalite's: per-group configs (Kafka keeps them in KRaft only)
 DELETE_TOPICS = "/admin/delete_topics"
 REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
@@ -363,6 +364,24 @@ def parse_quota_entity_path(entity_path: str) -> QuotaEntity | None:
     if len(parts) == 2 and parts[0] == "clients" and parts[1]:
         return QuotaEntity(None, desanitize_entity_name(parts[1]))
     return None
+
+
+def group_entity_path(group_id: str) -> str:
+    """The entity path of a group's configs, as /config/changes names it: "groups/<group id>"."""
+    return f"groups/{sanitize_entity_name(group_id)}"
+
+
+def group_config_path(group_id: str) -> str:
+    """/config/groups/<group id>: `{"version":1,"config":{"share.auto.offset.reset":"earliest"}}`."""
+    return f"/config/{group_entity_path(group_id)}"
+
+
+def parse_group_entity_path(entity_path: str) -> str | None:
+    """The group id a /config/changes entity path names, or None if it names something else."""
+    kind, _, name = entity_path.partition("/")
+    if kind != "groups" or not name or "/" in name:
+        return None
+    return desanitize_entity_name(name)
 
 
 def encode_config_change(entity_path: str) -> bytes:

@@ -1,4 +1,4 @@
-"""AlterConfigs (key 33): replace a topic's overrides or a broker's dynamic configs (the legacy, non-incremental API).
+"""AlterConfigs (key 33): replace a topic's or a group's overrides or a broker's dynamic configs (legacy API).
 
 BROKER "" is the cluster-wide default, BROKER "<id>" this broker; only dynamic `log.*` defaults may change.
 """
@@ -12,6 +12,7 @@ from kafkalite.broker.context import RequestContext
 from kafkalite.broker.dynamic_config import alter_broker
 from kafkalite.broker.topic_configs import (
     RESOURCE_BROKER,
+    RESOURCE_GROUP,
     RESOURCE_TOPIC,
     apply_topic_overrides,
     check_topic_overrides,
@@ -40,6 +41,23 @@ def alter_topic(
         apply_topic_overrides(broker, name, new)
         log.info("topic %s configs now %s (by %s)", name, new, ctx.client_id)
     return 0, None
+
+
+async def alter_group(ctx: RequestContext, res: Any, validate_only: bool) -> tuple[int, str | None]:
+    """Replace a group's overrides as a whole (Kafka: each name once, no null values)."""
+    names = [c.name for c in res.configs]
+    if len(set(names)) != len(names):
+        return int(ErrorCode.INVALID_REQUEST), "Error due to duplicate config keys"
+    nulls = [c.name for c in res.configs if c.value is None]
+    if nulls:
+        return (
+            int(ErrorCode.INVALID_CONFIG),
+            f"Null value not supported for group configs: {','.join(nulls)}",
+        )
+    new = {c.name: c.value for c in res.configs}
+    return await ctx.broker.group_configs.alter(
+        res.resource_name, lambda _current: (new, None), validate_only
+    )
 
 
 def refuse_other(resource_type: int) -> tuple[int, str]:
@@ -76,6 +94,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             else:
                 new = {c.name: c.value for c in res.configs}
                 code, msg = alter_broker(ctx.broker, res.resource_name, new, request.validate_only)
+        elif res.resource_type == RESOURCE_GROUP:
+            code, msg = await alter_group(ctx, res, request.validate_only)
         else:
             code, msg = refuse_other(res.resource_type)
         out.append(

@@ -1,4 +1,4 @@
-"""DescribeConfigs (key 32): topic and broker configs with their sources, synonyms, types and docs.
+"""DescribeConfigs (key 32): topic, broker and group configs with their sources, synonyms, types and docs.
 
 Topic values come from overrides, then dynamic and static broker `log.*` settings, then built-in defaults.
 """
@@ -12,6 +12,7 @@ from kafkalite.broker.context import RequestContext
 from kafkalite.broker.topic_configs import (
     RESOURCE_BROKER,
     RESOURCE_BROKER_LOGGER,
+    RESOURCE_GROUP,
     RESOURCE_TOPIC,
     broker_entries,
     config_access_denied,
@@ -76,6 +77,12 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             entries = broker_entries(broker, res.resource_name)
         elif res.resource_type == RESOURCE_BROKER_LOGGER:
             entries = []
+        elif res.resource_type == RESOURCE_GROUP:
+            if not res.resource_name:
+                r.error_code = int(ErrorCode.INVALID_REQUEST)
+                r.error_message = "Group name must not be empty"
+                continue
+            entries = broker.group_configs.describe(res.resource_name)
         else:
             r.error_code = int(ErrorCode.INVALID_REQUEST)
             r.error_message = f"Unsupported resource type {res.resource_type}"

@@ -1,4 +1,4 @@
-"""IncrementalAlterConfigs (key 44): SET / DELETE / APPEND / SUBTRACT on topic overrides and dynamic broker configs.
+"""IncrementalAlterConfigs (key 44): SET / DELETE / APPEND / SUBTRACT on topic and group overrides and broker configs.
 
 List-typed configs take APPEND and SUBTRACT from their value or else their default; others get INVALID_CONFIG.
 """
@@ -17,7 +17,13 @@ from kafkalite.broker.dynamic_config import (
     check_broker_resource,
     dynamic_configs,
 )
-from kafkalite.broker.topic_configs import RESOURCE_BROKER, RESOURCE_TOPIC, config_access_denied
+from kafkalite.broker.group_config_defs import GROUP_CONFIG_DEFS
+from kafkalite.broker.topic_configs import (
+    RESOURCE_BROKER,
+    RESOURCE_GROUP,
+    RESOURCE_TOPIC,
+    config_access_denied,
+)
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.admin import (
     INCREMENTAL_ALTER_CONFIGS,
@@ -99,6 +105,27 @@ def alter_broker_incremental(
     return alter_broker(ctx.broker, res.resource_name, new, validate_only)
 
 
+async def alter_group_incremental(
+    ctx: RequestContext, res: Any, validate_only: bool
+) -> tuple[int, str | None]:
+    """SET / DELETE on a group's overrides, checked as a whole; no group config is a list."""
+    names = [c.name for c in res.configs]
+    if len(set(names)) != len(names):
+        return int(ErrorCode.INVALID_REQUEST), "Error due to duplicate config keys"
+    unknown = sorted(n for n in names if n not in GROUP_CONFIG_DEFS)
+    if unknown:  # DELETE of a name that is no group config is refused too, as in Kafka
+        return (
+            int(ErrorCode.INVALID_CONFIG),
+            f"Unknown group config name: {unknown[0]} "
+            f"(group configs: {', '.join(sorted(GROUP_CONFIG_DEFS))})",
+        )
+    return await ctx.broker.group_configs.alter(
+        res.resource_name,
+        lambda current: _apply(current, res.configs, lambda _name: False),
+        validate_only,
+    )
+
+
 async def handle(ctx: RequestContext, request: Any) -> Any:
     out = []
     code: int
@@ -124,6 +151,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                     code, msg = alter_topic(ctx, res.resource_name, new, request.validate_only)
         elif res.resource_type == RESOURCE_BROKER:
             code, msg = alter_broker_incremental(ctx, res, request.validate_only)
+        elif res.resource_type == RESOURCE_GROUP:
+            code, msg = await alter_group_incremental(ctx, res, request.validate_only)
         else:
             code, msg = refuse_other(res.resource_type)
         out.append(
