@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kafkalite.broker.config_types import T_INT, T_SHORT, T_STRING, ConfigDef, define
+from kafkalite.broker.config_types import T_INT, T_STRING, ConfigDef, define
 from kafkalite.cluster.metadata import INTERNAL_TOPICS, topic_name_error
 
 SHARE_GROUP_STATE_TOPIC = "__share_group_state"
@@ -126,18 +126,6 @@ GROUP_COORDINATOR_CONFIG_DEFS: tuple[ConfigDef, ...] = (
         "Share groups: the most members one share group may have.",
         10,
         1000,
-    ),
-    _ms(
-        "share.coordinator.state.topic.num.partitions",
-        50,
-        "Partitions of __share_group_state.",
-    ),
-    define(
-        "share.coordinator.state.topic.replication.factor",
-        T_SHORT,
-        "3",
-        "Replication of __share_group_state in a cluster (a single-node broker has one replica).",
-        at_least=1,
     ),
 )
 

@@ -229,10 +229,7 @@ def share_partition_settings(broker: BrokerServer, group_id: str) -> ShareSettin
         max_record_locks=num("group.share.partition.max.record.locks", 2000),
         max_size=num("group.share.max.size", 200),
     )
-    manager = getattr(broker, "group_configs", None)
-    if manager is None:
-        return base
-    sc = manager.share_config(group_id)
+    sc = broker.group_configs.share_config(group_id)
     return dataclasses.replace(
         base,
         session_timeout_ms=sc.session_timeout_ms,

@@ -47,9 +47,9 @@ from kafkalite.broker.sasl_auth import (
 )
 from kafkalite.broker.scram_credentials import ScramCredentialCache
 from kafkalite.broker.share_coordinator import ShareCoordinatorComponent
+from kafkalite.broker.share_partitions import SharePartitionManager
 from kafkalite.broker.share_persister import SharePersister
 from kafkalite.broker.tls import client_context, server_context, ssl_settings
-from kafkalite.broker.share_partitions import SharePartitionManager
 from kafkalite.broker.transactions import TransactionCoordinatorComponent
 from kafkalite.broker.zk_broker import ZkBroker
 from kafkalite.cluster.metadata import (

@@ -39,6 +39,7 @@ log = logging.getLogger("kafkalite.broker.share")
 E = ErrorCode
 
 _TICK_S = 0.1
+_DLQ_ATTEMPTS = 5  # ~6 s of retries before a dead letter is given up
 _READ_CHUNK = 1024 * 1024
 
 # headers a dead-lettered record carries (beside its own)
@@ -238,14 +239,18 @@ class SharePartitionManager:
         try:
             result = await self._load(key, topic, part)
         except Exception:
-            log.exception("loading share-partition %s %s-%d failed", group_id, topic, part.partition)
+            log.exception(
+                "loading share-partition %s %s-%d failed", group_id, topic, part.partition
+            )
             result = E.UNKNOWN_SERVER_ERROR
         finally:
             self._loading.pop(key, None)
         fut.set_result(result)
         return result
 
-    async def _load(self, key: Key, topic: str, part: Partition) -> LoadedSharePartition | ErrorCode:
+    async def _load(
+        self, key: Key, topic: str, part: Partition
+    ) -> LoadedSharePartition | ErrorCode:
         group_id, topic_id, partition = key
         epoch = part.leader_epoch
         st = await self.persister.read(group_id, topic_id, partition, epoch)
@@ -362,13 +367,21 @@ class SharePartitionManager:
             )  # fmt: skip
         if not topic:
             return
-        try:
-            await write_dead_letters(self.broker, topic, lp.key[0], lp.topic, lp.key[2], letters)
-        except Exception as exc:
-            log.error(
-                "share group %s: writing %d record(s) of %s-%d to dead-letter topic %s failed: %s",
-                lp.key[0], len(letters), lp.topic, lp.key[2], topic, exc,
-            )  # fmt: skip
+        for attempt in range(_DLQ_ATTEMPTS):
+            try:
+                await write_dead_letters(
+                    self.broker, topic, lp.key[0], lp.topic, lp.key[2], letters
+                )
+                return
+            except Exception as exc:
+                if attempt + 1 < _DLQ_ATTEMPTS:
+                    await asyncio.sleep(0.2 * 2**attempt)
+                    continue
+                log.error(
+                    "share group %s: writing %d record(s) of %s-%d to dead-letter topic %s "
+                    "failed, they are archived without it: %s",
+                    lp.key[0], len(letters), lp.topic, lp.key[2], topic, exc,
+                )  # fmt: skip
 
     # -- fetch and acknowledge ---------------------------------------------------------------------
     def acquirable(self, lp: LoadedSharePartition, part: Partition) -> bool:
@@ -403,7 +416,9 @@ class SharePartitionManager:
             return Acquired(b"", [])
         blob = bytes(region.read_bytes())
         spans = batch_spans(blob)
-        ranges = sp.acquire(member_id, [(b, last) for b, last, _, _ in spans], max_records, now_ms())
+        ranges = sp.acquire(
+            member_id, [(b, last) for b, last, _, _ in spans], max_records, now_ms()
+        )
         if not ranges:
             return Acquired(b"", [])
         first, last = ranges[0].first_offset, ranges[-1].last_offset
@@ -449,7 +464,11 @@ def _iso_duration_ms(text: str) -> int | None:
 
 
 def _dead_letter_batch(
-    letters: Sequence[DeadLetter], records: dict[int, Any], group_id: str, topic: str, partition: int
+    letters: Sequence[DeadLetter],
+    records: dict[int, Any],
+    group_id: str,
+    topic: str,
+    partition: int,
 ) -> bytes:
     builder = RecordBatchBuilder()
     for letter in letters:
@@ -504,11 +523,15 @@ async def write_dead_letters(
     """Append the archived records, with headers saying where they came from and why, to the
     dead-letter topic (created on first need); answers once the ISR has them."""
     source = broker.replica_manager.get_partition(topic, partition)
-    records = await asyncio.to_thread(_read_records, source, [x.offset for x in letters]) if source else {}
+    records = (
+        await asyncio.to_thread(_read_records, source, [x.offset for x in letters])
+        if source
+        else {}
+    )
     blob = _dead_letter_batch(letters, records, group_id, topic, partition)
     info = broker.metadata_cache.topic(dlq_topic)
     if info is None:
-        from kafkalite.cluster.errors import MetadataError
+        from kafkalite.cluster.metadata import MetadataError
 
         with contextlib.suppress(MetadataError):
             await asyncio.to_thread(broker.create_topic, dlq_topic)
@@ -534,9 +557,7 @@ async def _produce(broker: BrokerServer, topic: str, partition: int, blob: bytes
         required = result[1] + 1
         if part.log.needs_flush:
             await asyncio.to_thread(part.log.flush)
-        await broker.delayed.wait_until(
-            [part.key], lambda: part.acks_all_done(required)[0], 30.0
-        )
+        await broker.delayed.wait_until([part.key], lambda: part.acks_all_done(required)[0], 30.0)
         done, code = part.acks_all_done(required)
         if not done or code:
             raise RuntimeError(f"append to {topic}-{partition}: not replicated ({code})")
@@ -561,7 +582,9 @@ async def _produce(broker: BrokerServer, topic: str, partition: int, blob: bytes
         transactional_id=None,
         acks=-1,
         timeout_ms=30000,
-        topic_data=[T(name=topic, partition_data=[T.PartitionProduceData(index=partition, records=blob)])],
+        topic_data=[
+            T(name=topic, partition_data=[T.PartitionProduceData(index=partition, records=blob)])
+        ],
     )
     channel = channels.get(meta.leader, endpoint.host, endpoint.port)
     response = await channel.send(request, 8)

@@ -23,8 +23,8 @@ from kafkalite.coordinator.consumer_group import (
     TargetAssignmentEpochRecord,
 )
 from kafkalite.coordinator.deferred import Deferred
-from kafkalite.coordinator.share_group import ShareGroup, ShareGroupConfig
 from kafkalite.coordinator.group import GroupMetadata, MemberMetadata
+from kafkalite.coordinator.share_group import ShareGroup, ShareGroupConfig
 from kafkalite.coordinator.state import GroupState
 from kafkalite.coordinator.types import (
     CoordinatorConfig,
@@ -279,6 +279,16 @@ class CoordinatorRuntime:
         group.consumer.replay(record)
         if isinstance(record, GroupEpochRecord) and record.epoch is None:
             group.consumer = None
+
+    def delete_share_group(self, group_id: str) -> ErrorCode:
+        """DeleteGroups for a share group: only an empty one."""
+        group = self.share_groups.get(group_id)
+        if group is None:
+            return E.GROUP_ID_NOT_FOUND
+        if group.members:
+            return E.NON_EMPTY_GROUP
+        del self.share_groups[group_id]
+        return E.NO_ERROR
 
     def _consumer_group_tombstones(self, group_id: str) -> list[CoordinatorRecord]:
         """The tombstones that end an empty consumer group's own records."""

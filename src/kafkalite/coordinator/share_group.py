@@ -99,7 +99,9 @@ class ShareGroup:
     def subscribed_topics(self) -> set[str]:
         return {t for m in self.members.values() for t in m.subscribed_topic_names}
 
-    def _metadata_of(self, topics: Mapping[str, SubscribedTopic]) -> tuple[tuple[str, str, int], ...]:
+    def _metadata_of(
+        self, topics: Mapping[str, SubscribedTopic]
+    ) -> tuple[tuple[str, str, int], ...]:
         return tuple(
             (name, str(topics[name].topic_id), topics[name].partitions)
             for name in sorted(self.subscribed_topics())

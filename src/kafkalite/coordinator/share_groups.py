@@ -128,16 +128,6 @@ class ShareGroups(CoordinatorRuntime):
             )
         return out
 
-    def delete_share_group(self, group_id: str) -> ErrorCode:
-        """DeleteGroups for a share group: only an empty one."""
-        group = self.share_groups.get(group_id)
-        if group is None:
-            return E.GROUP_ID_NOT_FOUND
-        if group.members:
-            return E.NON_EMPTY_GROUP
-        del self.share_groups[group_id]
-        return E.NO_ERROR
-
     def _expire_share_members(self, now: int) -> None:
         for group in list(self.share_groups.values()):
             if not self.is_coordinator_for(group.group_id):

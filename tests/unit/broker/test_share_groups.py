@@ -28,8 +28,8 @@ ACK = APIS[79].request
 LIST = APIS[16].request
 
 CONFIG = {
-    "group.share.min.record.lock.duration.ms": "200",
-    "group.share.record.lock.duration.ms": "600",
+    "group.share.min.record.lock.duration.ms": "1000",
+    "group.share.record.lock.duration.ms": "1000",
     "group.share.delivery.count.limit": "2",
     "offsets.topic.num.partitions": "3",
     "share.coordinator.state.topic.num.partitions": "3",
@@ -59,7 +59,9 @@ def _produce(c: WireClient, topic: str, n: int) -> None:
             transactional_id=None,
             acks=-1,
             timeout_ms=10000,
-            topic_data=[T(name=topic, partition_data=[T.PartitionProduceData(index=0, records=blob)])],
+            topic_data=[
+                T(name=topic, partition_data=[T.PartitionProduceData(index=0, records=blob)])
+            ],
         ),
         version=9,
     )
@@ -170,9 +172,7 @@ def _alter_group(c: WireClient, group: str, configs: dict[str, str]) -> None:
                     resource_type=32,
                     resource_name=group,
                     configs=[
-                        R.AlterConfigsResource.AlterableConfig(
-                            name=k, config_operation=0, value=v
-                        )
+                        R.AlterConfigsResource.AlterableConfig(name=k, config_operation=0, value=v)
                         for k, v in configs.items()
                     ],
                 )
@@ -264,7 +264,7 @@ def test_lock_expiry_redelivers(share_broker: Broker, wire: WireClient) -> None:
     b = join(wire, group, topic).member_id
     assert acquired(fetch(wire, group, a, 0, tid)) == [(0, 2, 1)]
     time.sleep(0.3)
-    rb = fetch(wire, group, b, 0, tid, wait_ms=3000)  # the lock (600 ms) runs out meanwhile
+    rb = fetch(wire, group, b, 0, tid, wait_ms=3000)  # the lock (1 s) runs out meanwhile
     assert acquired(rb) == [(0, 2, 2)]
 
 
@@ -323,9 +323,11 @@ def test_state_survives_a_restart(tmp_path: Path) -> None:
             r = ack(c, group, a, 1, tid, [(0, 1, 1)])  # 0-1 accepted; 2-3 still held
             assert part_of(r).error_code == 0
         port = b.port
-    with Broker(tmp_path / "d", config=CONFIG, port=port) as b:
-        with WireClient(b.bootstrap_servers, timeout=15) as c:
-            a = join(c, group, topic).member_id
-            r = fetch(c, group, a, 0, tid, max_records=100)
-            # accepted records stay done; held ones are available again (count kept), then the rest
-            assert acquired(r) == [(2, 3, 2), (4, 5, 1)]
+    with (
+        Broker(tmp_path / "d", config=CONFIG, port=port) as b,
+        WireClient(b.bootstrap_servers, timeout=15) as c,
+    ):
+        a = join(c, group, topic).member_id
+        r = fetch(c, group, a, 0, tid, max_records=100)
+        # accepted records stay done; held ones are available again (count kept), then the rest
+        assert acquired(r) == [(2, 3, 2), (4, 5, 1)]

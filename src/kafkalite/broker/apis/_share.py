@@ -47,7 +47,9 @@ def group_denied(ctx: RequestContext, group_id: str) -> ErrorCode | None:
     return None
 
 
-def resolve(ctx: RequestContext, topic_id: uuid.UUID, index: int) -> tuple[str, Partition] | ErrorCode:
+def resolve(
+    ctx: RequestContext, topic_id: uuid.UUID, index: int
+) -> tuple[str, Partition] | ErrorCode:
     """The partition this broker leads for a share fetch, or the error for it."""
     info = ctx.broker.metadata_cache.topic_by_id(topic_id)
     if info is None:

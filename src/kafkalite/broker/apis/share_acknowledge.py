@@ -33,9 +33,7 @@ def _answer(code: ErrorCode, message: str | None = None, out: Any = None) -> Any
         error_code=int(code),
         error_message=message,
         responses=[_Topic(topic_id=t, partitions=ps) for t, ps in out.topics()] if out else [],
-        node_endpoints=[
-            _Node(node_id=n, host=h, port=p, rack=r) for n, h, p, r in out.endpoints()
-        ]
+        node_endpoints=[_Node(node_id=n, host=h, port=p, rack=r) for n, h, p, r in out.endpoints()]
         if out
         else [],
     )
@@ -46,13 +44,13 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     group_id = request.group_id or ""
     member_id = request.member_id or ""
     epoch = request.share_session_epoch
-    why = _share.invalid(request, fetch=False)
-    if why is not None:
-        return _answer(E.INVALID_REQUEST, why)
     if epoch == 0:
         return _answer(
             E.INVALID_SHARE_SESSION_EPOCH, "ShareAcknowledge cannot open a share session (epoch 0)"
         )
+    why = _share.invalid(request, fetch=False)
+    if why is not None:
+        return _answer(E.INVALID_REQUEST, why)
     denied = _share.group_denied(ctx, group_id)
     if denied is not None:
         return _answer(denied)

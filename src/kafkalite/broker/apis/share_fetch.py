@@ -10,7 +10,7 @@ from typing import Any
 
 from kafkalite.broker.apis import _share
 from kafkalite.broker.context import RequestContext
-from kafkalite.broker.share_partitions import Acquired
+from kafkalite.broker.share_partitions import Acquired, ShareSession
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.share_groups import SHARE_FETCH, ShareFetchResponse
 
@@ -34,9 +34,7 @@ def _answer(
         error_message=message,
         acquisition_lock_timeout_ms=lock_ms,
         responses=[_Topic(topic_id=t, partitions=ps) for t, ps in topics or []],
-        node_endpoints=[
-            _Node(node_id=n, host=h, port=p, rack=r) for n, h, p, r in endpoints or []
-        ],
+        node_endpoints=[_Node(node_id=n, host=h, port=p, rack=r) for n, h, p, r in endpoints or []],
     )
 
 
@@ -69,11 +67,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         return _answer(denied, lock_ms=lock_ms)
     # the session first: a bad epoch changes nothing
     if epoch == 0:
-        session = manager.sessions.open(group_id, member_id)
+        session: ShareSession | None = manager.sessions.open(group_id, member_id)
     else:
         session, code, message = manager.sessions.existing(group_id, member_id, epoch)
-        if session is None:
-            return _answer(code, message, lock_ms=lock_ms)
+    if session is None:
+        return _answer(code, message, lock_ms=lock_ms)
     out = _share.Responses(ctx, _part)
     requested: list[tuple[uuid.UUID, int]] = []
     for t in request.topics:
@@ -90,9 +88,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     if epoch == -1:  # the member is done on this broker: what it holds goes back
         manager.sessions.close(group_id, member_id)
         await manager.release_session(session)
-        return _answer(
-            E.NO_ERROR, lock_ms=lock_ms, topics=out.topics(), endpoints=out.endpoints()
-        )
+        return _answer(E.NO_ERROR, lock_ms=lock_ms, topics=out.topics(), endpoints=out.endpoints())
     for key in requested:
         session.partitions[key] = None
     budget = request.max_records if ctx.api_version >= 1 else 500

@@ -71,9 +71,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         return _answer(ShareHeartbeatResult(ErrorCode.COORDINATOR_NOT_AVAILABLE), interval)
     names = request.subscribed_topic_names
     if names is not None:
-        denied = [
-            n for n in names if not ctx.authorize(AclOperation.READ, ResourceType.TOPIC, n)
-        ]
+        denied = [n for n in names if not ctx.authorize(AclOperation.READ, ResourceType.TOPIC, n)]
         if denied:
             return _answer(
                 ShareHeartbeatResult(

@@ -45,7 +45,9 @@ ShareGroupHeartbeatResponse = response(
     ],
 )
 
-SHARE_GROUP_HEARTBEAT = api("ShareGroupHeartbeat", ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse)
+SHARE_GROUP_HEARTBEAT = api(
+    "ShareGroupHeartbeat", ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
+)
 
 ShareGroupDescribeRequest = request(
     77,
@@ -113,7 +115,9 @@ ShareGroupDescribeResponse = response(
     ],
 )
 
-SHARE_GROUP_DESCRIBE = api("ShareGroupDescribe", ShareGroupDescribeRequest, ShareGroupDescribeResponse)
+SHARE_GROUP_DESCRIBE = api(
+    "ShareGroupDescribe", ShareGroupDescribeRequest, ShareGroupDescribeResponse
+)
 
 _ACK_BATCHES = F(
     "acknowledgement_batches",
