@@ -348,6 +348,33 @@ def test_configs_need_describe_configs_and_alter_configs(
     assert secured.server.metadata_store.get(name).configs["retention.ms"] == "1234"
 
 
+def test_group_configs_need_describe_configs_and_alter_configs(
+    secured: Broker, admin: AdminClient, name: str
+) -> None:
+    res = ConfigResource(ResourceType.GROUP, name)
+    with pytest.raises(KafkaException) as info:
+        _wait_all(admin.describe_configs([res]))
+    assert error_code(info.value) == KafkaError.GROUP_AUTHORIZATION_FAILED
+    grant(admin, ResourceType.GROUP, name, AclOperation.DESCRIBE_CONFIGS)
+    _wait_all(admin.describe_configs([res]))
+    change = ConfigResource(
+        ResourceType.GROUP,
+        name,
+        incremental_configs=[
+            ConfigEntry(
+                "share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET
+            )
+        ],
+    )
+    with pytest.raises(KafkaException) as info:
+        _wait_all(admin.incremental_alter_configs([change]))
+    assert error_code(info.value) == KafkaError.GROUP_AUTHORIZATION_FAILED
+    assert secured.server.group_configs.overrides(name) == {}
+    grant(admin, ResourceType.GROUP, name, AclOperation.ALTER_CONFIGS)
+    _wait_all(admin.incremental_alter_configs([change]))
+    assert secured.server.group_configs.overrides(name) == {"share.auto.offset.reset": "earliest"}
+
+
 def test_group_offsets_need_group_and_topic_read(
     secured: Broker, admin: AdminClient, name: str
 ) -> None:
