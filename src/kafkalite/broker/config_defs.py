@@ -403,12 +403,14 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             T_INT,
             "50",
             "Partitions of __share_group_state.",
+            at_least=1,
         ),
         _d(
             "share.coordinator.state.topic.replication.factor",
             T_SHORT,
             "3",
             "Replication of __share_group_state in a cluster (a single-node broker has one replica).",
+            at_least=1,
         ),
         _d(
             "share.coordinator.state.topic.min.isr",
