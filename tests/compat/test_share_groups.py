@@ -101,7 +101,9 @@ def test_three_consumers_share_one_partition(broker: Any) -> None:
     assert not errors, errors
     dup = {o: who for o, who in accepted.items() if len(who) > 1}
     lost = set(range(n)) - set(accepted)
-    print(f"share group of 3: accepted {len(accepted)}/{n}, lost {len(lost)}, duplicated {len(dup)}")
+    print(
+        f"share group of 3: accepted {len(accepted)}/{n}, lost {len(lost)}, duplicated {len(dup)}"
+    )
     assert not lost and not dup
     for offset, seen in deliveries.items():
         # one consumer at a time: every delivery of a record carries the next delivery count
@@ -122,7 +124,14 @@ def test_killed_consumers_records_come_back_after_the_lock(broker: Any) -> None:
     set_group_configs(bs, group, EARLIEST)
     produce(bs, topic, n)
     worker = subprocess.Popen(
-        [sys.executable, str(Path(__file__).with_name("share_support.py")), "hold", bs, group, topic],
+        [
+            sys.executable,
+            str(Path(__file__).with_name("share_support.py")),
+            "hold",
+            bs,
+            group,
+            topic,
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )
