@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, Producer
 from share_support import (
     ACCEPT,
     REJECT,
@@ -263,3 +263,38 @@ def test_share_state_survives_a_broker_restart(broker: Any) -> None:
         f"lost {len(lost)}, acknowledged-then-redelivered {len(redelivered)}, duplicated {len(dup)}"
     )
     assert not redelivered and not lost and not dup
+
+
+def test_read_committed_share_group_skips_aborted_records(broker: Any) -> None:
+    bs = broker.bootstrap_servers
+    topic = new_topic(bs)
+    p = Producer({"bootstrap.servers": bs, "transactional.id": "share-txn"})
+    p.init_transactions(30)
+    for batch, commit in ((0, True), (1, False), (2, True)):
+        p.begin_transaction()
+        for i in range(5):
+            p.produce(topic, value=f"t{batch}-{i}".encode(), partition=0)
+        p.flush(30)
+        (p.commit_transaction if commit else p.abort_transaction)(30)
+    seen: dict[str, list[bytes]] = {}
+    for level in ("read_committed", "read_uncommitted"):
+        group = f"iso-{level}"
+        set_group_configs(bs, group, {**EARLIEST, "share.isolation.level": level})
+        c = consumer(bs, group)
+        c.subscribe([topic])
+        got: list[bytes] = []
+
+        def handle(m: Any, c: Any = c, got: list[bytes] = got) -> None:
+            got.append(m.value())
+            c.acknowledge(m, ACCEPT)
+
+        want = 10 if level == "read_committed" else 15
+        poll_until(c, handle, lambda got=got, want=want: len(got) >= want, timeout=30)
+        extra = [m for m in c.poll(1.0) if m.error() is None]  # and nothing more
+        c.close()
+        assert not extra
+        seen[level] = got
+    assert seen["read_committed"] == [f"t{b}-{i}".encode() for b in (0, 2) for i in range(5)]
+    assert sorted(seen["read_uncommitted"]) == sorted(
+        f"t{b}-{i}".encode() for b in range(3) for i in range(5)
+    )

@@ -127,25 +127,38 @@ class Acquired:
     ranges: list[AcquiredRange]
 
 
-def batch_spans(blob: bytes) -> list[tuple[int, int, int, int]]:
-    """(base offset, last offset, start, end) of each whole data batch in a read (control batches
-    are skipped: no consumer sees them)."""
+def batch_spans(
+    blob: bytes, aborted: Sequence[tuple[int, int]] = ()
+) -> tuple[list[tuple[int, int, int, int]], int]:
+    """(base offset, last offset, start, end) of each whole batch of records a consumer may see in
+    a read, and the offset after the last whole batch. Control batches are skipped, and with
+    `aborted` ((producer id, first offset) of aborted transactions, read_committed) so are the
+    batches of those transactions, up to their abort marker."""
     out: list[tuple[int, int, int, int]] = []
+    open_aborts = sorted(aborted, key=lambda a: a[1])
+    active: set[int] = set()
     pos = 0
     n = len(blob)
+    end_offset = -1
     while pos + 61 <= n:
-        if read_magic(blob, pos) < 2:
+        if read_magic(blob, pos) < 2:  # a legacy-format topic: no transactions there
             for b in iter_batches(blob[pos:], allow_truncated_tail=True):
                 out.append((b.base_offset, b.last_offset, pos, n))
+                end_offset = b.last_offset + 1
             break
         h = parse_batch_header(blob, pos)
         end = pos + h.size
         if end > n:
             break
-        if not h.is_control:
+        end_offset = h.last_offset + 1
+        while open_aborts and open_aborts[0][1] <= h.base_offset:
+            active.add(open_aborts.pop(0)[0])
+        if h.is_control:
+            active.discard(h.producer_id)  # its marker ends that transaction
+        elif not (h.is_transactional and h.producer_id in active):
             out.append((h.base_offset, h.last_offset, pos, end))
         pos = end
-    return out
+    return out, end_offset
 
 
 class SharePartitionManager:
@@ -384,26 +397,44 @@ class SharePartitionManager:
                 )  # fmt: skip
 
     # -- fetch and acknowledge ---------------------------------------------------------------------
+    def _limit(self, lp: LoadedSharePartition, part: Partition) -> tuple[int, bool]:
+        """How far share consumers may read: the high watermark, or with share.isolation.level
+        read_committed the last stable offset; and whether it is read_committed."""
+        from kafkalite.broker import groups as _groups
+
+        level = _groups.share_partition_settings(self.broker, lp.key[0]).isolation_level
+        lg = part.log
+        if level == "read_committed":
+            return int(lg.last_stable_offset), True
+        return int(lg.high_watermark), False
+
     def acquirable(self, lp: LoadedSharePartition, part: Partition) -> bool:
+        """Whether an acquisition could find something now: a released record, or new records
+        while the in-flight limit allows more."""
         sp = lp.sp
-        return sp.next_fetch_offset() < part.log.high_watermark
+        offset = sp.next_fetch_offset()
+        if offset < sp.end_offset:
+            return True
+        limit, _ = self._limit(lp, part)
+        return offset < limit and sp.in_flight_count() < sp.config.max_in_flight
 
     async def acquire(
         self, lp: LoadedSharePartition, part: Partition, member_id: str, max_records: int,
         max_bytes: int,
     ) -> Acquired | ErrorCode:  # fmt: skip
         sp = lp.sp
-        if sp.start_offset < part.log.log_start_offset:
-            # retention removed records the group never finished: they are gone
-            sp.reset(part.log.log_start_offset)
+        lg = part.log
+        if sp.start_offset < lg.log_start_offset:
+            # retention (or DeleteRecords) removed records the group never finished
+            sp.truncate_before(lg.log_start_offset)
             self._changed(lp)
         offset = sp.next_fetch_offset()
-        hw = part.log.high_watermark
-        if offset >= hw or max_records <= 0:
+        limit, committed = self._limit(lp, part)
+        if offset >= limit or max_records <= 0:
             return Acquired(b"", [])
         try:
             info = await asyncio.to_thread(
-                part.log.read, offset, max(max_bytes, 1), max_offset=hw, min_one_message=True
+                lg.read, offset, max(max_bytes, 1), max_offset=limit, min_one_message=True
             )
         except Exception as exc:
             code = getattr(exc, "error_code", None)
@@ -415,10 +446,21 @@ class SharePartitionManager:
         if region is None or region.length == 0:
             return Acquired(b"", [])
         blob = bytes(region.read_bytes())
-        spans = batch_spans(blob)
+        aborted = (
+            [
+                (a.producer_id, a.first_offset)
+                for a in lg.collect_aborted_transactions(offset, limit)
+            ]
+            if committed
+            else []
+        )
+        spans, read_end = batch_spans(blob, aborted)
         ranges = sp.acquire(
             member_id, [(b, last) for b, last, _, _ in spans], max_records, now_ms()
         )
+        if read_end > sp.end_offset and (not spans or sp.end_offset > spans[-1][1]):
+            sp.skip_to(read_end)  # markers or aborted records at the end: nothing to deliver
+            self._changed(lp)
         if not ranges:
             return Acquired(b"", [])
         first, last = ranges[0].first_offset, ranges[-1].last_offset

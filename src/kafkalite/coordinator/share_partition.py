@@ -378,6 +378,32 @@ class SharePartition:
             self._done -= 1
         self.start_offset = self.end_offset  # only holes, if anything, remain below the end
 
+    def skip_to(self, offset: int) -> None:
+        """The log holds no deliverable record from the end offset up to `offset` (transaction
+        markers, aborted or compacted-away records): move the end past them."""
+        if offset > self.end_offset:
+            self.end_offset = offset
+            self._changed()
+
+    def truncate_before(self, offset: int) -> None:
+        """Records below `offset` are gone from the log (retention, DeleteRecords): forget them,
+        locks included, as if they were done (no dead letters: there is nothing left to send)."""
+        if offset <= self.start_offset:
+            return
+        records = self._records
+        while records:
+            first = next(iter(records))
+            if first >= offset:
+                break
+            record = records.pop(first)
+            if record.state is RecordState.ACQUIRED:
+                self._unlock(first, record)
+            if record.state in _DONE:
+                self._done -= 1
+        self.end_offset = max(self.end_offset, offset)
+        self._changed()
+        self.start_offset = max(self.start_offset, offset)
+
     # -- dead letters, persistence, reset ---------------------------------------------------------
     def take_dead_letters(self) -> list[DeadLetter]:
         """The records archived as dead letters since the last call, in the order archived."""

@@ -331,3 +331,23 @@ def test_state_survives_a_restart(tmp_path: Path) -> None:
         r = fetch(c, group, a, 0, tid, max_records=100)
         # accepted records stay done; held ones are available again (count kept), then the rest
         assert acquired(r) == [(2, 3, 2), (4, 5, 1)]
+
+
+def test_records_deleted_below_the_start_are_forgotten(share_broker: Broker, wire: WireClient) -> None:
+    topic, group, tid = setup_group(share_broker, wire, 10)
+    a = join(wire, group, topic).member_id
+    b = join(wire, group, topic).member_id
+    assert acquired(fetch(wire, group, a, 0, tid, max_records=5)) == [(0, 4, 1)]
+    D = APIS[21].request
+    r = wire.send(
+        D(
+            topics=[D.DeleteRecordsTopic(name=topic, partitions=[
+                D.DeleteRecordsTopic.DeleteRecordsPartition(partition_index=0, offset=7)])],
+            timeout_ms=5000,
+        ),
+        version=1,
+    )  # fmt: skip
+    assert r.topics[0].partitions[0].error_code == 0
+    assert acquired(fetch(wire, group, b, 0, tid)) == [(7, 9, 1)]
+    # A's records are gone: acknowledging them is refused, nothing is redelivered
+    assert part_of(ack(wire, group, a, 1, tid, [(0, 4, 1)])).error_code == E.INVALID_RECORD_STATE

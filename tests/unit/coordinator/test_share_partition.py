@@ -598,3 +598,29 @@ def test_random_operations_keep_the_invariants(ops: list[Op]) -> None:
             assert 1 <= letter.delivery_count <= LIMIT
             assert letter.offset < sp.end_offset
         _check(sp, now)
+
+
+def test_skip_to_moves_the_end_over_markers() -> None:
+    sp = SharePartition("g", uuid.uuid4(), 0, start_offset=0)
+    assert [(r.first_offset, r.last_offset) for r in sp.acquire("a", [(0, 2)], 10, 0)] == [(0, 2)]
+    sp.skip_to(5)  # offsets 3-4 were a transaction marker: nothing to deliver
+    assert sp.end_offset == 5 and sp.next_fetch_offset() == 5
+    sp.acknowledge("a", [AckBatch(0, 2, (1,))], 0)
+    assert sp.start_offset == 5 and sp.in_flight_count() == 0
+    sp.skip_to(3)  # never backwards
+    assert sp.end_offset == 5
+
+
+def test_truncate_before_forgets_records_and_locks_below_the_log_start() -> None:
+    sp = SharePartition("g", uuid.uuid4(), 0, start_offset=0)
+    sp.acquire("a", [(0, 9)], 5, 0)  # 0-4 held by a
+    sp.acquire("b", [(5, 9)], 5, 0)  # 5-9 held by b
+    sp.truncate_before(7)
+    assert sp.start_offset == 7
+    assert sp.acquired_by("a") == [] and sp.acquired_by("b") == [7, 8, 9]
+    assert sp.record_state(3) is None
+    assert sp.take_dead_letters() == []
+    assert sp.release_expired(10**12) == 3  # the surviving locks still expire
+    assert sp.next_fetch_offset() == 7
+    sp.truncate_before(20)  # past everything known
+    assert sp.start_offset == 20 and sp.end_offset == 20 and sp.in_flight_count() == 0
