@@ -1,10 +1,12 @@
-"""The group coordinator (`__consumer_offsets`) and the transaction coordinator (`__transaction_state`):
-pure logic over their internal topics; the broker supplies the clock, the log appends and the I/O.
+"""The group (`__consumer_offsets`), transaction (`__transaction_state`) and share coordinators
+(`__share_group_state`): pure logic over internal topics; the broker supplies clock, appends and I/O.
 """
 
 from kafkalite.coordinator.coordinator import GroupCoordinator
 from kafkalite.coordinator.deferred import Deferred
 from kafkalite.coordinator.records import partition_for
+from kafkalite.coordinator.share_records import SHARE_GROUP_STATE_TOPIC
+from kafkalite.coordinator.share_state import ShareStateManager
 from kafkalite.coordinator.state import GroupState
 from kafkalite.coordinator.txn_coordinator import TransactionCoordinator
 from kafkalite.coordinator.txn_records import TRANSACTION_STATE_TOPIC
@@ -20,6 +22,7 @@ from kafkalite.coordinator.types import (
 __all__ = [
     "CONSUMER_PROTOCOL_TYPE",
     "OFFSETS_TOPIC",
+    "SHARE_GROUP_STATE_TOPIC",
     "TRANSACTION_STATE_TOPIC",
     "CoordinatorConfig",
     "CoordinatorRecord",
@@ -27,6 +30,7 @@ __all__ = [
     "GroupCoordinator",
     "GroupState",
     "InitProducerIdResult",
+    "ShareStateManager",
     "TopicPartition",
     "TransactionCoordinator",
     "TxnConfig",

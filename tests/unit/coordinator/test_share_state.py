@@ -192,9 +192,14 @@ def test_write_merges_offset_by_offset_and_cuts_at_the_start_offset() -> None:
     snap = c.m.state(key())
     assert snap is not None and snap.start_offset == 6
     assert snap.state_batches == (B(6, 7, 2, 1), B(8, 11, 0, 1), B(12, 13, 0, 2), B(14, 19, 0, 1))
-    # -1 epochs keep the stored ones
-    c.commit(c.m.write(key(), -1, -1, -1, ()))
-    assert c.m.read_summary(key(), 0)[1] == ShareStateResult(E.NO_ERROR, None, 0, 6)
+    # epochs are checked before -1 can mean "unchanged" (as in Kafka): -1 is older than 0
+    assert c.m.write(key(), 0, -1, -1, ())[1].error == E.FENCED_LEADER_EPOCH
+    assert c.m.write(key(), -1, 0, -1, ())[1].error == E.FENCED_STATE_EPOCH
+    # with no leader epoch recorded yet (only initialized), -1 keeps it
+    fresh = key(1)
+    c.commit(c.m.initialize(fresh, 2, 0))
+    assert c.commit(c.m.write(fresh, 2, -1, -1, (B(0, 0, 2, 1),))).error == E.NO_ERROR
+    assert c.m.state(fresh) == ShareSnapshot(1, 2, -1, 0, (B(0, 0, 2, 1),))
 
 
 def test_delete_writes_a_tombstone() -> None:
