@@ -24,7 +24,7 @@ GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "
 LATEST, EARLIEST = -1, -2
 _RETRIES = 20
 _RETRY_SLEEP_S = 0.25
-_COORDINATOR_ERRORS = {
+COORDINATOR_ERRORS = {
     ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
     ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.NOT_COORDINATOR,
@@ -95,7 +95,7 @@ class Cluster:
                 msg = r.error_message if v >= 1 else None
             if code == ErrorCode.NO_ERROR:
                 return self.connect(host, port)
-            if code not in _COORDINATOR_ERRORS:
+            if code not in COORDINATOR_ERRORS:
                 break
             time.sleep(_RETRY_SLEEP_S)
         raise CliError(
@@ -104,14 +104,14 @@ class Cluster:
         )
 
 
-def _retrying(call: Callable[[], tuple[int, Any]], what: str) -> Any:
+def retrying(call: Callable[[], tuple[int, Any]], what: str) -> Any:
     """Run `call` (returning (error code, value)) again while the coordinator is loading."""
     code = 0
     for _ in range(_RETRIES):
         code, value = call()
         if code == ErrorCode.NO_ERROR:
             return value
-        if code not in _COORDINATOR_ERRORS:
+        if code not in COORDINATOR_ERRORS:
             break
         time.sleep(_RETRY_SLEEP_S)
     raise CliError(f"{what}: {_name(code)}")
@@ -169,6 +169,7 @@ class ListedGroup:
     group_id: str
     protocol_type: str
     state: str
+    group_type: str = ""  # classic, consumer or share (ListGroups v5+)
 
 
 @dataclass
@@ -193,11 +194,12 @@ def list_groups(cluster: Cluster, states: Iterable[str] = ()) -> list[ListedGrou
             r = c.send(req, version=v)
             return r.error_code, r.groups
 
-        for g in _retrying(call, f"list groups of broker {node_id}"):
+        for g in retrying(call, f"list groups of broker {node_id}"):
             state = g.group_state if v >= 4 else describe_state(cluster, g.group_id)
             if wanted and state not in wanted:
                 continue
-            out[g.group_id] = ListedGroup(g.group_id, g.protocol_type, state)
+            group_type = g.group_type if v >= 5 else ""
+            out[g.group_id] = ListedGroup(g.group_id, g.protocol_type, state, group_type)
     return sorted(out.values(), key=lambda g: g.group_id)
 
 
@@ -222,7 +224,7 @@ def _describe_raw(cluster: Cluster, group: str) -> Any:
             return 0, None
         return d.error_code, d
 
-    return _retrying(call, f"describe group {group}")
+    return retrying(call, f"describe group {group}")
 
 
 def _describe_consumer_group(cluster: Cluster, group: str) -> Any:
@@ -235,7 +237,7 @@ def _describe_consumer_group(cluster: Cluster, group: str) -> Any:
         d = r.groups[0]
         return d.error_code, d
 
-    return _retrying(call, f"describe consumer group {group}")
+    return retrying(call, f"describe consumer group {group}")
 
 
 def describe_state(cluster: Cluster, group: str) -> str:
@@ -294,7 +296,7 @@ def committed_offsets(cluster: Cluster, group: str, tps: list[TP] | None = None)
         return r.error_code, r.topics
 
     out: dict[TP, int] = {}
-    for t in _retrying(call, f"committed offsets of group {group}"):
+    for t in retrying(call, f"committed offsets of group {group}"):
         for p in t.partitions:
             if p.error_code:
                 raise CliError(
@@ -440,9 +442,9 @@ def delete_groups(cluster: Cluster, groups: list[str]) -> dict[str, ErrorCode]:
         def call(g: str = g) -> tuple[int, Any]:
             r = cluster.coordinator(g).send(cls(groups_names=[g])).results[0]
             code = r.error_code
-            return (code, code) if code in _COORDINATOR_ERRORS else (0, code)
+            return (code, code) if code in COORDINATOR_ERRORS else (0, code)
 
-        out[g] = ErrorCode(_retrying(call, f"delete group {g}"))
+        out[g] = ErrorCode(retrying(call, f"delete group {g}"))
     return out
 
 
@@ -523,24 +525,49 @@ def plan_reset(
             f"but it is {state}: stop its consumers first"
         )
     current = committed_offsets(cluster, group)
+    tps = choose_partitions(
+        cluster,
+        topics,
+        current,
+        f"group {group!r} has no committed offsets; name the topics with --topic",
+    )
+    return state, plan_new_offsets(cluster, group, tps, current, spec, warn)
+
+
+def choose_partitions(
+    cluster: Cluster,
+    topics: list[tuple[str, list[int] | None]] | None,
+    current: dict[TP, int],
+    none_message: str,
+) -> list[TP]:
+    """The partitions a reset covers: those of `current` when `topics` is None, else the named ones
+    (every partition of a topic named without any), checked against the cluster's metadata."""
     if topics is None:
-        tps = sorted(current)
-        if not tps:
-            raise CliError(
-                f"group {group!r} has no committed offsets; name the topics with --topic"
-            )
-    else:
-        layout = topic_partitions(cluster, [t for t, _ in topics])
-        chosen: set[TP] = set()
-        for t, ps in topics:
-            have = sorted(layout[t])
-            for p in ps if ps is not None else have:
-                if p not in layout[t]:
-                    raise CliError(
-                        f"topic {t!r} has no partition {p} (partitions 0..{len(have) - 1})"
-                    )
-                chosen.add((t, p))
-        tps = sorted(chosen)
+        if not current:
+            raise CliError(none_message)
+        return sorted(current)
+    layout = topic_partitions(cluster, [t for t, _ in topics])
+    chosen: set[TP] = set()
+    for t, ps in topics:
+        have = sorted(layout[t])
+        for p in ps if ps is not None else have:
+            if p not in layout[t]:
+                raise CliError(f"topic {t!r} has no partition {p} (partitions 0..{len(have) - 1})")
+            chosen.add((t, p))
+    return sorted(chosen)
+
+
+def plan_new_offsets(
+    cluster: Cluster,
+    group: str,
+    tps: list[TP],
+    current: dict[TP, int],
+    spec: ResetSpec,
+    warn: Callable[[str], None],
+    what: str = "committed offset",
+) -> list[OffsetReset]:
+    """Each partition's new offset under `spec`, clamped to the log; `current` is what `--shift-by`
+    moves (the committed offset, or a share group's start offset)."""
     earliest = list_offsets(cluster, tps, EARLIEST)
     latest = list_offsets(cluster, tps, LATEST)
     if spec.mode == "datetime":
@@ -557,7 +584,7 @@ def plan_reset(
         elif spec.mode == "shift":
             if tp not in current:
                 raise CliError(
-                    f"cannot shift {tp[0]}-{tp[1]}: group {group!r} has no committed offset for it"
+                    f"cannot shift {tp[0]}-{tp[1]}: group {group!r} has no {what} for it"
                 )
             new = _clamp(tp, current[tp] + spec.value, lo, hi, warn)
         elif spec.mode == "datetime":
@@ -570,7 +597,7 @@ def plan_reset(
         if new is None:
             raise CliError(f"offsets of {tp[0]}-{tp[1]} are not available")
         plan.append(OffsetReset(tp[0], tp[1], current.get(tp), new))
-    return state, plan
+    return plan
 
 
 def execute_reset(cluster: Cluster, group: str, plan: list[OffsetReset]) -> None:
@@ -612,10 +639,10 @@ def execute_reset(cluster: Cluster, group: str, plan: list[OffsetReset]) -> None
             for p in t.partitions
             if p.error_code
         ]
-        coord = [e for e in errors if e[2] in _COORDINATOR_ERRORS]
+        coord = [e for e in errors if e[2] in COORDINATOR_ERRORS]
         return (coord[0][2] if coord else 0), errors
 
-    errors = _retrying(call, f"commit offsets of group {group}")
+    errors = retrying(call, f"commit offsets of group {group}")
     if errors:
         if any(code == ErrorCode.UNKNOWN_MEMBER_ID for _, _, code in errors):
             raise CliError(
