@@ -16,20 +16,22 @@ from kafkalite.cli.group_ops import (
     GroupDescription,
     ListedGroup,
     Member,
-    OffsetReset,
     PartitionOffsets,
-    ResetSpec,
     committed_offsets,
     delete_groups,
     describe_group,
     describe_state,
-    execute_reset,
     list_groups,
     list_offsets,
+    topic_partitions,
+)
+from kafkalite.cli.offset_resets import (
+    OffsetReset,
+    ResetSpec,
+    execute_reset,
     parse_datetime,
     parse_topic_specs,
     plan_reset,
-    topic_partitions,
 )
 from kafkalite.cli.share_group_ops import (
     ShareGroupDescription,

@@ -15,13 +15,10 @@ from kafkalite.cli.group_ops import (
     TP,
     Cluster,
     Member,
-    OffsetReset,
-    ResetSpec,
-    choose_partitions,
     list_offsets,
-    plan_new_offsets,
     retrying,
 )
+from kafkalite.cli.offset_resets import OffsetReset, ResetSpec, choose_partitions, plan_new_offsets
 from kafkalite.cli.wire import CliError
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.schema import APIS
