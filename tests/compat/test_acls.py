@@ -481,3 +481,59 @@ def test_authorized_operations_through_confluent_admin(
     # not asked for: not reported
     (plain,) = [f.result(30) for f in admin.describe_topics(TopicCollection([name])).values()]
     assert not plain.authorized_operations
+
+
+def test_share_group_offsets_need_group_and_topic_acls(
+    secured: Broker, admin: AdminClient, name: str
+) -> None:
+    """DescribeShareGroupOffsets: DESCRIBE on the group and topics; Alter/DeleteShareGroupOffsets:
+    READ on both (raw requests: the client libraries have no share-group admin calls)."""
+    from kafkalite.cli.wire import WireClient
+    from kafkalite.protocol.schema import APIS
+
+    secured.create_topic(name)
+    group = f"g-{name}"
+    D: Any = APIS[90].request
+    A: Any = APIS[91].request
+    X: Any = APIS[92].request
+    DG = D.DescribeShareGroupOffsetsRequestGroup
+    AT = A.AlterShareGroupOffsetsRequestTopic
+
+    def call() -> tuple[Any, Any, Any]:
+        with WireClient(secured.bootstrap_servers) as c:
+            altered = c.send(
+                A(group_id=group, topics=[AT(topic_name=name, partitions=[
+                    AT.AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=0)
+                ])]),
+                version=0,
+            )  # fmt: skip
+            described = c.send(
+                D(groups=[DG(group_id=group, topics=[
+                    DG.DescribeShareGroupOffsetsRequestTopic(topic_name=name, partitions=[0])
+                ])]),
+                version=0,
+            ).groups[0]  # fmt: skip
+            deleted = c.send(
+                X(group_id=group, topics=[X.DeleteShareGroupOffsetsRequestTopic(topic_name=name)]),
+                version=0,
+            )
+            return altered, described, deleted
+
+    altered, described, deleted = call()
+    assert altered.error_code == KafkaError.GROUP_AUTHORIZATION_FAILED
+    assert described.error_code == KafkaError.GROUP_AUTHORIZATION_FAILED
+    assert deleted.error_code == KafkaError.GROUP_AUTHORIZATION_FAILED
+    grant(admin, ResourceType.GROUP, group, AclOperation.READ)  # READ implies DESCRIBE
+    altered, described, deleted = call()
+    assert altered.error_code == 0
+    assert altered.responses[0].partitions[0].error_code == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert described.error_code == 0
+    assert described.topics[0].partitions[0].error_code == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert deleted.error_code == 0
+    assert deleted.responses[0].error_code == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    grant(admin, ResourceType.TOPIC, name, AclOperation.READ)
+    altered, described, deleted = call()
+    assert altered.responses[0].partitions[0].error_code == 0
+    part = described.topics[0].partitions[0]
+    assert (part.error_code, part.start_offset) == (0, 0)
+    assert deleted.responses[0].error_code == 0

@@ -1,14 +1,12 @@
 """What `kafkalite groups` does over the Kafka protocol: the Cluster connections, listing, describing and deleting
-groups, committed offsets and log ends, and planning and executing offset resets (no printing, no argparse).
+groups, committed offsets and log ends (no printing, no argparse; offset resets are in cli.offset_resets).
 """
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from kafkalite.cli.wire import CliError, WireClient
@@ -24,7 +22,7 @@ GROUP_STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "
 LATEST, EARLIEST = -1, -2
 _RETRIES = 20
 _RETRY_SLEEP_S = 0.25
-_COORDINATOR_ERRORS = {
+COORDINATOR_ERRORS = {
     ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
     ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.NOT_COORDINATOR,
@@ -95,7 +93,7 @@ class Cluster:
                 msg = r.error_message if v >= 1 else None
             if code == ErrorCode.NO_ERROR:
                 return self.connect(host, port)
-            if code not in _COORDINATOR_ERRORS:
+            if code not in COORDINATOR_ERRORS:
                 break
             time.sleep(_RETRY_SLEEP_S)
         raise CliError(
@@ -104,14 +102,14 @@ class Cluster:
         )
 
 
-def _retrying(call: Callable[[], tuple[int, Any]], what: str) -> Any:
+def retrying(call: Callable[[], tuple[int, Any]], what: str) -> Any:
     """Run `call` (returning (error code, value)) again while the coordinator is loading."""
     code = 0
     for _ in range(_RETRIES):
         code, value = call()
         if code == ErrorCode.NO_ERROR:
             return value
-        if code not in _COORDINATOR_ERRORS:
+        if code not in COORDINATOR_ERRORS:
             break
         time.sleep(_RETRY_SLEEP_S)
     raise CliError(f"{what}: {_name(code)}")
@@ -169,14 +167,7 @@ class ListedGroup:
     group_id: str
     protocol_type: str
     state: str
-
-
-@dataclass
-class OffsetReset:
-    topic: str
-    partition: int
-    current: int | None
-    new: int
+    group_type: str = ""  # classic, consumer or share (ListGroups v5+)
 
 
 def list_groups(cluster: Cluster, states: Iterable[str] = ()) -> list[ListedGroup]:
@@ -193,11 +184,12 @@ def list_groups(cluster: Cluster, states: Iterable[str] = ()) -> list[ListedGrou
             r = c.send(req, version=v)
             return r.error_code, r.groups
 
-        for g in _retrying(call, f"list groups of broker {node_id}"):
+        for g in retrying(call, f"list groups of broker {node_id}"):
             state = g.group_state if v >= 4 else describe_state(cluster, g.group_id)
             if wanted and state not in wanted:
                 continue
-            out[g.group_id] = ListedGroup(g.group_id, g.protocol_type, state)
+            group_type = g.group_type if v >= 5 else ""
+            out[g.group_id] = ListedGroup(g.group_id, g.protocol_type, state, group_type)
     return sorted(out.values(), key=lambda g: g.group_id)
 
 
@@ -222,7 +214,7 @@ def _describe_raw(cluster: Cluster, group: str) -> Any:
             return 0, None
         return d.error_code, d
 
-    return _retrying(call, f"describe group {group}")
+    return retrying(call, f"describe group {group}")
 
 
 def _describe_consumer_group(cluster: Cluster, group: str) -> Any:
@@ -235,7 +227,7 @@ def _describe_consumer_group(cluster: Cluster, group: str) -> Any:
         d = r.groups[0]
         return d.error_code, d
 
-    return _retrying(call, f"describe consumer group {group}")
+    return retrying(call, f"describe consumer group {group}")
 
 
 def describe_state(cluster: Cluster, group: str) -> str:
@@ -294,7 +286,7 @@ def committed_offsets(cluster: Cluster, group: str, tps: list[TP] | None = None)
         return r.error_code, r.topics
 
     out: dict[TP, int] = {}
-    for t in _retrying(call, f"committed offsets of group {group}"):
+    for t in retrying(call, f"committed offsets of group {group}"):
         for p in t.partitions:
             if p.error_code:
                 raise CliError(
@@ -440,187 +432,7 @@ def delete_groups(cluster: Cluster, groups: list[str]) -> dict[str, ErrorCode]:
         def call(g: str = g) -> tuple[int, Any]:
             r = cluster.coordinator(g).send(cls(groups_names=[g])).results[0]
             code = r.error_code
-            return (code, code) if code in _COORDINATOR_ERRORS else (0, code)
+            return (code, code) if code in COORDINATOR_ERRORS else (0, code)
 
-        out[g] = ErrorCode(_retrying(call, f"delete group {g}"))
+        out[g] = ErrorCode(retrying(call, f"delete group {g}"))
     return out
-
-
-# ---------------------------------------------------------------------------
-# reset-offsets
-
-
-@dataclass
-class ResetSpec:
-    """How to compute new offsets: exactly one of the modes of kafka-consumer-groups."""
-
-    mode: str  # earliest | latest | offset | datetime | shift
-    value: int = 0  # the offset, the epoch-ms timestamp or the shift
-
-
-def parse_datetime(text: str) -> int:
-    """ISO-8601 (a missing zone means local time) or plain epoch milliseconds -> epoch ms."""
-    s = text.strip()
-    if s.lstrip("-").isdigit():
-        return int(s)
-    try:
-        dt = datetime.fromisoformat(s)
-    except ValueError:
-        raise CliError(
-            f"--to-datetime expects ISO-8601 like 2024-05-01T12:00:00 or 2024-05-01T12:00:00+00:00, got {text!r}"
-        ) from None
-    if dt.tzinfo is None:
-        dt = dt.astimezone()
-    return int(dt.timestamp() * 1000)
-
-
-def parse_topic_specs(specs: list[str]) -> list[tuple[str, list[int] | None]]:
-    """`T` (every partition) or `T:0,1,2`."""
-    out: list[tuple[str, list[int] | None]] = []
-    for spec in specs:
-        name, sep, parts = spec.partition(":")
-        if not name:
-            raise CliError(f"--topic {spec!r}: missing topic name")
-        if not sep:
-            out.append((name, None))
-            continue
-        try:
-            ps = sorted({int(x) for x in parts.split(",") if x.strip()})
-        except ValueError:
-            raise CliError(
-                f"--topic {spec!r}: partitions must be integers, like {name}:0,1"
-            ) from None
-        if not ps:
-            raise CliError(f"--topic {spec!r}: no partitions after ':'")
-        out.append((name, ps))
-    return out
-
-
-def _clamp(tp: TP, new: int, lo: int | None, hi: int | None, warn: Callable[[str], None]) -> int:
-    t, p = tp
-    if lo is not None and new < lo:
-        warn(f"new offset {new} of {t}-{p} is below the earliest offset {lo}: using {lo}")
-        return lo
-    if hi is not None and new > hi:
-        warn(f"new offset {new} of {t}-{p} is past the log end offset {hi}: using {hi}")
-        return hi
-    return new
-
-
-def plan_reset(
-    cluster: Cluster,
-    group: str,
-    topics: list[tuple[str, list[int] | None]] | None,
-    spec: ResetSpec,
-    warn: Callable[[str], None] = lambda msg: print(f"warning: {msg}", file=sys.stderr),
-) -> tuple[str, list[OffsetReset]]:
-    """The group's state and the offsets it would get. `topics=None` means every topic with a commit.
-    Refused (CliError) unless the group is Empty or does not exist, as Kafka does."""
-    state = describe_state(cluster, group)
-    if state not in ("Empty", "Dead"):
-        raise CliError(
-            f"offsets of group {group!r} can only be reset while it is inactive (Empty), "
-            f"but it is {state}: stop its consumers first"
-        )
-    current = committed_offsets(cluster, group)
-    if topics is None:
-        tps = sorted(current)
-        if not tps:
-            raise CliError(
-                f"group {group!r} has no committed offsets; name the topics with --topic"
-            )
-    else:
-        layout = topic_partitions(cluster, [t for t, _ in topics])
-        chosen: set[TP] = set()
-        for t, ps in topics:
-            have = sorted(layout[t])
-            for p in ps if ps is not None else have:
-                if p not in layout[t]:
-                    raise CliError(
-                        f"topic {t!r} has no partition {p} (partitions 0..{len(have) - 1})"
-                    )
-                chosen.add((t, p))
-        tps = sorted(chosen)
-    earliest = list_offsets(cluster, tps, EARLIEST)
-    latest = list_offsets(cluster, tps, LATEST)
-    if spec.mode == "datetime":
-        at_time = list_offsets(cluster, tps, spec.value)
-    plan = []
-    for tp in tps:
-        lo, hi = earliest[tp], latest[tp]
-        if spec.mode == "earliest":
-            new = lo
-        elif spec.mode == "latest":
-            new = hi
-        elif spec.mode == "offset":
-            new = _clamp(tp, spec.value, lo, hi, warn)
-        elif spec.mode == "shift":
-            if tp not in current:
-                raise CliError(
-                    f"cannot shift {tp[0]}-{tp[1]}: group {group!r} has no committed offset for it"
-                )
-            new = _clamp(tp, current[tp] + spec.value, lo, hi, warn)
-        elif spec.mode == "datetime":
-            found = at_time[tp]
-            new = (
-                found if found is not None and found >= 0 else hi
-            )  # nothing that late: the log end
-        else:
-            raise CliError(f"unknown reset mode {spec.mode!r}")
-        if new is None:
-            raise CliError(f"offsets of {tp[0]}-{tp[1]} are not available")
-        plan.append(OffsetReset(tp[0], tp[1], current.get(tp), new))
-    return state, plan
-
-
-def execute_reset(cluster: Cluster, group: str, plan: list[OffsetReset]) -> None:
-    """Commit the planned offsets as a standalone consumer would (generation -1, no member id)."""
-    cls: Any = APIS[8].request
-    by_topic: dict[str, list[OffsetReset]] = {}
-    for r in plan:
-        by_topic.setdefault(r.topic, []).append(r)
-    t_cls = cls.OffsetCommitRequestTopic
-    req = cls(
-        group_id=group,
-        generation_id_or_member_epoch=-1,
-        member_id="",
-        group_instance_id=None,
-        retention_time_ms=-1,
-        topics=[
-            t_cls(
-                name=t,
-                partitions=[
-                    t_cls.OffsetCommitRequestPartition(
-                        partition_index=r.partition,
-                        committed_offset=r.new,
-                        committed_leader_epoch=-1,
-                        commit_timestamp=-1,
-                        committed_metadata="",
-                    )
-                    for r in rs
-                ],
-            )
-            for t, rs in by_topic.items()
-        ],
-    )
-
-    def call() -> tuple[int, Any]:
-        resp = cluster.coordinator(group).send(req)
-        errors = [
-            (t.name, p.partition_index, p.error_code)
-            for t in resp.topics
-            for p in t.partitions
-            if p.error_code
-        ]
-        coord = [e for e in errors if e[2] in _COORDINATOR_ERRORS]
-        return (coord[0][2] if coord else 0), errors
-
-    errors = _retrying(call, f"commit offsets of group {group}")
-    if errors:
-        if any(code == ErrorCode.UNKNOWN_MEMBER_ID for _, _, code in errors):
-            raise CliError(
-                f"group {group!r} became active while resetting: offsets not committed "
-                "(UNKNOWN_MEMBER_ID); stop its consumers and try again"
-            )
-        detail = ", ".join(f"{t}-{p}: {_name(code)}" for t, p, code in errors)
-        raise CliError(f"commit offsets of group {group!r} failed: {detail}")

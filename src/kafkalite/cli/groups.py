@@ -1,5 +1,5 @@
-"""`kafkalite groups list|describe|delete|reset-offsets`, in the spirit of kafka-consumer-groups.sh: printing
-and argparse; the Kafka calls (FindCoordinator, offsets, log ends, resets) live in cli.group_ops.
+"""`kafkalite groups list|describe|delete|reset-offsets|delete-offsets`, in the spirit of kafka-consumer-groups.sh
+and kafka-share-groups.sh: printing and argparse; the Kafka calls live in cli.group_ops and cli.share_group_ops.
 """
 
 from __future__ import annotations
@@ -16,20 +16,30 @@ from kafkalite.cli.group_ops import (
     GroupDescription,
     ListedGroup,
     Member,
-    OffsetReset,
     PartitionOffsets,
-    ResetSpec,
     committed_offsets,
     delete_groups,
     describe_group,
     describe_state,
-    execute_reset,
     list_groups,
     list_offsets,
+    topic_partitions,
+)
+from kafkalite.cli.offset_resets import (
+    OffsetReset,
+    ResetSpec,
+    execute_reset,
     parse_datetime,
     parse_topic_specs,
     plan_reset,
-    topic_partitions,
+)
+from kafkalite.cli.share_group_ops import (
+    ShareGroupDescription,
+    delete_share_offsets,
+    describe_share_group,
+    execute_share_reset,
+    is_share_group,
+    plan_share_reset,
 )
 from kafkalite.cli.wire import CliError, WireClient
 from kafkalite.protocol.errors import ErrorCode
@@ -46,10 +56,12 @@ __all__ = [
     "OffsetReset",
     "PartitionOffsets",
     "ResetSpec",
+    "ShareGroupDescription",
     "add_parser",
     "committed_offsets",
     "delete_groups",
     "describe_group",
+    "describe_share_group",
     "describe_state",
     "execute_reset",
     "list_groups",
@@ -99,8 +111,8 @@ def _cmd_list(cluster: Cluster, a: argparse.Namespace) -> None:
     if a.verbose or states:
         _table(
             None,
-            ["GROUP", "STATE", "PROTOCOL-TYPE"],
-            [[g.group_id, g.state, g.protocol_type] for g in groups],
+            ["GROUP", "STATE", "TYPE", "PROTOCOL-TYPE"],
+            [[g.group_id, g.state, g.group_type or None, g.protocol_type or None] for g in groups],
         )
     else:
         for g in groups:
@@ -174,6 +186,51 @@ def _print_description(d: GroupDescription, a: argparse.Namespace) -> None:
         print(f"Total lag: {total}")
 
 
+def _print_share_description(d: ShareGroupDescription, a: argparse.Namespace) -> None:
+    show_all = not (a.members or a.offsets or a.state)
+    print(
+        f"Group {d.group_id}: share group (KIP-932), state {d.state}, group epoch {d.group_epoch}, "
+        f"assignment epoch {d.assignment_epoch}, assignor {d.assignor}, {len(d.members)} member(s)"
+    )
+    if show_all or a.members:
+        if d.members:
+            _table(
+                "Members",
+                ["MEMBER-ID", "CLIENT-ID", "HOST", "#PARTITIONS", "ASSIGNMENT"],
+                [
+                    [
+                        m.member_id,
+                        m.client_id,
+                        m.host,
+                        len(m.assignment),
+                        _assignment_text(m.assignment),
+                    ]
+                    for m in d.members
+                ],
+            )
+        else:
+            print(f"Share group {d.group_id!r} has no active members.")
+    if show_all or a.offsets:
+        if not d.offsets:
+            print(f"Share group {d.group_id!r} has no share-partition state yet.")
+            return
+        _table(
+            "Start offsets",
+            ["TOPIC", "PARTITION", "START-OFFSET", "LOG-END-OFFSET", "LAG"],
+            [
+                [
+                    o.topic,
+                    o.partition,
+                    o.start_offset if o.start_offset >= 0 else None,
+                    o.log_end,
+                    o.lag,
+                ]
+                for o in d.offsets
+            ],
+        )
+        print(f"Total lag: {sum(o.lag or 0 for o in d.offsets)}")
+
+
 def _cmd_describe(cluster: Cluster, a: argparse.Namespace) -> None:
     if a.all_groups:
         names = [g.group_id for g in list_groups(cluster)]
@@ -183,6 +240,12 @@ def _cmd_describe(cluster: Cluster, a: argparse.Namespace) -> None:
         raise CliError("name a group with --group G (repeatable) or use --all-groups")
     missing = []
     for i, name in enumerate(names):
+        share = describe_share_group(cluster, name)
+        if share is not None:
+            if i:
+                print()
+            _print_share_description(share, a)
+            continue
         d = describe_group(cluster, name)
         if not d.exists:
             missing.append(name)
@@ -236,9 +299,11 @@ def _cmd_reset(cluster: Cluster, a: argparse.Namespace) -> None:
     if bool(a.topic) == bool(a.all_topics):
         raise CliError("choose the partitions with --topic T[:p,...] (repeatable) or --all-topics")
     spec = _reset_spec(a)
-    state, plan = plan_reset(
-        cluster, a.group, None if a.all_topics else parse_topic_specs(a.topic), spec
-    )
+    topics = None if a.all_topics else parse_topic_specs(a.topic)
+    if is_share_group(cluster, a.group):
+        _reset_share(cluster, a, topics, spec)
+        return
+    state, plan = plan_reset(cluster, a.group, topics, spec)
     _table(
         f"Offsets of group {a.group}",
         ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET"],
@@ -253,6 +318,42 @@ def _cmd_reset(cluster: Cluster, a: argparse.Namespace) -> None:
     print(f"Committed {len(plan)} offset(s) for group {a.group!r}.")
 
 
+def _reset_share(
+    cluster: Cluster,
+    a: argparse.Namespace,
+    topics: list[tuple[str, list[int] | None]] | None,
+    spec: ResetSpec,
+) -> None:
+    _, plan = plan_share_reset(cluster, a.group, topics, spec)
+    _table(
+        f"Start offsets of share group {a.group}",
+        ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "NEW-START-OFFSET"],
+        [[a.group, r.topic, r.partition, r.current, r.new] for r in plan],
+    )
+    if not a.execute:
+        print("Dry run: nothing changed. Add --execute to set these start offsets.")
+        return
+    execute_share_reset(cluster, a.group, plan)
+    print(f"Set {len(plan)} start offset(s) of share group {a.group!r}.")
+
+
+def _cmd_delete_offsets(cluster: Cluster, a: argparse.Namespace) -> None:
+    if not is_share_group(cluster, a.group):
+        raise CliError(
+            f"{a.group!r} is not a share group: delete-offsets drops share-partition state "
+            "(use reset-offsets for a consumer group)"
+        )
+    results = delete_share_offsets(cluster, a.group, list(dict.fromkeys(a.topic)))
+    failed = []
+    for topic, code in results.items():
+        if code == ErrorCode.NO_ERROR:
+            print(f"Deleted the start offsets of topic {topic!r} in share group {a.group!r}.")
+        else:
+            failed.append(f"topic {topic!r}: {code.name}")
+    if failed:
+        raise CliError(f"delete start offsets of share group {a.group!r}: " + "; ".join(failed))
+
+
 def _run(a: argparse.Namespace) -> int:
     with WireClient(a.bootstrap_server) as c:
         cluster = Cluster(c)
@@ -262,6 +363,7 @@ def _run(a: argparse.Namespace) -> int:
                 "describe": _cmd_describe,
                 "delete": _cmd_delete,
                 "reset-offsets": _cmd_reset,
+                "delete-offsets": _cmd_delete_offsets,
             }[a.action](cluster, a)
         finally:
             cluster.close()
@@ -270,7 +372,8 @@ def _run(a: argparse.Namespace) -> int:
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
-        "groups", help="list, describe, delete consumer groups or reset their offsets"
+        "groups",
+        help="list, describe, delete consumer and share groups or reset (share groups: delete) offsets",
     )
     p.add_argument("--bootstrap-server", default="127.0.0.1:9092")
     acts = p.add_subparsers(dest="action", required=True)
@@ -320,6 +423,13 @@ def add_parser(sub: Any) -> None:
     )
     r.add_argument("--dry-run", action="store_true", help="show the new offsets only (the default)")
 
-    for q in (lst, d, x, r):
+    o = acts.add_parser(
+        "delete-offsets",
+        help="drop a share group's share-partition state of whole topics (it must be Empty)",
+    )
+    o.add_argument("--group", required=True)
+    o.add_argument("--topic", action="append", required=True, metavar="TOPIC", help="repeatable")
+
+    for q in (lst, d, x, r, o):
         q.add_argument("--bootstrap-server", default=argparse.SUPPRESS)
     p.set_defaults(func=_run)

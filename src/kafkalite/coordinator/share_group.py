@@ -91,6 +91,9 @@ class ShareGroup:
         self.members: dict[str, ShareMember] = {}
         self.metadata: tuple[tuple[str, str, int], ...] = ()
         self.topics: Mapping[str, SubscribedTopic] = {}  # as the last heartbeat saw them
+        # topics whose share-partitions may hold state (subscribed once, or offsets altered), by name:
+        # what DescribeShareGroupOffsets lists when asked for every topic
+        self.state_topics: dict[str, uuid.UUID] = {}
 
     @property
     def state(self) -> str:
@@ -112,6 +115,8 @@ class ShareGroup:
         self.topics = topics
         self.group_epoch += 1
         self.metadata = self._metadata_of(topics)
+        for name, topic_id, _ in self.metadata:
+            self.state_topics[name] = uuid.UUID(topic_id)
         plan = simple_assign(
             {m.member_id: m.subscribed_topic_names for m in self.members.values()}, topics
         )

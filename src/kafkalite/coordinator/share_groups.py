@@ -46,6 +46,15 @@ class ShareGroupDescription:
     members: list[ShareMemberDescription] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True)
+class ShareGroupLookup:
+    """A share group found for offset administration, or the error to answer."""
+
+    error: ErrorCode
+    message: str | None = None
+    group: ShareGroup | None = None
+
+
 class ShareGroups(CoordinatorRuntime):
     """The share-group operations, mixed into the GroupCoordinator."""
 
@@ -127,6 +136,38 @@ class ShareGroups(CoordinatorRuntime):
                 )
             )
         return out
+
+    def share_group_lookup(
+        self, group_id: str, *, require_empty: bool = False, create: bool = False
+    ) -> ShareGroupLookup:
+        """The share group for Describe/Alter/DeleteShareGroupOffsets: GROUP_ID_NOT_FOUND for an
+        unknown id or a group of another type, NON_EMPTY_GROUP when `require_empty` and members are
+        in it (Kafka's rule for altering or deleting share-partition state). With `create`, an unused
+        id becomes an empty share group (offsets set before its first member, as Kafka allows)."""
+        err = self._validate(group_id)
+        if err is not None:
+            return ShareGroupLookup(err)
+        group = self.share_groups.get(group_id)
+        if group is None:
+            other = self.groups.get(group_id)
+            in_use = other is not None and (other.members or other.consumer is not None)
+            if create and not in_use:
+                group = self.share_groups[group_id] = ShareGroup(group_id)
+                log.info("share group %r created empty by an offset change", group_id)
+            else:
+                return ShareGroupLookup(
+                    E.GROUP_ID_NOT_FOUND,
+                    f"Group {group_id} is not a share group."
+                    if other is not None
+                    else f"Group {group_id} not found.",
+                )
+        if require_empty and group.members:
+            return ShareGroupLookup(
+                E.NON_EMPTY_GROUP,
+                f"Share group {group_id} has {len(group.members)} member(s); "
+                "its offsets can only change while it is empty.",
+            )
+        return ShareGroupLookup(E.NO_ERROR, None, group)
 
     def _expire_share_members(self, now: int) -> None:
         for group in list(self.share_groups.values()):

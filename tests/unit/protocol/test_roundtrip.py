@@ -80,6 +80,15 @@ EXPECTED_APIS: list[tuple[str, int, int, int]] = [
     ("ShareAcknowledge", 79, 0, 1),
     # KIP-966: partitions paged by a cursor
     ("DescribeTopicPartitions", 75, 0, 0),
+    # KIP-932 share groups (v1 is Kafka 4.1's stable version)
+    ("ShareGroupHeartbeat", 76, 0, 1),
+    ("ShareGroupDescribe", 77, 0, 1),
+    ("ShareFetch", 78, 0, 1),
+    ("ShareAcknowledge", 79, 0, 1),
+    # KIP-932: share-group offset administration, as Kafka 4.1 declares it
+    ("DescribeShareGroupOffsets", 90, 0, 0),
+    ("AlterShareGroupOffsets", 91, 0, 0),
+    ("DeleteShareGroupOffsets", 92, 0, 0),
     # KIP-932: the share coordinator's inter-broker APIs
     ("InitializeShareGroupState", 83, 0, 0),
     ("ReadShareGroupState", 84, 0, 0),

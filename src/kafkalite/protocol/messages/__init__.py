@@ -24,6 +24,7 @@ _FAMILIES = (
     "consumer_groups",
     "share_groups",
     "share_state",
+    "share_admin",
 )
 
 for _name in _FAMILIES:
