@@ -333,7 +333,9 @@ def test_state_survives_a_restart(tmp_path: Path) -> None:
         assert acquired(r) == [(2, 3, 2), (4, 5, 1)]
 
 
-def test_records_deleted_below_the_start_are_forgotten(share_broker: Broker, wire: WireClient) -> None:
+def test_records_deleted_below_the_start_are_forgotten(
+    share_broker: Broker, wire: WireClient
+) -> None:
     topic, group, tid = setup_group(share_broker, wire, 10)
     a = join(wire, group, topic).member_id
     b = join(wire, group, topic).member_id

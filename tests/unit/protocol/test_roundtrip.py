@@ -74,10 +74,6 @@ EXPECTED_APIS: list[tuple[str, int, int, int]] = [
     # KIP-848 consumer groups
     ("ConsumerGroupHeartbeat", 68, 0, 1),
     ("ConsumerGroupDescribe", 69, 0, 1),
-    ("ShareGroupHeartbeat", 76, 0, 1),
-    ("ShareGroupDescribe", 77, 0, 1),
-    ("ShareFetch", 78, 0, 1),
-    ("ShareAcknowledge", 79, 0, 1),
     # KIP-966: partitions paged by a cursor
     ("DescribeTopicPartitions", 75, 0, 0),
     # KIP-932 share groups (v1 is Kafka 4.1's stable version)
