@@ -9,24 +9,26 @@ back, each mode with a fresh group id starting at the earliest offset:
   share-ack   one `ShareConsumer`, explicit: acknowledge(ACCEPT) every record, commit_async per poll
   share-x3    three `ShareConsumer`s (threads, one handle each, implicit) on the same partition
 
-The clock starts when the first record arrives (joining is not counted; the time to that moment is
-printed as "start"; the classic consumer's clock starts at its partition assignment instead, since
-librdkafka fetches ahead from then on, before the first record reaches the application) and stops once N distinct offsets have been
-received; closing the consumers afterwards is not counted. Figures: records/s, MB/s of values, the
-ratio to the classic consumer of the same round, and the broker's CPU seconds per GB of values
-consumed (utime+stime of the broker process from /proc over the same span). Every mode checks that
-the number of distinct offsets received is N; "dup" counts deliveries of an offset already seen
-(redeliveries) before the last new one, "late" the deliveries after it, while the other consumers
-are stopping (in share-x3, with implicit acknowledgement, the finishing consumer's close hands its
-last batch back and the others still polling get it again), and share-x3 prints how many records
-each consumer took. Modes alternate their order
-from round to round; medians over --rounds.
+The clock starts when the first record arrives (joining is not counted; the time to that moment
+is printed as "start"); the classic consumer's starts at its partition assignment instead, since
+librdkafka fetches ahead from then on, before the first record reaches the application. It stops
+once N distinct offsets have been received; closing the consumers afterwards is not counted.
+Figures: records/s, MB/s of values, the ratio to the classic consumer of the same round, and the
+broker's CPU seconds per GB of values consumed (utime+stime of the broker process from /proc over
+the same span). Every mode checks that it received exactly N distinct offsets; "dup" counts
+deliveries of an already seen offset before the last new one arrived, "late" the deliveries after
+it, while the consumers are stopping (share-x3 with implicit acknowledgement: librdkafka's close
+does not accept the finishing consumer's last batch, so the others still polling get it again).
+share-x3 also prints how many records each consumer took. The modes' order alternates from round
+to round; medians over --rounds.
 
---profile FILE runs the broker under cProfile (it writes FILE when it stops on SIGTERM); the CPU
-figures then include the profiler's overhead.
+--share-fetch-max-bytes sets the share consumers' fetch.max.bytes (librdkafka's default is
+50 MiB, and the broker reads that much of the log for every ShareFetch however few records it
+may acquire). --profile FILE runs the broker under cProfile, which writes FILE when the broker
+stops on SIGTERM; its figures then include the profiler's overhead.
 
 Usage: python bench/bench_share_groups.py [--rounds R] [--records N] [--max-poll-records M]
-                                          [--modes classic,share,...] [--profile FILE]
+       [--modes classic,share,share-ack,share-x3] [--share-fetch-max-bytes B] [--profile FILE]
 """
 
 from __future__ import annotations
