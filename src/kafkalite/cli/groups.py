@@ -216,13 +216,14 @@ def _print_share_description(d: ShareGroupDescription, a: argparse.Namespace) ->
             return
         _table(
             "Start offsets",
-            ["TOPIC", "PARTITION", "START-OFFSET", "LOG-END-OFFSET", "LAG"],
+            ["TOPIC", "PARTITION", "START-OFFSET", "LOG-END-OFFSET", "IN-FLIGHT", "LAG"],
             [
                 [
                     o.topic,
                     o.partition,
                     o.start_offset if o.start_offset >= 0 else None,
                     o.log_end,
+                    o.in_flight,
                     o.lag,
                 ]
                 for o in d.offsets

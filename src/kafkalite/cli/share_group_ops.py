@@ -30,15 +30,21 @@ class ShareOffsets:
     partition: int
     start_offset: int  # the share-partition start offset; -1: never initialized
     log_end: int | None  # None: the partition could not be read
+    broker_lag: int = -1  # DescribeShareGroupOffsets v1: not yet acknowledged or archived
+    in_flight_records: int = -1  # kafkalite's tagged field: fetched and not yet finished
 
     @property
     def lag(self) -> int | None:
-        # DescribeShareGroupOffsets v0 (Kafka 4.1) carries no lag, and acknowledged records past the
-        # start offset are not visible to clients: this is the log end minus the start offset, an
-        # upper bound of what the group has left to deliver
+        if self.broker_lag >= 0:
+            return self.broker_lag
+        # a broker without v1 (Kafka 4.1): the log end minus the start offset, an upper bound
         if self.start_offset < 0 or self.log_end is None:
             return None
         return max(self.log_end - self.start_offset, 0)
+
+    @property
+    def in_flight(self) -> int | None:
+        return self.in_flight_records if self.in_flight_records >= 0 else None
 
 
 @dataclass
@@ -75,6 +81,14 @@ def is_share_group(cluster: Cluster, group: str) -> bool:
 def share_start_offsets(cluster: Cluster, group: str, tps: list[TP] | None = None) -> dict[TP, int]:
     """DescribeShareGroupOffsets: each share-partition's start offset (-1 when never initialized),
     of `tps` or of every partition the group has state for."""
+    return {tp: p.start_offset for tp, p in share_offsets_described(cluster, group, tps).items()}
+
+
+def share_offsets_described(
+    cluster: Cluster, group: str, tps: list[TP] | None = None
+) -> dict[TP, Any]:
+    """DescribeShareGroupOffsets' per-partition answers (start offset, and from v1 the lag and
+    kafkalite's in-flight count), of `tps` or of every partition the group has state for."""
     cls: Any = APIS[90].request
     g_cls = cls.DescribeShareGroupOffsetsRequestGroup
     by_topic: dict[str, list[int]] = {}
@@ -91,10 +105,10 @@ def share_start_offsets(cluster: Cluster, group: str, tps: list[TP] | None = Non
     req = cls(groups=[g_cls(group_id=group, topics=topics)])
 
     def call() -> tuple[int, Any]:
-        g = cluster.coordinator(group).send(req, version=0).groups[0]
+        g = cluster.coordinator(group).send(req).groups[0]
         return g.error_code, g.topics
 
-    out: dict[TP, int] = {}
+    out: dict[TP, Any] = {}
     for t in retrying(call, f"start offsets of share group {group}"):
         for p in t.partitions:
             if p.error_code:
@@ -102,7 +116,7 @@ def share_start_offsets(cluster: Cluster, group: str, tps: list[TP] | None = Non
                     f"start offset of {t.topic_name}-{p.partition_index}: "
                     f"{ErrorCode.name_of(p.error_code)}"
                 )
-            out[(t.topic_name, p.partition_index)] = p.start_offset
+            out[(t.topic_name, p.partition_index)] = p
     return out
 
 
@@ -125,14 +139,24 @@ def describe_share_group(cluster: Cluster, group: str) -> ShareGroupDescription 
     desc = ShareGroupDescription(
         group, d.group_state, d.group_epoch, d.assignment_epoch, d.assignor_name, members
     )
-    starts = share_start_offsets(cluster, group)
+    found = share_offsets_described(cluster, group)
     assigned = {tp for m in members for tp in m.assignment}
-    missing = sorted(assigned - set(starts))
+    missing = sorted(assigned - set(found))
     if missing:
-        starts.update(share_start_offsets(cluster, group, missing))
-    tps = sorted(starts)
+        found.update(share_offsets_described(cluster, group, missing))
+    tps = sorted(found)
     ends = list_offsets(cluster, tps, LATEST, strict=False)
-    desc.offsets = [ShareOffsets(t, p, starts[(t, p)], ends.get((t, p))) for t, p in tps]
+    desc.offsets = [
+        ShareOffsets(
+            t,
+            p,
+            found[(t, p)].start_offset,
+            ends.get((t, p)),
+            getattr(found[(t, p)], "lag", -1),
+            getattr(found[(t, p)], "in_flight_records", -1),
+        )
+        for t, p in tps
+    ]
     return desc
 
 

@@ -130,16 +130,19 @@ class ShareStateManager:
 
     def read(self, key: SharePartitionKey, leader_epoch: int) -> Outcome:
         """The stored state (an uninitialized share-partition reads as state epoch 0, start offset -1,
-        no batches, as Kafka answers); a read by a newer leader fences writes of older ones."""
+        no batches, as Kafka answers); a read by a newer leader fences writes of older ones, a read
+        with leader epoch -1 only looks."""
         checked = self._check(key)
         if isinstance(checked, ShareStateResult):
             return [], checked
         partition, current = checked
-        if self._leader_fenced(partition, key, leader_epoch):
+        observer = leader_epoch < 0  # an administrator's look (kafkalite): no fencing either way
+        if not observer and self._leader_fenced(partition, key, leader_epoch):
             return _error(E.FENCED_LEADER_EPOCH, "the leader epoch is older than the one recorded")
         if current is None:
             return [], ShareStateResult(E.NO_ERROR)
-        self.leader_epochs.setdefault(partition, {})[key] = leader_epoch
+        if not observer:
+            self.leader_epochs.setdefault(partition, {})[key] = leader_epoch
         return [], ShareStateResult(
             E.NO_ERROR, None, current.state_epoch, current.start_offset, current.state_batches
         )

@@ -353,3 +353,19 @@ def test_records_deleted_below_the_start_are_forgotten(
     assert acquired(fetch(wire, group, b, 0, tid)) == [(7, 9, 1)]
     # A's records are gone: acknowledging them is refused, nothing is redelivered
     assert part_of(ack(wire, group, a, 1, tid, [(0, 4, 1)])).error_code == E.INVALID_RECORD_STATE
+
+
+def test_describe_offsets_reports_lag_and_in_flight(share_broker: Broker, wire: WireClient) -> None:
+    topic, group, tid = setup_group(share_broker, wire, 10)
+    a = join(wire, group, topic).member_id
+    assert acquired(fetch(wire, group, a, 0, tid, max_records=4)) == [(0, 3, 1)]
+    assert part_of(ack(wire, group, a, 1, tid, [(0, 1, 1), (3, 3, 1)])).error_code == 0
+    R = APIS[90].request
+    G = R.DescribeShareGroupOffsetsRequestGroup
+    req = R(groups=[G(group_id=group, topics=[G.DescribeShareGroupOffsetsRequestTopic(
+        topic_name=topic, partitions=[0])])])  # fmt: skip
+    p = wire.send(req, version=1).groups[0].topics[0].partitions[0]
+    # start 2 (0-1 done); 2 is still held, 3 acknowledged past the start: lag 10 - 2 - 1
+    assert (p.start_offset, p.lag, p.in_flight_records) == (2, 7, 1)
+    old = wire.send(req, version=0).groups[0].topics[0].partitions[0]
+    assert (old.start_offset, old.lag) == (2, -1)  # v0 has no lag; the tagged count still comes

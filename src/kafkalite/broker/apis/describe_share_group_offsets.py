@@ -1,5 +1,5 @@
-"""DescribeShareGroupOffsets (key 90, KIP-932) v0: each share-partition's start offset, read from the share
-coordinator's summary (-1 when never initialized), for the listed partitions or every one with state.
+"""DescribeShareGroupOffsets (key 90, KIP-932; v1 adds the lag, KIP-1226): each share-partition's start
+offset (-1 when never initialized), lag and in-flight count, for the listed partitions or every one with state.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 from kafkalite.broker.apis import _share_offsets as _so
 from kafkalite.broker.context import RequestContext
 from kafkalite.coordinator.share_group import ShareGroup
+from kafkalite.coordinator.share_partition import RecordState
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.share_admin import (
     DESCRIBE_SHARE_GROUP_OFFSETS,
@@ -21,6 +22,8 @@ from kafkalite.security.acl import AclOperation, ResourceType
 
 API = DESCRIBE_SHARE_GROUP_OFFSETS
 E = ErrorCode
+_ACKNOWLEDGED = int(RecordState.ACKNOWLEDGED)
+_ARCHIVED = int(RecordState.ARCHIVED)
 _Group = DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup
 _Topic = _Group.DescribeShareGroupOffsetsResponseTopic
 _Part = _Topic.DescribeShareGroupOffsetsResponsePartition
@@ -80,16 +83,63 @@ async def _partition(ctx: RequestContext, group_id: str, w: _Wanted, index: int)
         code = w.error if w.error != E.NO_ERROR else E.UNKNOWN_TOPIC_OR_PARTITION
         return _Part(partition_index=index, start_offset=-1, leader_epoch=-1, error_code=int(code))
     epoch = meta.leader_epoch
-    st = await ctx.broker.share_persister.read_summary(group_id, w.topic_id, index, epoch)
+    # the stored state, read as an observer (leader epoch -1 fences nobody)
+    st = await ctx.broker.share_persister.read(group_id, w.topic_id, index, -1)
     if w.only_initialized and (st.error != E.NO_ERROR or st.start_offset < 0):
         return None
+    if st.error != E.NO_ERROR:
+        return _Part(
+            partition_index=index,
+            start_offset=-1,
+            leader_epoch=epoch,
+            error_code=int(st.error),
+            error_message=st.message,
+        )
+    lag, in_flight = _progress(ctx, group_id, w, index, st)
     return _Part(
         partition_index=index,
-        start_offset=st.start_offset if st.error == E.NO_ERROR else -1,
+        start_offset=st.start_offset,
         leader_epoch=epoch,
-        error_code=int(st.error),
-        error_message=st.message if st.error != E.NO_ERROR else None,
+        lag=lag,
+        in_flight_records=in_flight,
+        error_code=0,
     )
+
+
+def _progress(
+    ctx: RequestContext, group_id: str, w: _Wanted, index: int, st: Any
+) -> tuple[int, int]:
+    """(lag, in-flight records): exact from the live share-partition when this broker leads it,
+    else from the stored state (whose in-flight count omits records acquired since its last write)
+    and the high watermark this broker knows; -1 when unknown."""
+    if st.start_offset < 0:
+        return -1, -1
+    broker = ctx.broker
+    part = broker.replica_manager.get_partition(w.name, index)
+    hw = part.log.high_watermark if part is not None and part.is_leader else None
+    live = broker.share_partitions.partitions.get((group_id, w.topic_id, index))
+    if live is not None and hw is not None:
+        return live.sp.lag(hw), live.sp.in_flight_count()
+    done = sum(
+        b.last_offset - max(b.first_offset, st.start_offset) + 1
+        for b in st.batches
+        if b.delivery_state in (_ACKNOWLEDGED, _ARCHIVED) and b.last_offset >= st.start_offset
+    )
+    in_flight = sum(
+        b.last_offset - max(b.first_offset, st.start_offset) + 1
+        for b in st.batches
+        if b.delivery_state not in (_ACKNOWLEDGED, _ARCHIVED) and b.last_offset >= st.start_offset
+    )
+    if hw is None:
+        hw = _high_watermark(ctx, w.name, index)
+    lag = max(0, hw - st.start_offset - done) if hw is not None else -1
+    return lag, in_flight
+
+
+def _high_watermark(ctx: RequestContext, topic: str, index: int) -> int | None:
+    """The partition's high watermark as a follower here knows it, or None."""
+    part = ctx.broker.replica_manager.get_partition(topic, index)
+    return int(part.log.high_watermark) if part is not None else None
 
 
 async def _describe(ctx: RequestContext, g: Any) -> Any:

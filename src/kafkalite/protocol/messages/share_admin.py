@@ -11,7 +11,7 @@ from kafkalite.protocol.schema import NULL, F, api, request, response
 DescribeShareGroupOffsetsRequest = request(
     90,
     "DescribeShareGroupOffsetsRequest",
-    valid="0",
+    valid="0-1",
     flexible="0+",
     fields=[
         F(
@@ -38,7 +38,7 @@ DescribeShareGroupOffsetsRequest = request(
 DescribeShareGroupOffsetsResponse = response(
     90,
     "DescribeShareGroupOffsetsResponse",
-    valid="0",
+    valid="0-1",
     flexible="0+",
     fields=[
         F("throttle_time_ms", "int32", "0+"),
@@ -63,8 +63,21 @@ DescribeShareGroupOffsetsResponse = response(
                                 F("partition_index", "int32", "0+"),
                                 F("start_offset", "int64", "0+"),
                                 F("leader_epoch", "int32", "0+"),
+                                # KIP-1226 (Kafka 4.2): records not yet acknowledged or archived
+                                F("lag", "int64", "1+", default=-1, ignorable=True),
                                 F("error_code", "int16", "0+"),
                                 F("error_message", "string", "0+", nullable="0+", default=NULL),
+                                # kafkalite's own tagged field: records fetched and not yet
+                                # finished (acquired or released); other clients skip it
+                                F(
+                                    "in_flight_records",
+                                    "int64",
+                                    "0+",
+                                    tag=10000,
+                                    tagged="0+",
+                                    default=-1,
+                                    ignorable=True,
+                                ),
                             ],
                         ),
                     ],
