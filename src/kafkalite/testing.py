@@ -62,6 +62,7 @@ class Broker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._stop: asyncio.Event | None = None
+        self.http: Any = None  # the HTTP listener (kafkalite.web) when http.listeners is set
 
     # -- lifecycle
     def start(self) -> Broker:
@@ -70,7 +71,10 @@ class Broker:
 
         if self._thread is not None:
             raise RuntimeError("broker already started")
+        from kafkalite import web
+
         self.server = BrokerServer(BrokerConfig(self.properties))
+        self.http = web.attach(self.server)
         ready = threading.Event()
         failure: list[BaseException] = []
 
@@ -133,6 +137,13 @@ class Broker:
     @property
     def host(self) -> str:
         return str(self.server.advertised[0].host)
+
+    @property
+    def http_url(self) -> str:
+        """http://HOST:PORT of the HTTP listener (set `http.listeners`, e.g. http://127.0.0.1:0)."""
+        if self.http is None:
+            raise RuntimeError("this broker has no HTTP listener (http.listeners is unset)")
+        return str(self.http.url)
 
     @property
     def bootstrap_servers(self) -> str:

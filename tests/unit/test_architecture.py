@@ -21,6 +21,7 @@ ALLOWED: dict[str, set[str]] = {
     "coordinator": {"protocol", "records"},
     "cluster": {"storage", "security", "protocol", "records"},
     "broker": {"protocol", "records", "storage", "security", "coordinator", "cluster"},
+    "web": {"protocol", "records", "storage", "security", "coordinator", "cluster", "broker"},
     "client": {"protocol", "records"},
     "spark": {"client", "protocol", "records"},
     "cli": {
@@ -33,6 +34,7 @@ ALLOWED: dict[str, set[str]] = {
         "broker",
         "client",
         "spark",
+        "web",
         "testing",
         "local_cluster",
         "zkserver",

@@ -166,6 +166,13 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "Listener URLs to bind, e.g. PLAINTEXT://0.0.0.0:9092.",
         ),
         _d(
+            "http.listeners",
+            T_LIST,
+            None,
+            "HTTP listener URLs for /metrics, the REST API (/v3) and the console, e.g. "
+            "http://127.0.0.1:8080; none when unset.",
+        ),
+        _d(
             "listener.security.protocol.map",
             T_LIST,
             "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",

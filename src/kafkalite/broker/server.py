@@ -12,7 +12,7 @@ import ssl
 import struct
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from kafkalite.broker.authorizer import Authorizer
 from kafkalite.broker.client_quotas import ClientQuotas, client_throttles
@@ -82,6 +82,15 @@ _SIZE = struct.Struct(">i")
 FETCH_KEY = 1
 
 
+class BrokerExtension(Protocol):
+    """Something above the broker that runs in its event loop (kafkalite.web's HTTP listener): started
+    once the broker serves, stopped before it stops."""
+
+    async def start(self, broker: BrokerServer) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
 class BrokerServer:
     """One broker: typed components created here and started in a fixed order by `start()` —
     metadata store, the authorizer (when `authorizer.class.name` is set), dynamic configs, LogManager (recovery), ReplicaManager and MetadataCache, the
@@ -144,6 +153,8 @@ class BrokerServer:
         self.share_persister = SharePersister(self)
         # KIP-932: share sessions and the share-partitions of the partitions this broker leads
         self.share_partitions = SharePartitionManager(self)
+        # components above the broker (kafkalite.web's HTTP listener) started last, stopped first
+        self.extensions: list[BrokerExtension] = []
         # ACL checks: None (everything allowed) unless authorizer.class.name is set; a bad name
         # fails here, before anything starts. Bound to the metadata store in start().
         self.authorizer: Authorizer | None = Authorizer.from_config(config, self.metadata_store)
@@ -230,6 +241,8 @@ class BrokerServer:
         if self.zk_broker is not None:
             await self.zk_broker.start()
         self._reaper = self._loop.create_task(self._reap_idle())
+        for ext in self.extensions:
+            await ext.start(self)
         log.info(
             "kafkalite broker %d started: cluster id %s, %d topics, data in %s",
             self.broker_id,
@@ -319,6 +332,11 @@ class BrokerServer:
     async def stop(self, grace: float = 10.0) -> None:
         """Stop accepting, let in-flight requests finish, close connections, flush and close logs.
         In cluster mode leadership is handed over first (controlled shutdown)."""
+        for ext in reversed(self.extensions):
+            try:
+                await ext.stop()
+            except Exception:
+                log.exception("stopping %s failed", type(ext).__name__)
         if self.zk_broker is not None and self.started.is_set():
             try:
                 await self.zk_broker.controlled_shutdown()

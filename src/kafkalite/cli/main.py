@@ -24,6 +24,8 @@ def _serve(args: argparse.Namespace) -> int:
         overrides.append(f"log.dirs={args.data_dir}")
     if args.listen:
         overrides.append(f"listeners=PLAINTEXT://{args.listen}")
+    if args.console:
+        overrides.append(f"http.listeners=http://{args.console}")
     try:
         config = BrokerConfig.from_sources(args.config, overrides)
     except (ConfigError, OSError) as exc:
@@ -32,8 +34,11 @@ def _serve(args: argparse.Namespace) -> int:
         level=getattr(logging, args.log_level.upper(), logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    from kafkalite import web
+
     try:
         server = BrokerServer(config)
+        http = web.attach(server)
     except ConfigError as exc:
         raise CliError(f"configuration: {exc}") from None
 
@@ -46,6 +51,8 @@ def _serve(args: argparse.Namespace) -> int:
             f"kafkalite broker {srv.broker_id} ready on {lst.host}:{lst.port} (cluster {srv.cluster_id})",
             flush=True,
         )
+        if http is not None:
+            print(f"console, REST API and metrics at {http.url}/", flush=True)
 
     try:
         import uvloop
@@ -92,6 +99,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--listen",
         metavar="HOST:PORT",
         help="shorthand for --override listeners=PLAINTEXT://HOST:PORT",
+    )
+    s.add_argument(
+        "--console",
+        nargs="?",
+        const="127.0.0.1:8080",
+        metavar="HOST:PORT",
+        help="serve the web console, REST API and /metrics (default 127.0.0.1:8080); "
+        "shorthand for --override http.listeners=http://HOST:PORT",
     )
     s.add_argument("--log-level", default="info")
     s.set_defaults(func=_serve)

@@ -1,0 +1,9 @@
+"""Prometheus metrics at /metrics (being built)."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+
+def setup(app: web.Application) -> None:
+    """Add the /metrics route."""
