@@ -191,6 +191,15 @@ class Listener:
         return f"{self.name}://{self.host}:{self.port}"
 
 
+def _check_level(name: str, value: str) -> None:
+    from kafkalite.broker.log_config import LogLevelError, level_of
+
+    try:
+        level_of(value)
+    except LogLevelError as exc:
+        raise ConfigError(f"{name}: {exc}") from None
+
+
 class BrokerConfig:
     """Typed view over Kafka-named properties. Unknown names are kept (and logged) for other components."""
 
@@ -202,6 +211,12 @@ class BrokerConfig:
             defn = BROKER_CONFIGS.get(k) or listener_override_def(k)
             if defn is not None:
                 _check(defn, v)
+            elif k.startswith("log.level."):
+                _check_level(k, v)
+            if k == "log.level":
+                _check_level(k, v)
+            elif k == "log.format" and v.strip().lower() not in ("text", "json"):
+                raise ConfigError(f"log.format={v!r}: use text or json")
             elif k not in TOPIC_CONFIGS:
                 log.info(
                     "config %s=%s is not a broker setting kafkalite knows; kept as given", k, v

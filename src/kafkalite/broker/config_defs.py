@@ -166,6 +166,14 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "Listener URLs to bind, e.g. PLAINTEXT://0.0.0.0:9092.",
         ),
         _d(
+            "log.level",
+            T_STRING,
+            "INFO",
+            "The root log level (TRACE, DEBUG, INFO, WARN, ERROR, FATAL, OFF); log.level.<logger> "
+            "sets one logger (e.g. log.level.kafka.request.logger=DEBUG logs every request).",
+        ),
+        _d("log.format", T_STRING, "text", "Log lines as text or json (one object per line)."),
+        _d(
             "http.listeners",
             T_LIST,
             None,

@@ -37,6 +37,7 @@ from kafkalite.broker.group_configs import (
 )
 from kafkalite.broker.groups import GroupCoordinatorComponent
 from kafkalite.broker.listeners import ListenerRuntime, bind_listeners, configure_listeners
+from kafkalite.broker.log_config import log_request, request_log
 from kafkalite.broker.purgatory import DelayedOperations
 from kafkalite.broker.sasl_auth import (
     SaslListenerSettings,
@@ -544,6 +545,8 @@ class BrokerServer:
             raise CloseConnection from None
         ctx = RequestContext(self, header, version, conn, time.monotonic_ns())
         result = await entry.handle(ctx, request)
+        if request_log.isEnabledFor(logging.DEBUG):
+            log_request(ctx, entry.api.name, len(frame))
         throttle = 0
         quotas = self.client_quotas
         if quotas.active and not ctx.quota_exempt:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import logging
 import sys
 from typing import Any
 
@@ -30,10 +29,15 @@ def _serve(args: argparse.Namespace) -> int:
         config = BrokerConfig.from_sources(args.config, overrides)
     except (ConfigError, OSError) as exc:
         raise CliError(f"configuration: {exc}") from None
-    logging.basicConfig(
-        level=getattr(logging, args.log_level.upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    from kafkalite.broker.log_config import LogLevelError, configure
+
+    try:  # log.format, log.level and log.level.<logger> from the properties; --log-level wins
+        props = dict(config.props)
+        if args.log_level:
+            props["log.level"] = args.log_level
+        configure(props)
+    except LogLevelError as exc:
+        raise CliError(f"configuration: {exc}") from None
     from kafkalite import web
 
     try:
@@ -108,7 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve the web console, REST API and /metrics (default 127.0.0.1:8080); "
         "shorthand for --override http.listeners=http://HOST:PORT",
     )
-    s.add_argument("--log-level", default="info")
+    s.add_argument(
+        "--log-level", help="the root log level (TRACE, DEBUG, INFO, WARN, ERROR); else log.level"
+    )
     s.set_defaults(func=_serve)
 
     topics.add_parser(sub)

@@ -8,12 +8,15 @@ from __future__ import annotations
 from typing import Any
 
 from kafkalite.broker.config_defs import is_sensitive_config
+from kafkalite.broker.config_types import SOURCE_BROKER_LOGGER, T_STRING
 from kafkalite.broker.context import RequestContext
+from kafkalite.broker.log_config import known_loggers, level_name
 from kafkalite.broker.topic_configs import (
     RESOURCE_BROKER,
     RESOURCE_BROKER_LOGGER,
     RESOURCE_GROUP,
     RESOURCE_TOPIC,
+    ConfigEntry,
     broker_entries,
     config_access_denied,
     topic_entries,
@@ -76,7 +79,17 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 continue
             entries = broker_entries(broker, res.resource_name)
         elif res.resource_type == RESOURCE_BROKER_LOGGER:
-            entries = []
+            why = _broker_name_error(broker.broker_id, res.resource_name)
+            if why is not None or not res.resource_name:
+                r.error_code = int(ErrorCode.INVALID_REQUEST)
+                r.error_message = why or "BROKER_LOGGER needs a broker id"
+                continue
+            entries = [
+                ConfigEntry(
+                    name, level_name(level), SOURCE_BROKER_LOGGER, False, T_STRING, None, []
+                )
+                for name, level in known_loggers().items()
+            ]
         elif res.resource_type == RESOURCE_GROUP:
             if not res.resource_name:
                 r.error_code = int(ErrorCode.INVALID_REQUEST)

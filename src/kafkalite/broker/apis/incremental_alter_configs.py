@@ -5,6 +5,7 @@ List-typed configs take APPEND and SUBTRACT from their value or else their defau
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -18,8 +19,10 @@ from kafkalite.broker.dynamic_config import (
     dynamic_configs,
 )
 from kafkalite.broker.group_config_defs import GROUP_CONFIG_DEFS
+from kafkalite.broker.log_config import ROOT, LogLevelError, level_of, set_level
 from kafkalite.broker.topic_configs import (
     RESOURCE_BROKER,
+    RESOURCE_BROKER_LOGGER,
     RESOURCE_GROUP,
     RESOURCE_TOPIC,
     config_access_denied,
@@ -35,6 +38,9 @@ from kafkalite.storage.config import TOPIC_CONFIG_DEFAULTS, TOPIC_CONFIG_TYPES
 API = INCREMENTAL_ALTER_CONFIGS
 _Resp = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+
+log = logging.getLogger("kafkalite.broker.configs")
 
 
 def _is_topic_list(name: str) -> bool:
@@ -126,6 +132,45 @@ async def alter_group_incremental(
     )
 
 
+def alter_broker_loggers(
+    ctx: RequestContext, res: Any, validate_only: bool
+) -> tuple[int, str | None]:
+    """SET (a level) / DELETE (follow the parent) on this broker's loggers, checked as a whole:
+    Kafka's BROKER_LOGGER resource, e.g. kafka.request.logger=DEBUG for request logging."""
+    if res.resource_name != str(ctx.broker.broker_id):
+        return (
+            int(ErrorCode.INVALID_REQUEST),
+            f"Unexpected broker id, expected {ctx.broker.broker_id} but received "
+            f"{res.resource_name or '(none)'}",
+        )
+    changes: list[tuple[str, str | None]] = []
+    for c in res.configs:
+        if c.config_operation == 0:
+            if c.value is None:
+                return int(ErrorCode.INVALID_CONFIG), f"no level given for logger {c.name}"
+            changes.append((c.name, c.value))
+        elif c.config_operation == 1:
+            changes.append((c.name, None))
+        else:
+            return (
+                int(ErrorCode.INVALID_REQUEST),
+                f"{c.name}: only SET and DELETE apply to a logger's level",
+            )
+    try:
+        for name, level in changes:
+            if level is not None:
+                level_of(level)
+            if name == ROOT and level is None:
+                raise LogLevelError("the root logger's level cannot be removed, only set")
+    except LogLevelError as exc:
+        return int(ErrorCode.INVALID_CONFIG), str(exc)
+    if not validate_only:
+        for name, level in changes:
+            set_level(name, level)
+            log.info("logger %s set to %s", name, level or "its parent's level")
+    return 0, None
+
+
 async def handle(ctx: RequestContext, request: Any) -> Any:
     out = []
     code: int
@@ -153,6 +198,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             code, msg = alter_broker_incremental(ctx, res, request.validate_only)
         elif res.resource_type == RESOURCE_GROUP:
             code, msg = await alter_group_incremental(ctx, res, request.validate_only)
+        elif res.resource_type == RESOURCE_BROKER_LOGGER:
+            code, msg = alter_broker_loggers(ctx, res, request.validate_only)
         else:
             code, msg = refuse_other(res.resource_type)
         out.append(
