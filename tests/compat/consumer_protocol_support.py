@@ -19,12 +19,21 @@ WORKER = Path(__file__).with_name("consumer_protocol_worker.py")
 class Worker:
     """One consumer process and the JSON lines it printed."""
 
-    def __init__(self, bootstrap: str, group: str, topic: str, name: str, protocol: str) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        group: str,
+        topic: str,
+        name: str,
+        protocol: str,
+        instance_id: str | None = None,
+    ) -> None:
         self.name = name
         self.events: list[dict[str, Any]] = []
         self.killed_at: float | None = None
+        static = [instance_id] if instance_id is not None else []
         self.proc = subprocess.Popen(
-            [sys.executable, str(WORKER), bootstrap, group, topic, name, protocol],
+            [sys.executable, str(WORKER), bootstrap, group, topic, name, protocol, *static],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
@@ -51,6 +60,24 @@ class Worker:
         self.proc.kill()
         self.proc.wait(10)
         self._reader.join(10)
+
+    def assigned(self) -> set[int]:
+        """The partitions it holds now, from its assignment callbacks."""
+        held: set[int] = set()
+        for e in list(self.events):
+            if e["ev"] == "assign":
+                held |= set(e["parts"])
+            elif e["ev"] in ("revoke", "lost"):
+                held -= set(e["parts"])
+        return held
+
+    def changes(self) -> list[tuple[str, list[int]]]:
+        """Its assignment callbacks, in order."""
+        return [
+            (e["ev"], e["parts"])
+            for e in list(self.events)
+            if e["ev"] in ("assign", "revoke", "lost")
+        ]
 
     def consumed(self) -> set[tuple[int, int]]:
         return {(e["p"], e["o"]) for e in list(self.events) if e["ev"] == "msg"}

@@ -1,7 +1,7 @@
 """A confluent-kafka consumer in its own process for the KIP-848 tests: it prints one JSON line per
 assignment change and per record, with the system's monotonic clock, and closes cleanly on SIGTERM.
 
-Usage: python consumer_protocol_worker.py BOOTSTRAP GROUP TOPIC NAME [consumer|classic]
+Usage: python consumer_protocol_worker.py BOOTSTRAP GROUP TOPIC NAME [consumer|classic] [INSTANCE_ID]
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from confluent_kafka import Consumer
 def main() -> None:
     bootstrap, group, topic, name = sys.argv[1:5]
     protocol = sys.argv[5] if len(sys.argv) > 5 else "consumer"
+    instance_id = sys.argv[6] if len(sys.argv) > 6 else None
     stop = False
 
     def on_term(*_: object) -> None:
@@ -37,6 +38,8 @@ def main() -> None:
     }
     if protocol == "classic":
         conf["partition.assignment.strategy"] = "cooperative-sticky"
+    if instance_id is not None:
+        conf["group.instance.id"] = instance_id
     c = Consumer(conf)
     c.subscribe(
         [topic],

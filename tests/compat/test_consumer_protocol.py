@@ -157,3 +157,52 @@ def test_an_empty_classic_group_becomes_a_consumer_group(
         modern.close()
     # it resumed from the classic group's offsets: only the new records
     assert modern.consumed() == {(i % 2, 50 + i // 2) for i in range(20)}
+
+
+def _wait(check: Any, timeout: float = 30) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.2)
+    return bool(check())
+
+
+@pytest.mark.slow
+def test_a_restarted_static_member_gets_its_partitions_back_without_a_rebalance(
+    broker: Any,
+) -> None:
+    bs = broker.bootstrap_servers
+    topic = _topic(bs)
+    group = f"st-{uuid.uuid4().hex[:6]}"
+    workers = [Worker(bs, group, topic, f"s{i}", "consumer", f"inst-{i}") for i in range(3)]
+    admin = AdminClient({"bootstrap.servers": bs})
+
+    def members() -> list[Any]:
+        (desc,) = [f.result(30) for f in admin.describe_consumer_groups([group]).values()]
+        return list(desc.members)
+
+    try:
+        # three static members on 6 partitions: two each once the group is stable
+        assert _wait(lambda: [len(w.assigned()) for w in workers] == [2, 2, 2], 60), [
+            w.changes() for w in workers
+        ]
+        assert sorted(m.group_instance_id for m in members()) == ["inst-0", "inst-1", "inst-2"]
+        a, leaving, c = workers
+        before = {w.name: w.changes() for w in (a, c)}
+        held = leaving.assigned()
+        leaving.close()  # librdkafka leaves with member epoch -2: the member stays, with its partitions
+        assert leaving.events[-1]["ev"] == "closed"
+        assert sorted(m.group_instance_id for m in members()) == ["inst-0", "inst-1", "inst-2"]
+        back = Worker(bs, group, topic, "s1-again", "consumer", "inst-1")
+        workers.append(back)
+        assert _wait(lambda: back.assigned() == held, 30), back.changes()
+        time.sleep(3)  # a few more heartbeats: still nothing moves for the others
+        assert {w.name: w.changes() for w in (a, c)} == before
+        assert back.assigned() == held and back.changes() == [("assign", sorted(held))]
+        described = members()
+        assert sorted(m.group_instance_id for m in described) == ["inst-0", "inst-1", "inst-2"]
+        check_exclusive(workers)
+    finally:
+        for w in workers:
+            w.close()

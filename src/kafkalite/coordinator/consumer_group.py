@@ -255,6 +255,15 @@ class ConsumerGroup:
             return "Reconciling"
         return "Stable"
 
+    def static_member(self, instance_id: str | None) -> ConsumerGroupMember | None:
+        """The member holding this `group.instance.id`, if any."""
+        if instance_id is None:
+            return None
+        for m in self.members.values():
+            if m.subscription.instance_id == instance_id:
+                return m
+        return None
+
     def owners(self, exclude: str | None = None) -> dict[tuple[uuid.UUID, int], str]:
         """Who holds each partition now: assigned or still to be revoked."""
         out: dict[tuple[uuid.UUID, int], str] = {}
@@ -285,6 +294,13 @@ class ConsumerGroup:
         member = self.members.get(member_id)
         if member is None:
             return
+        if member.member_epoch == STATIC_LEAVE_EPOCH:
+            # a static member that left keeps the session of its last heartbeat: it is removed
+            # when that ends unless a new instance took its place before
+            if not member.session_deadline_ms:
+                member.session_deadline_ms = now_ms + config.session_timeout_ms
+            member.revocation_deadline_ms = None
+            return
         member.session_deadline_ms = now_ms + config.session_timeout_ms
         member.expiring = False
         if member.state is not MemberState.UNREVOKED_PARTITIONS:
@@ -301,13 +317,7 @@ class ConsumerGroup:
     ) -> tuple[HeartbeatResult, list[ConsumerGroupRecord]]:
         records: list[ConsumerGroupRecord] = []
         if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
-            member = self.members.get(req.member_id)
-            if member is None:
-                return HeartbeatResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id=req.member_id), []
-            records += self._remove_member(member.member_id)
-            return HeartbeatResult(
-                ErrorCode.NO_ERROR, member_id=req.member_id, member_epoch=req.member_epoch
-            ), records
+            return self._leave(req)
         if req.server_assignor is not None and req.server_assignor not in config.assignors:
             return HeartbeatResult(
                 ErrorCode.UNSUPPORTED_ASSIGNOR,
@@ -325,6 +335,11 @@ class ConsumerGroup:
                 ), []
         member = self.members.get(req.member_id) if req.member_id else None
         joining = req.member_epoch == JOIN_EPOCH
+        static = self.static_member(req.instance_id)
+        if req.instance_id is not None and not joining:
+            refused = self._check_static(static, req)
+            if refused is not None:
+                return refused, []
         if joining:
             if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
                 return HeartbeatResult(
@@ -342,7 +357,19 @@ class ConsumerGroup:
                     f"The consumer group has reached its maximum capacity of {config.max_size} members.",
                 ), []
             member_id = req.member_id or new_member_id()
-            if member is not None:
+            if static is not None:
+                if static.member_epoch != STATIC_LEAVE_EPOCH:
+                    return HeartbeatResult(
+                        ErrorCode.UNRELEASED_INSTANCE_ID,
+                        f"Static member {member_id} with instance id {req.instance_id} cannot "
+                        f"join the group because the instance id is owned by {static.member_id} "
+                        "member.",
+                    ), []
+                # the static member is back (Kafka's replaceStaticMember): the new member id takes
+                # over its subscription and its partitions; the group epoch stays
+                records += self._replace_member(static, member_id)
+                member = None
+            elif member is not None:
                 # a member rejoining with epoch 0 (it lost its state): it starts over
                 records += self._remove_member(member.member_id, bump=False)
                 member = None
@@ -391,7 +418,8 @@ class ConsumerGroup:
             records += target_records
         member = self.members[member_id]
         before = (member.member_epoch, member.assigned)
-        rec = self._reconcile(member, req.owned)
+        # a (re)joining member owns nothing yet, whatever the request says
+        rec = self._reconcile(member, (req.owned or EMPTY) if joining else req.owned)
         if rec is not None:
             self.replay(rec)
             records.append(rec)
@@ -423,6 +451,82 @@ class ConsumerGroup:
         return records
 
     # -- internals ----------------------------------------------------------------------------------
+    def _check_static(
+        self, static: ConsumerGroupMember | None, req: HeartbeatRequest
+    ) -> HeartbeatResult | None:
+        """Kafka's checks of a static member's heartbeat or leave: its instance id must be known
+        and still its own."""
+        if static is None:
+            return HeartbeatResult(
+                ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown."
+            )
+        if static.member_id != req.member_id:
+            return HeartbeatResult(
+                ErrorCode.FENCED_INSTANCE_ID,
+                f"Static member {req.member_id} with instance id {req.instance_id} was fenced by "
+                f"member {static.member_id}.",
+            )
+        return None
+
+    def _leave(self, req: HeartbeatRequest) -> tuple[HeartbeatResult, list[ConsumerGroupRecord]]:
+        """A leave: -1 removes the member and rebalances; a static member's -2 keeps it, with its
+        partitions, under member epoch -2 until it returns or its session ends."""
+        if req.instance_id is None:
+            member = self.members.get(req.member_id)
+            if member is None:
+                return HeartbeatResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id=req.member_id), []
+        else:
+            member = self.static_member(req.instance_id)
+            refused = self._check_static(member, req)
+            if refused is not None:
+                return refused, []
+            assert member is not None
+        if req.instance_id is not None and req.member_epoch == STATIC_LEAVE_EPOCH:
+            record = CurrentAssignmentRecord(
+                self.group_id,
+                member.member_id,
+                STATIC_LEAVE_EPOCH,
+                member.previous_member_epoch,
+                member.state,
+                dict(member.assigned),
+                EMPTY,
+            )
+            self.replay(record)
+            return HeartbeatResult(
+                ErrorCode.NO_ERROR, member_id=member.member_id, member_epoch=STATIC_LEAVE_EPOCH
+            ), [record]
+        records = self._remove_member(member.member_id)
+        return HeartbeatResult(
+            ErrorCode.NO_ERROR, member_id=req.member_id, member_epoch=req.member_epoch
+        ), records
+
+    def _replace_member(
+        self, old: ConsumerGroupMember, member_id: str
+    ) -> list[ConsumerGroupRecord]:
+        """A static member's new instance takes the old one's place: the old member's records are
+        tombstoned and the new one starts from its subscription, target and partitions (epoch 0)."""
+        target = self.target.get(old.member_id)
+        removed = self._remove_member(old.member_id, bump=False)
+        records: list[ConsumerGroupRecord] = [
+            MemberSubscriptionRecord(self.group_id, member_id, old.subscription)
+        ]
+        if target is not None:
+            records.append(TargetAssignmentMemberRecord(self.group_id, member_id, target))
+        records.append(
+            CurrentAssignmentRecord(
+                self.group_id,
+                member_id,
+                JOIN_EPOCH,
+                JOIN_EPOCH,
+                old.state,
+                dict(old.assigned),
+                dict(old.pending_revocation),
+            )
+        )
+        for r in records:
+            self.replay(r)
+        return removed + records
+
     def _subscription(
         self, old: ConsumerGroupMember | None, req: HeartbeatRequest
     ) -> MemberSubscription:

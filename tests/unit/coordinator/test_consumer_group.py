@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from hypothesis import given, settings
@@ -19,9 +20,13 @@ from kafkalite.coordinator.consumer_assignors import (
 )
 from kafkalite.coordinator.consumer_group import (
     ConsumerGroup,
+    CurrentAssignmentRecord,
     GroupConfig,
+    GroupEpochRecord,
     HeartbeatRequest,
     MemberState,
+    MemberSubscriptionRecord,
+    TargetAssignmentMemberRecord,
 )
 from kafkalite.protocol.errors import ErrorCode
 
@@ -43,6 +48,7 @@ class Client:
     topics: tuple[str, ...] = ("orders", "payments")
     revoking: dict[uuid.UUID, frozenset[int]] = field(default_factory=dict)
     changed: bool = False
+    instance_id: str | None = None
 
 
 class Harness:
@@ -54,7 +60,7 @@ class Harness:
         self.ids = (f"m{i}" for i in itertools.count())
         self.topics = dict(TOPICS)
 
-    def _apply(self, records: list[object]) -> None:
+    def _apply(self, records: Sequence[object]) -> None:
         for r in records:
             self.group.replay(r)  # type: ignore[arg-type]
         self.log += records
@@ -67,6 +73,7 @@ class Harness:
         req = HeartbeatRequest(
             member_id=c.member_id,
             member_epoch=c.epoch,
+            instance_id=c.instance_id,
             rebalance_timeout_ms=60000 if c.epoch == 0 else -1,
             subscribed_topic_names=c.topics if c.epoch == 0 else None,
             owned=dict(c.owned) if full or c.changed else None,
@@ -86,8 +93,8 @@ class Harness:
                 c.owned[t] = c.owned.get(t, frozenset()) | ps
         return ErrorCode.NO_ERROR
 
-    def join(self) -> Client:
-        c = Client(next(self.ids))
+    def join(self, instance_id: str | None = None) -> Client:
+        c = Client(next(self.ids), instance_id=instance_id)
         self.clients[c.member_id] = c
         assert self.heartbeat(c) == ErrorCode.NO_ERROR
         return c
@@ -293,3 +300,171 @@ def test_assignors() -> None:
     w = uniform_assign(only, topics)
     assert set(w["a"]) <= {T1.topic_id}
     assert set(w["b"]) >= {T2.topic_id}
+
+
+# -- static members (group.instance.id) -------------------------------------------------------------
+def owned_set(c: Client) -> set[tuple[uuid.UUID, int]]:
+    return {(t, p) for t, ps in c.owned.items() for p in ps}
+
+
+def static_group() -> tuple[Harness, list[Client]]:
+    h = Harness()
+    members = [h.join(instance_id=f"i{i}") for i in range(3)]
+    h.settle()
+    assert h.group.state == "Stable"
+    return h, members
+
+
+def static_leave(h: Harness, c: Client) -> list[object]:
+    req = HeartbeatRequest(c.member_id, -2, instance_id=c.instance_id)
+    result, records = h.group.heartbeat(req, h.topics, CONFIG, lambda: "unused")
+    assert (result.error, result.member_id, result.member_epoch) == (
+        ErrorCode.NO_ERROR,
+        c.member_id,
+        -2,
+    )
+    h._apply(records)
+    h.group.touch(c.member_id, CONFIG, h.now)
+    del h.clients[c.member_id]
+    return list(records)
+
+
+def test_a_static_member_leaving_with_epoch_minus_2_keeps_its_partitions() -> None:
+    h, (a, b, c) = static_group()
+    epoch, target = h.group.group_epoch, dict(h.group.target)
+    assigned = dict(h.group.members[b.member_id].assigned)
+    records = static_leave(h, b)
+    # one record: its current assignment under member epoch -2, nothing else
+    assert len(records) == 1 and isinstance(records[0], CurrentAssignmentRecord)
+    assert records[0].member_epoch == -2 and records[0].assigned == assigned
+    gone = h.group.members[b.member_id]
+    assert gone.member_epoch == -2 and gone.assigned == assigned
+    assert gone.subscription.instance_id == "i1"
+    assert h.group.group_epoch == epoch and h.group.target == target
+    # the others are not disturbed and do not get its partitions
+    before = {x.member_id: owned_set(x) for x in (a, c)}
+    h.settle()
+    assert {x.member_id: owned_set(x) for x in (a, c)} == before
+    assert h.group.group_epoch == epoch
+
+
+def test_a_new_instance_takes_over_the_static_members_partitions() -> None:
+    h, (a, b, c) = static_group()
+    epoch, assignment_epoch = h.group.group_epoch, h.group.assignment_epoch
+    others = {x.member_id: (owned_set(x), x.epoch) for x in (a, c)}
+    static_leave(h, b)
+    mark = len(h.log)
+    b2 = h.join(instance_id="i1")  # a new process, a new member id, the same instance id
+    assert b2.member_id != b.member_id
+    assert owned_set(b2) == owned_set(b)
+    assert b2.epoch == assignment_epoch
+    assert b.member_id not in h.group.members
+    assert h.group.members[b2.member_id].subscription.instance_id == "i1"
+    assert (h.group.group_epoch, h.group.assignment_epoch) == (epoch, assignment_epoch)
+    written = h.log[mark:]
+    assert not any(isinstance(r, GroupEpochRecord) for r in written)
+    tombstones = {
+        type(r)
+        for r in written
+        if getattr(r, "member_id", None) == b.member_id
+        and (
+            getattr(r, "tombstone", False)
+            or getattr(r, "subscription", 0) is None
+            or getattr(r, "partitions", 0) is None
+        )
+    }
+    assert tombstones == {
+        CurrentAssignmentRecord,
+        TargetAssignmentMemberRecord,
+        MemberSubscriptionRecord,
+    }
+    # the other members' next heartbeats change nothing for them
+    for x in (a, c):
+        req = HeartbeatRequest(x.member_id, x.epoch, instance_id=x.instance_id)
+        result, records = h.group.heartbeat(req, h.topics, CONFIG, lambda: "unused")
+        assert result.error == ErrorCode.NO_ERROR and result.assignment is None and not records
+    h.settle()
+    assert {x.member_id: (owned_set(x), x.epoch) for x in (a, c)} == others
+    h.check_exclusive()
+    assert h.group.state == "Stable"
+
+
+def test_an_instance_id_still_in_use_is_refused() -> None:
+    h, (a, b, c) = static_group()
+    req = HeartbeatRequest(
+        "intruder", 0, instance_id="i1", rebalance_timeout_ms=1, subscribed_topic_names=("orders",)
+    )
+    result, records = h.group.heartbeat(req, h.topics, CONFIG, lambda: "unused")
+    assert result.error == ErrorCode.UNRELEASED_INSTANCE_ID and not records
+    assert "i1" in (result.message or "") and b.member_id in (result.message or "")
+    assert set(h.group.members) == {a.member_id, b.member_id, c.member_id}
+
+
+def test_a_replaced_instance_is_fenced() -> None:
+    h, (a, b, _c) = static_group()
+    static_leave(h, b)
+    h.join(instance_id="i1")
+    # the old member id heartbeats, or leaves, with the instance id now owned by the new member
+    for epoch in (b.epoch, -1, -2):
+        req = HeartbeatRequest(b.member_id, epoch, instance_id="i1")
+        result, records = h.group.heartbeat(req, h.topics, CONFIG, lambda: "unused")
+        assert result.error == ErrorCode.FENCED_INSTANCE_ID and not records, epoch
+    unknown = HeartbeatRequest(a.member_id, a.epoch, instance_id="nope")
+    result, _ = h.group.heartbeat(unknown, h.topics, CONFIG, lambda: "unused")
+    assert result.error == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_a_static_member_that_never_returns_expires_and_the_group_rebalances() -> None:
+    h, (a, b, c) = static_group()
+    h.now = 1000
+    for x in (a, b, c):
+        h.group.touch(x.member_id, CONFIG, h.now)
+    deadline = h.group.members[b.member_id].session_deadline_ms
+    h.now = 5000
+    static_leave(h, b)  # the leave does not extend its session
+    assert h.group.members[b.member_id].session_deadline_ms == deadline
+    h.now = deadline - 1
+    for x in (a, c):
+        h.group.touch(x.member_id, CONFIG, h.now)
+    assert h.group.expired_members(h.now) == []
+    h.now = deadline
+    assert h.group.expired_members(h.now) == [b.member_id]
+    epoch = h.group.group_epoch
+    h._apply(h.group.remove_members([b.member_id]))
+    assert b.member_id not in h.group.members and h.group.group_epoch == epoch + 1
+    h.settle()
+    assert owned_set(a) | owned_set(c) == all_partitions()
+    # the instance id is free again: a new instance joins as a new member
+    b2 = h.join(instance_id="i1")
+    h.settle()
+    assert owned_set(b2) and h.group.state == "Stable"
+
+
+def test_a_static_leave_and_takeover_replay_to_the_same_group() -> None:
+    h, (_a, b, _c) = static_group()
+    static_leave(h, b)
+    snapshot_after_leave = ConsumerGroup("g")
+    for r in h.log:
+        snapshot_after_leave.replay(r)  # type: ignore[arg-type]
+    assert snapshot_after_leave.members[b.member_id].member_epoch == -2
+    assert (
+        snapshot_after_leave.members[b.member_id].assigned == h.group.members[b.member_id].assigned
+    )
+    h.join(instance_id="i1")
+    h.settle()
+    again = ConsumerGroup("g")
+    for r in h.log:
+        again.replay(r)  # type: ignore[arg-type]
+    assert (again.group_epoch, again.assignment_epoch, again.target) == (
+        h.group.group_epoch,
+        h.group.assignment_epoch,
+        h.group.target,
+    )
+
+    def view(g: ConsumerGroup) -> dict[str, object]:
+        return {
+            m: (x.subscription, x.member_epoch, x.previous_member_epoch, x.state, x.assigned)
+            for m, x in g.members.items()
+        }
+
+    assert view(again) == view(h.group)

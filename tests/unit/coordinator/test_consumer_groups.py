@@ -164,3 +164,70 @@ def test_unreadable_consumer_group_records_are_skipped_on_load() -> None:
     h.coord = h.new_coordinator()
     cg = h.coord.groups["g"].consumer
     assert cg is not None and set(cg.members) == {"a"} and cg.group_epoch == 1
+
+
+def static_hb(
+    h: Harness,
+    mid: str,
+    epoch: int,
+    instance: str,
+    owned: dict[uuid.UUID, frozenset[int]] | None = None,
+) -> HeartbeatResult:
+    first = epoch == 0
+    req = HeartbeatRequest(
+        mid,
+        epoch,
+        instance_id=instance,
+        rebalance_timeout_ms=30000 if first else -1,
+        subscribed_topic_names=("t",) if first else None,
+        owned={} if first else owned,
+    )
+    return h.coord.consumer_group_heartbeat("g", req, TOPICS).result()
+
+
+def test_a_static_member_away_survives_a_reload_and_its_new_instance_takes_over() -> None:
+    h = Harness()
+    static_hb(h, "a", 0, "ia")
+    static_hb(h, "b", 0, "ib")
+    last = settle(h)
+    cg = h.coord.groups["g"].consumer
+    assert cg is not None
+    epoch, b_parts = cg.group_epoch, last["b"].assignment
+    assert static_hb(h, "b", last["b"].member_epoch, "ib").error == ErrorCode.NO_ERROR
+    left = static_hb(h, "b", -2, "ib")
+    assert (left.error, left.member_epoch) == (ErrorCode.NO_ERROR, -2)
+    described = h.coord.describe_consumer_groups(["g"])[0]
+    assert {(m.member_id, m.instance_id, m.member_epoch) for m in described.members} == {
+        ("a", "ia", last["a"].member_epoch),
+        ("b", "ib", -2),
+    }
+    h.coord = h.new_coordinator()  # the -2 member is in the log: a reload keeps it
+    cg = h.coord.groups["g"].consumer
+    assert cg is not None and cg.group_epoch == epoch
+    assert (cg.members["b"].member_epoch, cg.members["b"].assigned) == (-2, b_parts)
+    again = static_hb(h, "b2", 0, "ib")
+    assert again.error == ErrorCode.NO_ERROR and again.assignment == b_parts
+    cg = h.coord.groups["g"].consumer
+    assert cg is not None and set(cg.members) == {"a", "b2"} and cg.group_epoch == epoch
+    a = static_hb(h, "a", last["a"].member_epoch, "ia")
+    assert a.error == ErrorCode.NO_ERROR and a.member_epoch == last["a"].member_epoch
+    assert static_hb(h, "b", left.member_epoch, "ib").error == ErrorCode.FENCED_INSTANCE_ID
+
+
+def test_a_static_member_that_does_not_return_expires_with_its_session() -> None:
+    h = Harness()
+    static_hb(h, "a", 0, "ia")
+    static_hb(h, "b", 0, "ib")
+    last = settle(h)
+    assert static_hb(h, "b", -2, "ib").error == ErrorCode.NO_ERROR
+    epoch = h.coord.groups["g"].consumer.group_epoch  # type: ignore[union-attr]
+    owned = last["a"].assignment
+    for _ in range(6):  # a keeps heartbeating for 60 s; b's 45 s session ends
+        h.advance(10_000)
+        r = static_hb(h, "a", last["a"].member_epoch, "ia", owned)
+        assert r.error == ErrorCode.NO_ERROR
+        last["a"] = r
+        owned = r.assignment or owned
+    cg = h.coord.groups["g"].consumer
+    assert cg is not None and set(cg.members) == {"a"} and cg.group_epoch > epoch
+    assert owned == {T.topic_id: frozenset(range(4))}

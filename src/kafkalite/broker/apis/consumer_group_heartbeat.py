@@ -1,5 +1,5 @@
 """ConsumerGroupHeartbeat (key 68, KIP-848): join with epoch 0, heartbeat with the member epoch, leave with
--1; the coordinator answers the member's epoch and, when it changed, the partitions it may use now.
+-1 (-2: a static member away for now); the answer is the member's epoch and, when changed, its partitions.
 """
 
 from __future__ import annotations
@@ -55,6 +55,8 @@ def _invalid(request: Any, version: int) -> str | None:
     if request.member_epoch > 0 or request.member_epoch in (-1, -2):
         if not request.member_id:
             return "MemberId can't be empty."
+        if request.member_epoch == -2 and request.instance_id is None:
+            return "InstanceId can't be null."
     elif request.member_epoch == 0:
         if version >= 1 and not request.member_id:
             return "MemberId can't be empty."
