@@ -188,6 +188,23 @@ def _contains(
     return all(ps <= outer.get(t, frozenset()) for t, ps in inner.items())
 
 
+# what Python's `re` takes and RE2 (the syntax Kafka validates subscribedTopicRegex with) refuses:
+# lookaround, backreferences, conditionals, possessive quantifiers and atomic groups
+_NOT_RE2 = re.compile(r"\(\?<?[=!]|\\[1-9]|\(\?P=|\(\?\(|\(\?>|[*+?}]\+")
+
+
+def re2_error(pattern: str) -> str | None:
+    """Why `pattern` is not an RE2 expression kafkalite can match with `re`, or None."""
+    found = _NOT_RE2.search(pattern)
+    if found is not None:
+        return f"`{found.group(0)}` at {found.start()} is not RE2 syntax"
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        return str(exc)
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class GroupConfig:
     session_timeout_ms: int = 45000  # group.consumer.session.timeout.ms
@@ -325,13 +342,12 @@ class ConsumerGroup:
                 f"Supported assignors: {', '.join(config.assignors)}.",
             ), []
         if req.subscribed_topic_regex is not None:
-            try:
-                re.compile(req.subscribed_topic_regex)
-            except re.error as exc:
+            why = re2_error(req.subscribed_topic_regex)
+            if why is not None:
                 return HeartbeatResult(
                     ErrorCode.INVALID_REGULAR_EXPRESSION,
                     f"SubscribedTopicRegex `{req.subscribed_topic_regex}` is not a valid regular "
-                    f"expression: {exc}.",
+                    f"expression: {why}.",
                 ), []
         member = self.members.get(req.member_id) if req.member_id else None
         joining = req.member_epoch == JOIN_EPOCH

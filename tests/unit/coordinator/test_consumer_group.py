@@ -206,6 +206,12 @@ def test_bad_first_heartbeats() -> None:
         g.heartbeat(bad_regex, TOPICS, CONFIG, lambda: "x")[0].error
         == ErrorCode.INVALID_REGULAR_EXPRESSION
     )
+    # Python's re takes lookaround and backreferences; RE2, which Kafka validates with, does not
+    for pattern in ("orders(?=x)", "(o)\\1", "o*+", "(?>o)"):
+        req = HeartbeatRequest("m", 0, rebalance_timeout_ms=1, subscribed_topic_regex=pattern)
+        result, records = g.heartbeat(req, TOPICS, CONFIG, lambda: "x")
+        assert result.error == ErrorCode.INVALID_REGULAR_EXPRESSION, pattern
+        assert "not RE2 syntax" in (result.message or "") and not records
     assert not g.members
 
 
