@@ -21,6 +21,11 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need this int
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--master",
+        default=os.environ.get("SPARK_MASTER", "local[2]"),
+        help="Spark master as spark-submit takes it (local[N], spark://HOST:PORT)",
+    )
     parser.add_argument("--bootstrap-servers", default="127.0.0.1:9092")
     parser.add_argument("--input-topic", default="clickstream")
     parser.add_argument("--output-topic", default="clickstream-aggregates")
@@ -54,7 +59,7 @@ def main() -> int:
             producer.flush(60)
 
     spark = (
-        SparkSession.builder.master("local[2]")
+        SparkSession.builder.master(args.master)
         .appName("clickstream")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")

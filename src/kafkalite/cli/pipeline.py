@@ -1,17 +1,22 @@
-"""`kafkalite pipeline`: the clickstream demo — an embedded broker, a generated page-view stream, and the
-Spark pipeline run twice from the same checkpoint (a stop and restart), checked against plain Python.
+"""`kafkalite pipeline`: the clickstream demo — an embedded broker (or yours), a generated page-view stream,
+and the Spark pipeline run twice from the same checkpoint (a stop and restart), checked against plain Python.
+
+Every run has its own id: its topics, checkpoints, table and chart are its own, so runs can repeat
+against one shared broker; results stay in the work directory, whose path is printed.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import sys
-import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+from kafkalite.cli.wire import CliError
 
 
 def add_parser(subparsers: Any) -> None:
@@ -22,24 +27,45 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--events", type=int, default=2000, help="page views per phase (default 2000)")
     p.add_argument("--minutes", type=int, default=10, help="event-time span per phase (default 10)")
     p.add_argument(
-        "--work-dir", help="broker data, checkpoints and the Parquet table (default: temp)"
+        "--work-dir",
+        default="kafkalite-pipeline",
+        help="where each run keeps its checkpoints, Parquet table and chart, in a folder named by "
+        "its run id (default ./kafkalite-pipeline)",
     )
+    p.add_argument(
+        "--run-id", help="name of this run (default: the time and a random suffix); topics, "
+        "checkpoints and results are named by it"
+    )  # fmt: skip
     p.add_argument("--bootstrap-server", help="use this broker instead of starting an embedded one")
-    p.add_argument("--input-topic", default="clickstream")
-    p.add_argument("--output-topic", default="clickstream-aggregates")
+    p.add_argument(
+        "--master",
+        default=os.environ.get("SPARK_MASTER", "local[2]"),
+        help="Spark master, as spark-submit takes it (local[N], spark://HOST:PORT; default "
+        "$SPARK_MASTER or local[2])",
+    )
+    p.add_argument("--input-topic", help="default clickstream-<run id>")
+    p.add_argument("--output-topic", help="default clickstream-aggregates-<run id>")
     p.add_argument("--max-offsets-per-trigger", type=int, default=1000)
+    p.add_argument(
+        "--verbose", action="store_true", help="print every window, not only the summary"
+    )
     p.set_defaults(func=run)
 
 
-def _spark() -> Any:
+def _spark(master: str) -> tuple[Any, bool]:
+    """The session to run on and whether this command made it (then it stops it at the end)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     import kafkalite.spark
 
+    existing = SparkSession.getActiveSession()
+    if existing is not None:
+        kafkalite.spark.register(existing)
+        return existing, False
     spark = (
-        SparkSession.builder.master("local[2]")
+        SparkSession.builder.master(master)
         .appName("kafkalite-clickstream")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
@@ -48,7 +74,7 @@ def _spark() -> Any:
     )
     spark.sparkContext.setLogLevel("ERROR")
     kafkalite.spark.register(spark)
-    return spark
+    return spark, True
 
 
 def _print_table(rows: dict[Any, tuple[int, int]], title: str) -> None:
@@ -56,6 +82,43 @@ def _print_table(rows: dict[Any, tuple[int, int]], title: str) -> None:
     print(f"  {'window start (UTC)':<20} {'category':<10} {'views':>6} {'users':>6}")
     for (start, category), (views, users) in sorted(rows.items()):
         print(f"  {start:%Y-%m-%d %H:%M}     {category:<10} {views:>6} {users:>6}")
+
+
+def _print_summary(rows: dict[Any, tuple[int, int]], title: str) -> None:
+    """Per category: windows, page views, the busiest window; and the totals."""
+    per: dict[str, list[tuple[Any, int]]] = {}
+    for (start, category), (views, _users) in rows.items():
+        per.setdefault(category, []).append((start, views))
+    windows = len({start for start, _ in rows})
+    print(f"\n{title}: {windows} one-minute windows, {len(per)} categories")
+    print(f"  {'category':<12} {'windows':>7} {'views':>7}  busiest window (UTC)")
+    total = 0
+    for category in sorted(per):
+        items = per[category]
+        views = sum(v for _, v in items)
+        total += views
+        start, peak = max(items, key=lambda it: it[1])
+        print(f"  {category:<12} {len(items):>7} {views:>7}  {start:%H:%M} ({peak} views)")
+    print(f"  {'total':<12} {len(rows):>7} {total:>7}")
+
+
+def _chart(rows: dict[Any, tuple[int, int]], stem: Path) -> list[Path]:
+    from kafkalite.cli.chart import write_chart
+
+    starts = sorted({start for start, _ in rows})
+    categories = sorted({category for _, category in rows})
+    series = {c: [float(rows.get((s, c), (0, 0))[0]) for s in starts] for c in categories}
+    return write_chart(
+        stem,
+        "Page views per minute and category",
+        [f"{s:%H:%M}" for s in starts],
+        series,
+        y_label="page views",
+    )
+
+
+def _new_run_id() -> str:
+    return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,14 +146,19 @@ def run(args: argparse.Namespace) -> int:
     )
     from kafkalite.testing import Broker
 
-    tmp = None
-    if args.work_dir:
-        work = Path(args.work_dir)
-        work.mkdir(parents=True, exist_ok=True)
-    else:
-        tmp = tempfile.TemporaryDirectory(prefix="kafkalite-pipeline-")
-        work = Path(tmp.name)
+    run_id = args.run_id or _new_run_id()
+    work = Path(args.work_dir).resolve() / run_id
+    if args.run_id and (work / "checkpoints").exists():
+        raise CliError(
+            f"run {run_id!r} already has results in {work}; pick another --run-id (or none)"
+        )
+    work.mkdir(parents=True, exist_ok=True)
+    input_topic = args.input_topic or f"clickstream-{run_id}"
+    output_topic = args.output_topic or f"clickstream-aggregates-{run_id}"
+    print(f"run {run_id}: results in {work}")
     broker = None
+    spark = None
+    owned = False
     try:
         if args.bootstrap_server:
             servers = args.bootstrap_server
@@ -102,40 +170,42 @@ def run(args: argparse.Namespace) -> int:
             existing = set(admin.list_topics())
             new = [
                 NewTopic(t, n)
-                for t, n in ((args.input_topic, 3), (args.output_topic, 1))
+                for t, n in ((input_topic, 3), (output_topic, 1))
                 if t not in existing
             ]
             if new:
                 admin.create_topics(new)
         cfg = PipelineConfig(
             bootstrap_servers=servers,
-            input_topic=args.input_topic,
-            output_topic=args.output_topic,
+            input_topic=input_topic,
+            output_topic=output_topic,
             parquet_path=str(work / "table"),
             checkpoint_dir=str(work / "checkpoints"),
             max_offsets_per_trigger=args.max_offsets_per_trigger,
         )
         start = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(hours=2)
         span = timedelta(minutes=args.minutes)
-        print("starting Spark (local[2]) ...")
-        spark = _spark()
+        print(f"starting Spark ({args.master}) ...")
+        spark, owned = _spark(args.master)
 
         def send(events: list[dict[str, str]]) -> None:
             with KafkaProducer(bootstrap_servers=servers) as producer:
                 for key, value in encode_events(events):
-                    producer.send(args.input_topic, value=value, key=key)
+                    producer.send(input_topic, value=value, key=key)
                 producer.flush(60)
 
         first = generate_page_views(args.events, start, span, seed=1)
         send(first)
         t0 = time.monotonic()
         run_available_now(spark, cfg)
-        print(f"phase 1: {len(first)} page views processed in {time.monotonic() - t0:.1f} s")
-        _print_table(
-            read_parquet_aggregates(spark, cfg.parquet_path), "Parquet table after phase 1"
-        )
+        phase1 = time.monotonic() - t0
+        print(f"phase 1: {len(first)} page views processed in {phase1:.1f} s")
+        if args.verbose:
+            _print_table(
+                read_parquet_aggregates(spark, cfg.parquet_path), "Parquet table after phase 1"
+            )
 
-        print("\nstopped; restarting from the checkpoints with more page views ...")
+        print("stopped; restarting from the checkpoints with more page views ...")
         second = generate_page_views(args.events, start + span, span, seed=2)
         flush = page_view("user-flush", "/home", start + 2 * span + timedelta(hours=1))
         send([*second, flush])
@@ -143,12 +213,14 @@ def run(args: argparse.Namespace) -> int:
         run_available_now(spark, cfg)
         print(f"phase 2: {len(second) + 1} page views processed in {time.monotonic() - t0:.1f} s")
         table = read_parquet_aggregates(spark, cfg.parquet_path)
-        _print_table(table, "Parquet table after phase 2")
+        if args.verbose:
+            _print_table(table, "Parquet table after phase 2")
+        _print_summary(table, "Parquet table")
 
         with KafkaConsumer(
             bootstrap_servers=servers, auto_offset_reset="earliest", enable_auto_commit=False
         ) as consumer:
-            tp = TopicPartition(args.output_topic, 0)
+            tp = TopicPartition(output_topic, 0)
             end = consumer.end_offsets([tp])[tp]
             consumer.assign([tp])
             consumer.seek_to_beginning(tp)
@@ -160,17 +232,19 @@ def run(args: argparse.Namespace) -> int:
         topic_rows = parse_topic_aggregates(values)
         expected = window_aggregates(first + second, 60)
         ok = table == expected and topic_rows == expected
+        charts = _chart(table, work / "page-views")
         print(
-            f"\n{len(values)} aggregate records in topic {args.output_topic!r}; "
+            f"\n{len(values)} aggregate records in topic {output_topic!r}; "
             f"Parquet and topic {'match' if ok else 'DO NOT match'} the expected aggregates"
         )
-        spark.stop()
+        print(f"chart: {', '.join(str(c) for c in charts)}")
+        print(f"table: {work / 'table'} (Parquet); checkpoints: {work / 'checkpoints'}")
         return 0 if ok else 2
     finally:
+        if spark is not None and owned:
+            spark.stop()
         if broker is not None:
             broker.stop()
-        if tmp is not None:
-            tmp.cleanup()
 
 
 def main(argv: list[str] | None = None) -> int:
