@@ -79,8 +79,8 @@ EXPECTED_APIS: list[tuple[str, int, int, int]] = [
     # KIP-932 share groups (v1 is Kafka 4.1's stable version)
     ("ShareGroupHeartbeat", 76, 0, 1),
     ("ShareGroupDescribe", 77, 0, 1),
-    ("ShareFetch", 78, 0, 1),
-    ("ShareAcknowledge", 79, 0, 1),
+    ("ShareFetch", 78, 0, 2),
+    ("ShareAcknowledge", 79, 0, 2),
     # KIP-932: share-group offset administration, as Kafka 4.1 declares it
     ("DescribeShareGroupOffsets", 90, 0, 0),
     ("AlterShareGroupOffsets", 91, 0, 0),

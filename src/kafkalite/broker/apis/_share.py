@@ -12,12 +12,13 @@ from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
 from kafkalite.cluster.errors import ReplicaError, UnknownTopicOrPartition
 from kafkalite.cluster.partition import Partition
-from kafkalite.coordinator.share_partition import AckBatch, AcknowledgeType
+from kafkalite.coordinator.share_partition import AckBatch
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.security.acl import AclOperation, ResourceType
 
 E = ErrorCode
-_MAX_TYPE = max(int(t) for t in AcknowledgeType)
+RENEW = 4  # KIP-1222 (ShareFetch / ShareAcknowledge v2): extend the lock, keep the record
+_V1_TYPES = frozenset({0, 1, 2, 3})  # GAP, ACCEPT, RELEASE, REJECT
 
 
 def settings(ctx: RequestContext, group_id: str) -> Any:
@@ -120,13 +121,20 @@ class Responses:
 
 
 async def acknowledge(
-    ctx: RequestContext, group_id: str, member_id: str, topic_id: uuid.UUID, p: Any
+    ctx: RequestContext,
+    group_id: str,
+    member_id: str,
+    topic_id: uuid.UUID,
+    p: Any,
+    renew: bool = False,
 ) -> tuple[ErrorCode, str | None]:
-    """Apply one partition's acknowledgement batches; the error (or NO_ERROR) and a message."""
+    """Apply one partition's acknowledgement batches; the error (or NO_ERROR) and a message.
+    RENEW is taken only when the request says it carries renewals (v2's IsRenewAck)."""
+    allowed = _V1_TYPES | {RENEW} if renew else _V1_TYPES
     batches = []
     for b in p.acknowledgement_batches:
         types = tuple(int(t) for t in b.acknowledge_types)
-        if not types or any(t < 0 or t > _MAX_TYPE for t in types):
+        if not types or any(t not in allowed for t in types):
             return E.INVALID_REQUEST, f"invalid acknowledge types {list(types)}"
         batches.append(AckBatch(b.first_offset, b.last_offset, types))
     found = resolve(ctx, topic_id, p.partition_index)

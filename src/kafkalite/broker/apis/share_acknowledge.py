@@ -27,11 +27,12 @@ def _part(index: int) -> Any:
     )
 
 
-def _answer(code: ErrorCode, message: str | None = None, out: Any = None) -> Any:
+def _answer(code: ErrorCode, message: str | None = None, out: Any = None, lock_ms: int = 0) -> Any:
     return ShareAcknowledgeResponse(
         throttle_time_ms=0,
         error_code=int(code),
         error_message=message,
+        acquisition_lock_timeout_ms=lock_ms,
         responses=[_Topic(topic_id=t, partitions=ps) for t, ps in out.topics()] if out else [],
         node_endpoints=[_Node(node_id=n, host=h, port=p, rack=r) for n, h, p, r in out.endpoints()]
         if out
@@ -58,13 +59,15 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     if session is None:
         return _answer(code, message)
     out = _share.Responses(ctx, _part)
+    renew = ctx.api_version >= 2 and request.is_renew_ack
     for t in request.topics:
         for p in t.partitions:
-            code, message = await _share.acknowledge(ctx, group_id, member_id, t.topic_id, p)
+            code, message = await _share.acknowledge(ctx, group_id, member_id, t.topic_id, p, renew)
             pr = out.part(t.topic_id, p.partition_index)
             pr.error_code = int(code)
             pr.error_message = message
     if epoch == -1:
         manager.sessions.close(group_id, member_id)
         await manager.release_session(session)
-    return _answer(E.NO_ERROR, None, out)
+    lock_ms = _share.settings(ctx, group_id).record_lock_duration_ms
+    return _answer(E.NO_ERROR, None, out, lock_ms)

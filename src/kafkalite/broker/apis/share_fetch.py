@@ -60,6 +60,13 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     settings = _share.settings(ctx, group_id)
     lock_ms = settings.record_lock_duration_ms
     why = _share.invalid(request, fetch=True)
+    renew = ctx.api_version >= 2 and request.is_renew_ack
+    if why is None and ctx.api_version >= 2:
+        if request.share_acquire_mode not in (0, 1):
+            why = f"ShareAcquireMode {request.share_acquire_mode} is not 0 or 1"
+        elif renew and (request.max_records or request.max_bytes or request.max_wait_ms):
+            why = "A ShareFetch that renews locks (IsRenewAck) must not fetch: MaxRecords, "
+            why += "MaxBytes and MaxWaitMs must be 0."
     if why is not None:
         return _answer(E.INVALID_REQUEST, why, lock_ms=lock_ms)
     denied = _share.group_denied(ctx, group_id)
@@ -78,7 +85,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         for p in t.partitions:
             requested.append((t.topic_id, p.partition_index))
             if p.acknowledgement_batches:
-                code, message = await _share.acknowledge(ctx, group_id, member_id, t.topic_id, p)
+                code, message = await _share.acknowledge(
+                    ctx, group_id, member_id, t.topic_id, p, renew
+                )
                 pr = out.part(t.topic_id, p.partition_index)
                 pr.acknowledge_error_code = int(code)
                 pr.acknowledge_error_message = message
@@ -92,7 +101,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     for key in requested:
         session.partitions[key] = None
     budget = request.max_records if ctx.api_version >= 1 else 500
-    if budget > 0 and session.partitions:
+    if budget > 0 and session.partitions and not renew:
         await _fetch(ctx, request, session, out, budget)
     return _answer(E.NO_ERROR, lock_ms=lock_ms, topics=out.topics(), endpoints=out.endpoints())
 

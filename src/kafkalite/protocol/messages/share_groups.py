@@ -1,5 +1,6 @@
 """KIP-932's share-group APIs: ShareGroupHeartbeat (76), ShareGroupDescribe (77), ShareFetch (78) and
-ShareAcknowledge (79), flexible; v1 is Kafka 4.1's stable version (v0 was Kafka 4.0's early access).
+ShareAcknowledge (79), flexible; v1 is Kafka 4.1's stable version (v0 was Kafka 4.0's early access), and
+ShareFetch / ShareAcknowledge v2 (Kafka 4.2) add the acquire mode (KIP-1206) and RENEW (KIP-1222).
 """
 
 from __future__ import annotations
@@ -133,7 +134,7 @@ _ACK_BATCHES = F(
 ShareFetchRequest = request(
     78,
     "ShareFetchRequest",
-    valid="0-1",
+    valid="0-2",
     flexible="0+",
     fields=[
         F("group_id", "string", "0+", nullable="0+", default=None),
@@ -144,6 +145,8 @@ ShareFetchRequest = request(
         F("max_bytes", "int32", "0+", default=0x7FFFFFFF),
         F("max_records", "int32", "1+"),
         F("batch_size", "int32", "1+"),
+        F("share_acquire_mode", "int8", "2+"),  # 0 batch-optimized, 1 record-limit
+        F("is_renew_ack", "bool", "2+"),
         F(
             "topics",
             "[]FetchTopic",
@@ -193,7 +196,7 @@ _NODE_ENDPOINTS = F(
 ShareFetchResponse = response(
     78,
     "ShareFetchResponse",
-    valid="0-1",
+    valid="0-2",
     flexible="0+",
     fields=[
         F("throttle_time_ms", "int32", "0+"),
@@ -217,7 +220,7 @@ ShareFetchResponse = response(
                         F("acknowledge_error_code", "int16", "0+"),
                         F("acknowledge_error_message", "string", "0+", nullable="0+", default=None),
                         _LEADER,
-                        F("records", "records", "0+", nullable="0+"),
+                        F("records", "records", "0+", nullable="0"),
                         F(
                             "acquired_records",
                             "[]AcquiredRecords",
@@ -241,12 +244,13 @@ SHARE_FETCH = api("ShareFetch", ShareFetchRequest, ShareFetchResponse)
 ShareAcknowledgeRequest = request(
     79,
     "ShareAcknowledgeRequest",
-    valid="0-1",
+    valid="0-2",
     flexible="0+",
     fields=[
         F("group_id", "string", "0+", nullable="0+", default=None),
         F("member_id", "string", "0+", nullable="0+"),
         F("share_session_epoch", "int32", "0+"),
+        F("is_renew_ack", "bool", "2+"),
         F(
             "topics",
             "[]AcknowledgeTopic",
@@ -267,12 +271,13 @@ ShareAcknowledgeRequest = request(
 ShareAcknowledgeResponse = response(
     79,
     "ShareAcknowledgeResponse",
-    valid="0-1",
+    valid="0-2",
     flexible="0+",
     fields=[
         F("throttle_time_ms", "int32", "0+"),
         F("error_code", "int16", "0+"),
         F("error_message", "string", "0+", nullable="0+", default=None),
+        F("acquisition_lock_timeout_ms", "int32", "2+"),
         F(
             "responses",
             "[]ShareAcknowledgeTopicResponse",
