@@ -69,5 +69,5 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     if epoch == -1:
         manager.sessions.close(group_id, member_id)
         await manager.release_session(session)
-    lock_ms = _share.settings(ctx, group_id).record_lock_duration_ms
+    lock_ms = _share.settings(ctx, group_id).record_lock_duration_ms if ctx.api_version >= 2 else 0
     return _answer(E.NO_ERROR, None, out, lock_ms)
