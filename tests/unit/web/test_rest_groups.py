@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from rest_http import call
@@ -24,7 +25,8 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
 
 
 def v3(b: Broker, *parts: object) -> str:
-    return f"{b.http_url}/v3/clusters/{b.cluster_id}" + "".join(f"/{p}" for p in parts)
+    tail = "".join(f"/{quote(str(p), safe='')}" for p in parts)
+    return f"{b.http_url}/v3/clusters/{b.cluster_id}{tail}"
 
 
 def fill(b: Broker, topic: str, partition: int, n: int) -> None:

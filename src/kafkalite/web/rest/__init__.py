@@ -11,7 +11,7 @@ import logging
 
 from aiohttp import web
 
-from kafkalite.web.rest import cluster, groups, records, topics
+from kafkalite.web.rest import cluster, groups, offset_reset, records, topics
 from kafkalite.web.rest._base import PRINCIPAL_KEY, Handler, RestError, broker_of
 from kafkalite.web.rest.auth import BasicAuthenticator, auth_required
 from kafkalite.web.server import BROKER_KEY
@@ -50,3 +50,4 @@ def setup(app: web.Application) -> None:
     topics.add_routes(app)
     records.add_routes(app)
     groups.add_routes(app)
+    offset_reset.add_routes(app)

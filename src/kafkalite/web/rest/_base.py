@@ -9,6 +9,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from aiohttp import web
 
@@ -224,7 +225,8 @@ def base_url(request: web.Request) -> str:
 
 
 def url(request: web.Request, cid: str, *parts: object) -> str:
-    tail = "".join(f"/{p}" for p in parts)
+    """The link to a resource; each part is percent-encoded (KIP-848 member ids hold `/` and `+`)."""
+    tail = "".join(f"/{quote(str(p), safe='')}" for p in parts)
     return f"{base_url(request)}/{cid}{tail}"
 
 

@@ -1,6 +1,5 @@
 """REST v3 consumer groups (classic and KIP-848): state, assignor, members and their assignments,
-per-partition lag and its summary, from this broker's group coordinator and logs; and kafkalite's
-offset reset for the console, committed through the coordinator's commit path.
+per-partition lag and its summary, from this broker's group coordinator and logs.
 """
 
 from __future__ import annotations
@@ -11,9 +10,7 @@ from typing import Any
 
 from aiohttp import web
 
-from kafkalite.broker.apis.list_offsets import lookup
 from kafkalite.coordinator import GroupCoordinator
-from kafkalite.coordinator.types import OffsetCommitPartition, TopicPartition
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.exceptions import DecodeError
 from kafkalite.protocol.messages.groups import decode_assignment
@@ -21,11 +18,9 @@ from kafkalite.security.acl import AclOperation, ResourceType
 from kafkalite.web.rest._base import (
     RestError,
     authorize,
-    bad_request,
     broker_of,
     cluster_id,
     crn,
-    json_body,
     listing,
     not_found,
     ok,
@@ -72,7 +67,7 @@ def state_name(state: str) -> str:
     return re.sub(r"(?<=[a-z])(?=[A-Z])", "_", state).upper() or "UNKNOWN"
 
 
-def _coordinator(request: web.Request) -> GroupCoordinator:
+def coordinator_of(request: web.Request) -> GroupCoordinator:
     coord = broker_of(request).groups.coordinator
     if coord is None:
         raise RestError.kafka(
@@ -87,7 +82,7 @@ def _coordinator_broker(request: web.Request, coord: GroupCoordinator, group_id:
     return p.leader if p is not None else broker.broker_id
 
 
-def _raise_group_error(request: web.Request, coord: GroupCoordinator, gid: str, code: int) -> None:
+def raise_group_error(request: web.Request, coord: GroupCoordinator, gid: str, code: int) -> None:
     if code == ErrorCode.NOT_COORDINATOR:
         owner = _coordinator_broker(request, coord, gid)
         raise RestError.kafka(
@@ -109,7 +104,7 @@ def describe(request: web.Request, gid: str) -> Group:
         gid,
         ErrorCode.GROUP_AUTHORIZATION_FAILED,
     )
-    coord = _coordinator(request)
+    coord = coordinator_of(request)
     owner = _coordinator_broker(request, coord, gid)
     classic = coord.describe_groups([gid])[0]
     if classic.error == ErrorCode.NO_ERROR:
@@ -129,10 +124,10 @@ def describe(request: web.Request, gid: str) -> Group:
             )
         return g
     if classic.error != ErrorCode.GROUP_ID_NOT_FOUND:
-        _raise_group_error(request, coord, gid, classic.error)
+        raise_group_error(request, coord, gid, classic.error)
     d = coord.describe_consumer_groups([gid])[0]
     if d.error != ErrorCode.NO_ERROR:
-        _raise_group_error(request, coord, gid, d.error)
+        raise_group_error(request, coord, gid, d.error)
     cache = broker_of(request).metadata_cache
     g = Group(gid, "CONSUMER", state_name(d.state), d.assignor, owner)
     for cm in d.members:
@@ -170,7 +165,7 @@ def group_body(request: web.Request, cid: str, g: Group) -> dict[str, Any]:
 
 async def list_groups(request: web.Request) -> web.Response:
     cid = cluster_id(request)
-    coord = _coordinator(request)
+    coord = coordinator_of(request)
     listed = coord.list_groups((), CONSUMER_GROUP_TYPES)
     data = []
     for o in listed.groups:
@@ -283,10 +278,10 @@ class Lag:
 def lags(request: web.Request, g: Group) -> list[Lag]:
     """Committed offset, log end (the high watermark of this broker's replica) and lag of every
     partition the group has an offset for and whose topic one may describe."""
-    coord = _coordinator(request)
+    coord = coordinator_of(request)
     fetched = coord.fetch_offsets(g.group_id, None)
     if fetched.error:
-        _raise_group_error(request, coord, g.group_id, fetched.error)
+        raise_group_error(request, coord, g.group_id, fetched.error)
     rm = broker_of(request).replica_manager
     out: list[Lag] = []
     for p in sorted(fetched.partitions, key=lambda p: (p.topic, p.partition)):
@@ -392,127 +387,6 @@ async def lag_summary(request: web.Request) -> web.Response:
     return ok(body)
 
 
-# -- offset reset ---------------------------------------------------------------------------------------
-
-RESET_MODES = ("earliest", "latest", "offset", "timestamp")
-INACTIVE_STATES = ("EMPTY", "DEAD")
-
-
-def _new_offset(lg: Any, mode: str, offset: int, timestamp: int) -> int:
-    """The offset a reset moves to, clamped to [log start, high watermark] as kafka-consumer-groups does."""
-    start, end = lg.log_start_offset, lg.high_watermark
-    if mode == "earliest":
-        return int(start)
-    if mode == "latest":
-        return int(end)
-    if mode == "offset":
-        return int(min(max(offset, start), end))
-    _, found = lookup(lg, timestamp)
-    return int(found) if found >= 0 else int(end)
-
-
-async def reset_offsets(request: web.Request) -> web.Response:
-    cid = cluster_id(request)
-    gid = request.match_info["group_id"]
-    body = await json_body(request)
-    topic_name = body.get("topic")
-    if not isinstance(topic_name, str) or not topic_name:
-        raise bad_request("Missing required field: topic")
-    mode = body.get("to")
-    if mode not in RESET_MODES:
-        raise bad_request(f"Field to must be one of {', '.join(RESET_MODES)}")
-    offset = body.get("offset")
-    timestamp = body.get("timestamp")
-    if mode == "offset" and (isinstance(offset, bool) or not isinstance(offset, int)):
-        raise bad_request("to=offset needs an integer offset")
-    if mode == "timestamp" and (isinstance(timestamp, bool) or not isinstance(timestamp, int)):
-        raise bad_request("to=timestamp needs an integer timestamp (epoch milliseconds)")
-    dry_run = body.get("dry_run", False)
-    if not isinstance(dry_run, bool):
-        raise bad_request("Field dry_run must be a boolean")
-    require(
-        request, AclOperation.READ, ResourceType.GROUP, gid, ErrorCode.GROUP_AUTHORIZATION_FAILED
-    )
-    broker = broker_of(request)
-    topic = broker.metadata_cache.topic(topic_name)
-    if topic is None:
-        raise not_found(f"This server does not host this topic-partition. (topic {topic_name})")
-    require(
-        request,
-        AclOperation.READ,
-        ResourceType.TOPIC,
-        topic_name,
-        ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-    )
-    wanted = body.get("partitions")
-    if wanted is None:
-        pids = sorted(p.partition for p in topic.partitions)
-    elif isinstance(wanted, list) and all(
-        isinstance(p, int) and not isinstance(p, bool) for p in wanted
-    ):
-        pids = sorted(set(wanted))
-        missing = [p for p in pids if topic.partition(p) is None]
-        if missing:
-            raise not_found(
-                f"This server does not host this topic-partition. ({topic_name}-{missing[0]})"
-            )
-    else:
-        raise bad_request("Field partitions must be a list of partition ids")
-    coord = _coordinator(request)
-    try:
-        g = describe(request, gid)
-        state = g.state
-    except RestError as exc:
-        if exc.status != 404:
-            raise
-        state = "DEAD"  # no such group yet: a reset creates its offsets, as Kafka allows
-    if state not in INACTIVE_STATES:
-        raise RestError.kafka(
-            ErrorCode.NON_EMPTY_GROUP,
-            f"Assignments can only be reset if the group '{gid}' is inactive, but the current "
-            f"state is {state}.",
-        )
-    current = {
-        p.partition: p.offset
-        for p in coord.fetch_offsets(gid, [TopicPartition(topic_name, i) for i in pids]).partitions
-    }
-    rows = []
-    commits = []
-    for pid in pids:
-        part = broker.replica_manager.get_partition(topic_name, pid)
-        if part is None:
-            raise RestError(
-                421,
-                f"NOT_LEADER_OR_FOLLOWER: broker {broker.broker_id} hosts no replica of "
-                f"{topic_name}-{pid}; ask the HTTP listener of a broker that does",
-            )
-        new = _new_offset(part.log, str(mode), int(offset or 0), int(timestamp or 0))
-        cur = current.get(pid, -1)
-        rows.append(
-            {
-                "topic_name": topic_name,
-                "partition_id": pid,
-                "current_offset": cur if cur >= 0 else None,
-                "new_offset": new,
-            }
-        )
-        commits.append(OffsetCommitPartition(topic=topic_name, partition=pid, offset=new))
-    if not dry_run and commits:
-        result = await coord.commit_offsets(gid, commits)
-        for code in result.values():
-            if code != ErrorCode.NO_ERROR:
-                _raise_group_error(request, coord, gid, code)
-    return ok(
-        {
-            "kind": "KafkaConsumerGroupOffsetReset",
-            "cluster_id": cid,
-            "consumer_group_id": gid,
-            "data": rows,
-            "dry_run": dry_run,
-        }
-    )
-
-
 def add_routes(app: web.Application) -> None:
     r = app.router
     groups = "/v3/clusters/{cluster_id}/consumer-groups"
@@ -525,4 +399,3 @@ def add_routes(app: web.Application) -> None:
     r.add_get(group + "/lags", list_lags)
     r.add_get(group + "/lags/{topic_name}/partitions/{partition_id}", get_lag)
     r.add_get(group + "/lag-summary", lag_summary)
-    r.add_post(group + "/reset-offsets", reset_offsets)
