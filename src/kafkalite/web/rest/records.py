@@ -170,8 +170,10 @@ async def produce_record(request: web.Request) -> web.Response:
         pid = partition_for_key(key, count)
     else:
         pid = next(_round_robin) % count
+    if ts is None:
+        ts = int(time.time() * 1000)
     builder = RecordBatchBuilder()
-    builder.append(key, value, headers, ts if ts is not None else int(time.time() * 1000))
+    builder.append(key, value, headers, ts)
     stamped = builder.build()
     req = ProduceRequest(
         transactional_id=None,
@@ -201,7 +203,7 @@ async def produce_record(request: web.Request) -> web.Response:
                 f"its leader, broker {lid}"
             )
         raise RestError.kafka(pr.error_code, message)
-    when = pr.log_append_time_ms if pr.log_append_time_ms >= 0 else builder_ts(ts)
+    when = pr.log_append_time_ms if pr.log_append_time_ms >= 0 else ts
     return ok(
         {
             "error_code": 200,
@@ -214,10 +216,6 @@ async def produce_record(request: web.Request) -> web.Response:
             "value": {"type": value_type, "size": len(value)} if value is not None else None,
         }
     )
-
-
-def builder_ts(ts: int | None) -> int:
-    return ts if ts is not None else int(time.time() * 1000)
 
 
 # -- reading ------------------------------------------------------------------------------------------
