@@ -80,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
         acls,
         clients,
         cluster,
+        configs,
         groups,
         pipeline,
         quotas,
@@ -126,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     acls.add_parser(sub)
     users.add_parser(sub)
     quotas.add_parser(sub)
+    configs.add_parser(sub)
     return parser
 
 

@@ -65,7 +65,9 @@ def _create(c: WireClient, a: argparse.Namespace) -> None:
         num_partitions=a.partitions if a.partitions is not None else -1,
         replication_factor=a.replication_factor if a.replication_factor is not None else -1,
         assignments=[],
-        configs=[cls.CreatableTopic.CreatableTopicConfig(name=k, value=v) for k, v in configs.items()],
+        configs=[
+            cls.CreatableTopic.CreatableTopicConfig(name=k, value=v) for k, v in configs.items()
+        ],
     )
     r = c.send(cls(topics=[topic], timeout_ms=30000, validate_only=False)).topics[0]
     if r.error_code == ErrorCode.TOPIC_ALREADY_EXISTS:
@@ -82,11 +84,7 @@ def _show_internal(a: argparse.Namespace) -> bool:
 
 def _list(c: WireClient, a: argparse.Namespace) -> None:
     md = c.metadata(None)
-    names = sorted(
-        t.name
-        for t in md.topics
-        if t.name and (not t.is_internal or _show_internal(a))
-    )
+    names = sorted(t.name for t in md.topics if t.name and (not t.is_internal or _show_internal(a)))
     if a.topic:
         names = [n for n in names if n == a.topic]
     if a.output == "json":
