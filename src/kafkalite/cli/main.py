@@ -81,7 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
         clients,
         cluster,
         configs,
+        dump_log,
         groups,
+        offsets_cmd,
         pipeline,
         quotas,
         topics,
@@ -128,6 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
     users.add_parser(sub)
     quotas.add_parser(sub)
     configs.add_parser(sub)
+    offsets_cmd.add_parsers(sub)
+    dump_log.add_parser(sub)
     return parser
 
 
