@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from kafkalite.cli.group_ops import Cluster
 from kafkalite.cli.wire import CliError, WireClient
 from kafkalite.security.mechanisms import SaslLogin
 
@@ -103,8 +104,8 @@ def add_connection_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sasl-password", help="prompted for when --sasl-username is given")
 
 
-def connect(a: argparse.Namespace) -> WireClient:
-    """The WireClient for --bootstrap-server, logged in per --command-config or --sasl-* flags."""
+def login_for(a: argparse.Namespace) -> SaslLogin | None:
+    """The SASL login of --command-config, or of the --sasl-* flags (which win)."""
     login = None
     if getattr(a, "command_config", None):
         login = login_from_properties(read_properties(a.command_config))
@@ -115,7 +116,38 @@ def connect(a: argparse.Namespace) -> WireClient:
         if password is None:
             password = getpass.getpass(f"SASL password of {a.sasl_username}: ")
         login = SaslLogin((a.sasl_mechanism or "PLAIN").upper(), a.sasl_username, password)
-    return WireClient(a.bootstrap_server, sasl_login=login)
+    return login
+
+
+def connect(a: argparse.Namespace) -> WireClient:
+    """The WireClient for --bootstrap-server, logged in per --command-config or --sasl-* flags."""
+    return WireClient(a.bootstrap_server, sasl_login=login_for(a))
+
+
+def connect_cluster(a: argparse.Namespace) -> LoginCluster:
+    """connect(), as a Cluster reaching the other brokers with the same login; close() closes all."""
+    login = login_for(a)
+    return LoginCluster(WireClient(a.bootstrap_server, sasl_login=login), login)
+
+
+class LoginCluster(Cluster):
+    """A Cluster whose connections to the other brokers log in as the bootstrap connection did."""
+
+    def __init__(self, bootstrap: WireClient, login: SaslLogin | None) -> None:
+        super().__init__(bootstrap)
+        self.login = login
+
+    def connect(self, host: str, port: int) -> WireClient:
+        c = self._conns.get((host, port))
+        if c is None:
+            c = self._conns[(host, port)] = WireClient(
+                f"{host}:{port}", timeout=self.bootstrap.timeout, sasl_login=self.login
+            )
+        return c
+
+    def close(self) -> None:
+        super().close()
+        self.bootstrap.close()
 
 
 def add_output_argument(p: argparse.ArgumentParser) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 from kafkalite.cli.admin_common import (
     add_connection_arguments,
     add_output_argument,
-    connect,
+    connect_cluster,
     exits_2,
     print_json,
     split_list,
@@ -86,20 +86,19 @@ def _get_offsets(a: argparse.Namespace) -> int:
         specs = [(a.topic, wanted)]
     elif a.topic or wanted:
         raise CliError("--topic-partitions excludes --topic and --partitions")
-    with connect(a) as c:
-        cluster = Cluster(c)
-        try:
-            tps = []
-            for pattern, parts in specs:
-                topics = _matching_topics(cluster, pattern, not a.exclude_internal_topics)
-                leaders = topic_partitions(cluster, topics)
-                for t in topics:
-                    tps += [(t, p) for p in sorted(leaders[t]) if parts is None or p in parts]
-            if wanted and not tps:
-                raise CliError(f"no partition {a.partitions} in the chosen topics")
-            offsets = list_offsets(cluster, tps, timestamp, strict=False)
-        finally:
-            cluster.close()
+    cluster = connect_cluster(a)
+    try:
+        tps = []
+        for pattern, parts in specs:
+            topics = _matching_topics(cluster, pattern, not a.exclude_internal_topics)
+            leaders = topic_partitions(cluster, topics)
+            for t in topics:
+                tps += [(t, p) for p in sorted(leaders[t]) if parts is None or p in parts]
+        if wanted and not tps:
+            raise CliError(f"no partition {a.partitions} in the chosen topics")
+        offsets = list_offsets(cluster, tps, timestamp, strict=False)
+    finally:
+        cluster.close()
     rows = sorted(offsets.items())
     if a.output == "json":
         print_json([{"topic": t, "partition": p, "offset": o} for (t, p), o in rows])
@@ -137,37 +136,36 @@ def _delete_records(a: argparse.Namespace) -> int:
     if a.output != "json":
         print("Executing records delete operation")
     results: dict[tuple[str, int], tuple[int, int]] = {}
-    with connect(a) as c:
-        cluster = Cluster(c)
-        try:
-            leaders = topic_partitions(cluster, sorted({t for t, _, _ in wanted}))
-            by_leader: dict[int, list[tuple[str, int, int]]] = {}
-            for t, p, off in wanted:
-                leader = leaders.get(t, {}).get(p, -1)
-                if p not in leaders.get(t, {}):
-                    results[(t, p)] = (-1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                elif leader < 0:
-                    results[(t, p)] = (-1, ErrorCode.LEADER_NOT_AVAILABLE)
-                else:
-                    by_leader.setdefault(leader, []).append((t, p, off))
-            cls: Any = APIS[21].request
-            for leader, parts in by_leader.items():
-                by_topic: dict[str, list[Any]] = {}
-                for t, p, off in parts:
-                    by_topic.setdefault(t, []).append(
-                        cls.DeleteRecordsTopic.DeleteRecordsPartition(partition_index=p, offset=off)
-                    )
-                req = cls(
-                    topics=[
-                        cls.DeleteRecordsTopic(name=t, partitions=ps) for t, ps in by_topic.items()
-                    ],
-                    timeout_ms=30000,
+    cluster = connect_cluster(a)
+    try:
+        leaders = topic_partitions(cluster, sorted({t for t, _, _ in wanted}))
+        by_leader: dict[int, list[tuple[str, int, int]]] = {}
+        for t, p, off in wanted:
+            leader = leaders.get(t, {}).get(p, -1)
+            if p not in leaders.get(t, {}):
+                results[(t, p)] = (-1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            elif leader < 0:
+                results[(t, p)] = (-1, ErrorCode.LEADER_NOT_AVAILABLE)
+            else:
+                by_leader.setdefault(leader, []).append((t, p, off))
+        cls: Any = APIS[21].request
+        for leader, parts in by_leader.items():
+            by_topic: dict[str, list[Any]] = {}
+            for t, p, off in parts:
+                by_topic.setdefault(t, []).append(
+                    cls.DeleteRecordsTopic.DeleteRecordsPartition(partition_index=p, offset=off)
                 )
-                for rt in cluster.node(leader).send(req).topics:
-                    for rp in rt.partitions:
-                        results[(rt.name, rp.partition_index)] = (rp.low_watermark, rp.error_code)
-        finally:
-            cluster.close()
+            req = cls(
+                topics=[
+                    cls.DeleteRecordsTopic(name=t, partitions=ps) for t, ps in by_topic.items()
+                ],
+                timeout_ms=30000,
+            )
+            for rt in cluster.node(leader).send(req).topics:
+                for rp in rt.partitions:
+                    results[(rt.name, rp.partition_index)] = (rp.low_watermark, rp.error_code)
+    finally:
+        cluster.close()
     rows = sorted(results.items())
     if a.output == "json":
         print_json(
@@ -204,44 +202,43 @@ def _log_dirs(a: argparse.Namespace) -> int:
     except ValueError:
         raise CliError("--broker-list expects broker ids like 0,1,2") from None
     brokers = []
-    with connect(a) as c:
-        cluster = Cluster(c)
-        try:
-            nodes = cluster.nodes()
-            missing = [b for b in broker_ids if b not in nodes]
-            if missing:
-                raise CliError(f"no broker {', '.join(map(str, missing))} in the cluster")
-            ids = broker_ids or sorted(nodes)
-            if a.output != "json":
-                print("Querying brokers for log directories information")
-            cls: Any = APIS[35].request
-            for bid in ids:
-                resp = cluster.node(bid).send(cls(topics=None))
-                if getattr(resp, "error_code", 0):
-                    raise CliError(f"broker {bid}: {ErrorCode(resp.error_code).name}")
-                dirs = []
-                for r in resp.results:
-                    parts = [
-                        {
-                            "partition": f"{t.name}-{p.partition_index}",
-                            "size": p.partition_size,
-                            "offsetLag": p.offset_lag,
-                            "isFuture": bool(p.is_future_key),
-                        }
-                        for t in r.topics
-                        if not topics or t.name in topics
-                        for p in sorted(t.partitions, key=lambda p: p.partition_index)
-                    ]
-                    dirs.append(
-                        {
-                            "partitions": parts,
-                            "error": ErrorCode(r.error_code).name if r.error_code else None,
-                            "logDir": r.log_dir,
-                        }
-                    )
-                brokers.append({"broker": bid, "logDirs": dirs})
-        finally:
-            cluster.close()
+    cluster = connect_cluster(a)
+    try:
+        nodes = cluster.nodes()
+        missing = [b for b in broker_ids if b not in nodes]
+        if missing:
+            raise CliError(f"no broker {', '.join(map(str, missing))} in the cluster")
+        ids = broker_ids or sorted(nodes)
+        if a.output != "json":
+            print("Querying brokers for log directories information")
+        cls: Any = APIS[35].request
+        for bid in ids:
+            resp = cluster.node(bid).send(cls(topics=None))
+            if getattr(resp, "error_code", 0):
+                raise CliError(f"broker {bid}: {ErrorCode(resp.error_code).name}")
+            dirs = []
+            for r in resp.results:
+                parts = [
+                    {
+                        "partition": f"{t.name}-{p.partition_index}",
+                        "size": p.partition_size,
+                        "offsetLag": p.offset_lag,
+                        "isFuture": bool(p.is_future_key),
+                    }
+                    for t in r.topics
+                    if not topics or t.name in topics
+                    for p in sorted(t.partitions, key=lambda p: p.partition_index)
+                ]
+                dirs.append(
+                    {
+                        "partitions": parts,
+                        "error": ErrorCode(r.error_code).name if r.error_code else None,
+                        "logDir": r.log_dir,
+                    }
+                )
+            brokers.append({"broker": bid, "logDirs": dirs})
+    finally:
+        cluster.close()
     if a.output != "json":
         print(f"Received log directory information from brokers {','.join(map(str, ids))}")
     print_json({"brokers": brokers, "version": 1})

@@ -472,3 +472,41 @@ def test_dump_log_of_a_stopped_broker(
     assert code == 1
     assert f"Mismatches in {index}:" in out
     assert "  Index position: 12345 has no batch in the log" in out
+
+
+def test_command_config_logs_in_to_a_sasl_listener(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    jaas = (
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        'username="admin" password="admin-secret" user_admin="admin-secret";'
+    )
+    sasl = {
+        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
+    }
+    props = tmp_path / "admin.properties"
+    props.write_text(
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required \\\n"
+        '    username="admin" password="admin-secret";\n'
+    )
+    with Broker(tmp_path / "data", config=sasl) as b:
+        for command in (
+            "kafka-topics.sh --bootstrap-server localhost:9092 --command-config {props} "
+            "--create --topic secured --partitions 2 --replication-factor 1",
+            "kafka-get-offsets.sh --bootstrap-server localhost:9092 --command-config {props} "
+            "--topic secured",
+        ):
+            code, out, err = run(b, command, capsys, props=str(props))
+            assert code == 0, err
+        assert out.splitlines() == ["secured:0:0", "secured:1:0"]
+        props.write_text(props.read_text().replace('password="admin-secret"', 'password="no"'))
+        code, _, err = run(
+            b,
+            "kafka-topics.sh --bootstrap-server localhost:9092 --command-config {props} --list",
+            capsys,
+            props=str(props),
+        )
+        assert code == 2 and err.startswith("error: SASL authentication failed")
