@@ -11,7 +11,7 @@ import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from kafkalite.cli.group_ops import Cluster
 from kafkalite.cli.wire import CliError, WireClient
@@ -34,6 +34,17 @@ def exits_2(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Names
             return EXIT_ERROR
 
     return run
+
+
+def one_line_usage_errors(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """A bad flag or value exits with code 2 and one line (not the usage block) on stderr."""
+
+    def error(message: str) -> NoReturn:
+        print(f"error: {p.prog}: {message} (see {p.prog} --help)", file=sys.stderr)
+        raise SystemExit(EXIT_ERROR)
+
+    setattr(p, "error", error)  # noqa: B010 (an instance attribute, not a method override)
+    return p
 
 
 def read_properties(path: str) -> dict[str, str]:

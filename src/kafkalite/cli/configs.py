@@ -13,6 +13,7 @@ from kafkalite.cli.admin_common import (
     add_output_argument,
     connect,
     exits_2,
+    one_line_usage_errors,
     print_json,
     read_properties,
     split_list,
@@ -434,6 +435,7 @@ def add_parser(sub: Any) -> None:
         "configs",
         help="describe or alter configs, quotas and SCRAM credentials (kafka-configs.sh flags)",
     )
+    one_line_usage_errors(p)
     add_connection_arguments(p)
     p.add_argument(
         "--entity-type",

@@ -12,7 +12,13 @@ from typing import Any
 
 import crc32c
 
-from kafkalite.cli.admin_common import add_output_argument, exits_2, print_json, split_list
+from kafkalite.cli.admin_common import (
+    add_output_argument,
+    exits_2,
+    one_line_usage_errors,
+    print_json,
+    split_list,
+)
 from kafkalite.cli.wire import CliError
 from kafkalite.protocol.exceptions import DecodeError
 from kafkalite.records.batch import RecordBatch, decode_batch
@@ -320,6 +326,7 @@ def add_parser(sub: Any) -> None:
         "dump-log",
         help="print the batches and records of segment files and their indexes (kafka-dump-log.sh)",
     )
+    one_line_usage_errors(p)
     p.add_argument("--files", action="append", required=True, metavar="F1,F2")
     p.add_argument("--print-data-log", action="store_true", help="print each record too")
     p.add_argument(

@@ -15,6 +15,7 @@ from kafkalite.cli.admin_common import (
     add_output_argument,
     connect_cluster,
     exits_2,
+    one_line_usage_errors,
     print_json,
     split_list,
 )
@@ -249,6 +250,7 @@ def add_parsers(sub: Any) -> None:
     g = sub.add_parser(
         "get-offsets", help="offsets of partitions at a time (kafka-get-offsets.sh flags)"
     )
+    one_line_usage_errors(g)
     add_connection_arguments(g)
     g.add_argument("--topic", metavar="TOPIC", help="a name or a regular expression; all if absent")
     g.add_argument("--partitions", metavar="0,1,5-7")
@@ -267,6 +269,7 @@ def add_parsers(sub: Any) -> None:
         "delete-records",
         help="delete records before offsets from a JSON file (kafka-delete-records.sh flags)",
     )
+    one_line_usage_errors(d)
     add_connection_arguments(d)
     d.add_argument(
         "--offset-json-file",
@@ -280,6 +283,7 @@ def add_parsers(sub: Any) -> None:
     ld = sub.add_parser(
         "log-dirs", help="the log directories and partition sizes of brokers (kafka-log-dirs.sh)"
     )
+    one_line_usage_errors(ld)
     add_connection_arguments(ld)
     ld.add_argument("--describe", action="store_true")
     ld.add_argument("--topic-list", action="append", metavar="T1,T2")

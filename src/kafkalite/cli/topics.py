@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import re
 import uuid
 from typing import Any
 
@@ -14,6 +15,7 @@ from kafkalite.cli.admin_common import (
     add_output_argument,
     connect,
     exits_2,
+    one_line_usage_errors,
     print_json,
     split_list,
 )
@@ -23,6 +25,7 @@ from kafkalite.protocol.schema import APIS
 
 ACTIONS = ("create", "list", "describe", "alter", "delete")
 _DYNAMIC_TOPIC_CONFIG = 1
+_REGEX_CHARS = re.compile(r"[*?+\[\](){}|^$\\]")  # topic names hold only [a-zA-Z0-9._-]
 
 
 def _check(code: int, what: str, message: str | None = None) -> None:
@@ -114,15 +117,25 @@ def _topic_configs(c: WireClient, names: list[str]) -> dict[str, list[tuple[str,
 
 def _describe(c: WireClient, a: argparse.Namespace) -> None:
     name = _topic(a, required=False)
-    md = c.metadata([name] if name else None)
+    pattern = name if name and _REGEX_CHARS.search(name) else None
+    md = c.metadata([name] if name and not pattern else None)
     topics = sorted((t for t in md.topics if t.name), key=lambda t: t.name)
+    if pattern:  # kafka-topics.sh reads --topic as a regular expression
+        try:
+            rx = re.compile(pattern)
+        except re.error as exc:
+            raise CliError(f"--topic {pattern!r} is not a regular expression: {exc}") from None
+        topics = [t for t in topics if rx.fullmatch(t.name)]
+        if not topics and not a.if_exists:
+            raise CliError(f"no topic matches {pattern!r}")
+        name = None
     for t in topics:
         if t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
             if a.if_exists:
                 return
             raise CliError(f"topic {t.name!r} does not exist")
         _check(t.error_code, f"describe {t.name}")
-    if not name:
+    if not name and not pattern:
         topics = [t for t in topics if not t.is_internal or _show_internal(a)]
     live = {b.node_id for b in md.brokers}
     configs = _topic_configs(c, [t.name for t in topics])
@@ -266,6 +279,7 @@ def add_parser(sub: Any) -> None:
         description="kafka-topics.sh flags (--create --topic T --partitions N ...) or the short "
         "forms: topics create T, topics list, topics describe [T], topics alter T, topics delete T",
     )
+    one_line_usage_errors(p)
     p.add_argument("action", nargs="?", choices=ACTIONS, help="short form of --create etc.")
     p.add_argument("name", nargs="?", help="the topic (short form of --topic)")
     add_connection_arguments(p)

@@ -510,3 +510,39 @@ def test_command_config_logs_in_to_a_sasl_listener(
             props=str(props),
         )
         assert code == 2 and err.startswith("error: SASL authentication failed")
+
+
+def test_describe_takes_a_regular_expression(
+    broker: Broker, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("rx-a", "rx-b", "other"):
+        broker.create_topic(name, 1)
+    code, out, _ = run(
+        broker,
+        "kafka-topics.sh --bootstrap-server localhost:9092 --describe --topic 'rx-.*'",
+        capsys,
+    )
+    assert code == 0
+    assert [line.split("\t")[0] for line in out.splitlines() if line.startswith("Topic:")] == [
+        "Topic: rx-a",
+        "Topic: rx-b",
+    ]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "kafka-topics.sh --bootstrap-server localhost:9092 --create --topic x --partitions three",
+        "kafka-get-offsets.sh --bootstrap-server localhost:9092 --topic x --output yaml",
+        "kafka-dump-log.sh --print-data-log",
+    ],
+)
+def test_usage_errors_are_one_line(
+    broker: Broker, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        main(translate(command, broker.bootstrap_servers))
+    err = capsys.readouterr().err
+    assert exc.value.code == 2
+    assert len(err.strip().splitlines()) == 1 and err.startswith("error: "), err
