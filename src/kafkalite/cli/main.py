@@ -80,7 +80,10 @@ def build_parser() -> argparse.ArgumentParser:
         acls,
         clients,
         cluster,
+        configs,
+        dump_log,
         groups,
+        offsets_cmd,
         pipeline,
         quotas,
         topics,
@@ -126,6 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
     acls.add_parser(sub)
     users.add_parser(sub)
     quotas.add_parser(sub)
+    configs.add_parser(sub)
+    offsets_cmd.add_parsers(sub)
+    dump_log.add_parser(sub)
     return parser
 
 
