@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 import uuid
 from collections.abc import Iterable, Sequence
@@ -452,7 +453,7 @@ class SharePartitionManager:
         region = info.slice
         if region is None or region.length == 0:
             return Acquired(b"", [])
-        blob = bytes(region.read_bytes())
+        blob = _region_bytes(region.fileno, region.position, region.length, region.read_bytes)
         aborted = (
             [
                 (a.producer_id, a.first_offset)
@@ -498,6 +499,13 @@ class SharePartitionManager:
                 waits.append(self.persist(lp))
         for w in waits:
             await w
+
+
+def _region_bytes(fileno: int, position: int, length: int, fallback: Any) -> bytes:
+    """A read log region's bytes: one pread, whose result is used as is (FileSlice.read_bytes
+    copies every read twice, through a bytearray); `fallback()` for a short read."""
+    data = os.pread(fileno, length, position)
+    return data if len(data) == length else bytes(fallback())
 
 
 def _read_size(lp: LoadedSharePartition, max_records: int, max_bytes: int) -> int:
