@@ -41,6 +41,7 @@ class AcknowledgeType(enum.IntEnum):
     ACCEPT = 1
     RELEASE = 2
     REJECT = 3
+    RENEW = 4  # KIP-1222: extend the acquisition lock, keep the record
 
 
 _DONE = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
@@ -374,7 +375,7 @@ class SharePartition:
 
     # -- acknowledge ------------------------------------------------------------------------------
     def acknowledge(self, member_id: str, batches: Sequence[AckBatch], now_ms: int) -> AckResult:
-        """Apply a member's acknowledgements, all or nothing (`now_ms` is not needed yet)."""
+        """Apply a member's acknowledgements, all or nothing; RENEW locks again from `now_ms`."""
         ordered = sorted(batches, key=lambda b: b.first_offset)
         previous_last = -1
         for batch in ordered:
@@ -413,17 +414,17 @@ class SharePartition:
             types = batch.types
             first = batch.first_offset
             if len(types) == 1:
-                self._ack_range(first, batch.last_offset, types[0], limit)
+                self._ack_range(first, batch.last_offset, types[0], limit, now_ms)
                 continue
             begin = 0  # per-offset types: one step per stretch of equal types
             for i in range(1, len(types) + 1):
                 if i == len(types) or types[i] != types[begin]:
-                    self._ack_range(first + begin, first + i - 1, types[begin], limit)
+                    self._ack_range(first + begin, first + i - 1, types[begin], limit, now_ms)
                     begin = i
         self._changed()
         return AckResult(ErrorCode.NO_ERROR, changed=True)
 
-    def _ack_range(self, first: int, last: int, type_: int, limit: int) -> None:
+    def _ack_range(self, first: int, last: int, type_: int, limit: int, now_ms: int) -> None:
         """Apply one acknowledge type to `first`..`last`, all held by the acknowledging member."""
         ack = AcknowledgeType(type_)
         lo = self._cut(first)
@@ -431,6 +432,10 @@ class SharePartition:
         runs = self._runs
         for i in range(lo, hi):
             run = runs[i]
+            if ack is AcknowledgeType.RENEW:  # still held by the member, for a new lock duration
+                run.deadline = now_ms + self.config.lock_duration_ms
+                heapq.heappush(self._deadlines, (run.deadline, run.first))
+                continue
             self._unlock(run)
             if ack is AcknowledgeType.ACCEPT or ack is AcknowledgeType.GAP:
                 run.state = (

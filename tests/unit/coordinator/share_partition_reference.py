@@ -207,6 +207,10 @@ class ReferenceSharePartition:
             for i, offset in enumerate(range(batch.first_offset, batch.last_offset + 1)):
                 ack = AcknowledgeType(batch.types[i if len(batch.types) > 1 else 0])
                 record = self._records[offset]
+                if ack is AcknowledgeType.RENEW:
+                    record.deadline = now_ms + self.config.lock_duration_ms
+                    heapq.heappush(self._deadlines, (record.deadline, offset))
+                    continue
                 self._unlock(offset, record)
                 if ack is AcknowledgeType.ACCEPT:
                     record.state = RecordState.ACKNOWLEDGED

@@ -624,3 +624,16 @@ def test_truncate_before_forgets_records_and_locks_below_the_log_start() -> None
     assert sp.next_fetch_offset() == 7
     sp.truncate_before(20)  # past everything known
     assert sp.start_offset == 20 and sp.end_offset == 20 and sp.in_flight_count() == 0
+
+
+def test_renew_extends_the_lock_and_keeps_the_record() -> None:
+    sp = SharePartition(
+        "g", uuid.uuid4(), 0, start_offset=0, config=SharePartitionConfig(lock_duration_ms=1000)
+    )
+    sp.acquire("a", [(0, 3)], 10, 0)  # locked until 1000
+    assert sp.acknowledge("a", [AckBatch(1, 2, (4,))], 800).error == ErrorCode.NO_ERROR
+    assert sp.release_expired(1000) == 2  # 0 and 3 expire; 1-2 now run until 1800
+    assert sp.acquired_by("a") == [1, 2]
+    assert sp.record_state(1) == (RecordState.ACQUIRED, 1)
+    assert sp.acknowledge("b", [AckBatch(1, 1, (4,))], 900).error == ErrorCode.INVALID_RECORD_STATE
+    assert sp.release_expired(1799) == 0 and sp.release_expired(1800) == 2

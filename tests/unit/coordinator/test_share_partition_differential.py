@@ -89,7 +89,7 @@ class Restart:
 Op = Acquire | AckHeld | AckAny | Tick | Leave | SkipTo | Truncate | Reset | Configure | Restart
 
 _members = st.sampled_from(MEMBERS)
-_types = st.sampled_from([0, 1, 2, 3])
+_types = st.sampled_from([0, 1, 2, 3, 4])
 _acquire = st.builds(
     Acquire,
     _members,
