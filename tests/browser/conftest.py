@@ -65,12 +65,3 @@ def screenshot(
         for p in taken:
             shutil.copy(p, shared / p.name)
         print(f"\nconsole screenshots: {out} (copied to {shared})")
-
-
-def severe_console_errors(driver: Any) -> list[str]:
-    """The page's SEVERE console messages so far (a missing source map is not an error)."""
-    return [
-        e["message"]
-        for e in driver.get_log("browser")
-        if e.get("level") == "SEVERE" and ".map" not in e["message"]
-    ]

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import severe_console_errors
+from browser_support import severe_console_errors, wait_for
 from fake_rest import FakeRest, Served
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -20,19 +20,6 @@ def fake() -> Iterator[tuple[FakeRest, str]]:
     state = FakeRest()
     with Served(state.app()) as served:
         yield state, served.url
-
-
-def wait_for(driver: Any, css: str, text: str | None = None, timeout: float = 10) -> Any:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    def found(d: Any) -> Any:
-        for el in d.find_elements(By.CSS_SELECTOR, css):
-            if text is None or text in el.text:
-                return el
-        return False
-
-    return WebDriverWait(driver, timeout, poll_frequency=0.1).until(found)
 
 
 def test_pages_against_the_fake(

@@ -1,9 +1,9 @@
 // kafkalite console: the shell (header, hash router) and the cluster overview.
 import { render } from "preact";
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useErrorBoundary, useState } from "preact/hooks";
 import {
-  html, get, enc, usePoll, useConnection, clusterId, fmtNum, fmtRate, fmtBytes, ErrorBox,
-  TimeChart, trimHistory,
+  html, get, enc, useConnection, setConnection, POLL_MS, clusterId, fmtNum, fmtRate, fmtBytes, ErrorBox,
+  TimeChart, trimHistory, underReplicated,
 } from "./lib.js";
 import { TopicsPage, TopicPage } from "./topics.js";
 import { MessagesPage } from "./messages.js";
@@ -61,9 +61,7 @@ async function loadOverview() {
   for (const { topic, parts } of perTopic) {
     for (const p of parts) {
       partitions++;
-      const ur =
-        p.under_replicated ?? (p.isr && p.replicas ? p.isr.length < p.replicas.length : false);
-      if (ur) under.push(`${topic.topic_name}-${p.partition_id}`);
+      if (underReplicated(p)) under.push(`${topic.topic_name}-${p.partition_id}`);
       bytes += p.size_bytes || 0;
       if (!topic.is_internal) {
         latestSum += p.latest_offset || 0;
@@ -77,8 +75,44 @@ async function loadOverview() {
   };
 }
 
+// sampled every 2 s from page load whichever page is shown, so the sparkline has a history
+const overview = { data: null, error: null, listeners: new Set() };
+
+async function sampleOverview() {
+  try {
+    overview.data = await loadOverview();
+    overview.error = null;
+    setConnection(true, null);
+  } catch (e) {
+    overview.error = e;
+    if (e.status === 0) setConnection(false, e.message);
+  }
+  overview.listeners.forEach((f) => f({ data: overview.data, error: overview.error }));
+}
+
+function startOverviewSampler() {
+  let busy = false;
+  const run = async () => {
+    if (busy || document.hidden) return;
+    busy = true;
+    await sampleOverview();
+    busy = false;
+  };
+  run();
+  setInterval(run, POLL_MS);
+}
+
+function useOverview() {
+  const [s, set] = useState({ data: overview.data, error: overview.error });
+  useEffect(() => {
+    overview.listeners.add(set);
+    return () => overview.listeners.delete(set);
+  }, []);
+  return s;
+}
+
 function Overview() {
-  const { data, error } = usePoll(loadOverview, []);
+  const { data, error } = useOverview();
   const h = throughput.hist;
   const rate = h.t.length ? h.series["messages/s"][h.t.length - 1] : null;
   return html`
@@ -87,7 +121,7 @@ function Overview() {
     ${data &&
     html`
       <div class="tiles">
-        <div class="tile"><div class="k">Cluster</div><div class="v" style="font-size:14px">${data.cid}</div></div>
+        <div class="tile"><div class="k">Cluster</div><div class="v id" id="cluster-id">${data.cid}</div></div>
         <div class="tile"><div class="k">Brokers</div><div class="v" id="broker-count">${data.brokers.length}</div></div>
         <div class="tile"><div class="k">Topics</div><div class="v">${data.topics}</div></div>
         <div class="tile"><div class="k">Partitions</div><div class="v">${data.partitions}</div></div>
@@ -136,6 +170,15 @@ function Header({ section }) {
   </header>`;
 }
 
+/** A page that throws while rendering shows the error instead of blanking the console. */
+function Boundary({ children }) {
+  const [error, reset] = useErrorBoundary((e) => console.error(e));
+  if (error)
+    return html`<div class="msg err">This page failed to render: ${String(error.message || error)}
+      <button class="plain" onClick=${reset}>Retry</button></div>`;
+  return children;
+}
+
 function App() {
   const { parts, query } = useRoute();
   const [section, arg] = parts;
@@ -148,9 +191,11 @@ function App() {
   else if (section === "groups") page = html`<${GroupsPage} />`;
   else page = html`<${Overview} />`;
   const nav = section === "messages" ? "topics" : section;
-  return html`<${Header} section=${nav} /><main>${page}</main>`;
+  const where = parts.join("/");
+  return html`<${Header} section=${nav} /><main><${Boundary} key=${where}>${page}<//></main>`;
 }
 
+startOverviewSampler();
 const root = document.getElementById("app");
 root.textContent = "";
 render(html`<${App} />`, root);

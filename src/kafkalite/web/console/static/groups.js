@@ -58,7 +58,9 @@ function sampleLag(group, lags) {
     hist = { t: [], series: {} };
     lagHistory.set(group, hist);
   }
-  const values = { total: lags.reduce((s, l) => s + Math.max(0, l.lag || 0), 0) };
+  // one partition: its own line; more: the total, and each partition's while there are few
+  const values = {};
+  if (lags.length > 1) values.total = lags.reduce((s, l) => s + Math.max(0, l.lag || 0), 0);
   if (lags.length <= MAX_SERIES) {
     for (const l of lags) values[`${l.topic_name}-${l.partition_id}`] = Math.max(0, l.lag || 0);
   }
@@ -201,7 +203,7 @@ export function GroupPage({ group }) {
         <div class="tile"><div class="k">State</div><div class="v" id="group-state">${g.state}</div></div>
         <div class="tile"><div class="k">Members</div><div class="v" id="member-count">${data.members.length}</div></div>
         <div class="tile"><div class="k">Total lag</div><div class="v" id="total-lag">${fmtNum(total)}</div></div>
-        <div class="tile"><div class="k">Assignor</div><div class="v" style="font-size:14px">${g.partition_assignor || "–"}</div></div>
+        <div class="tile"><div class="k">Assignor</div><div class="v id">${g.partition_assignor || "–"}</div></div>
       </div>
       <div class="panel">
         <h2>Lag over time <span class="muted">(every 2 s, last 5 minutes)</span></h2>

@@ -72,7 +72,7 @@ export const enc = encodeURIComponent;
 
 const statusListeners = new Set();
 export const connection = { ok: true, error: null, at: 0 };
-function setConnection(ok, error) {
+export function setConnection(ok, error) {
   connection.ok = ok;
   connection.error = error;
   connection.at = Date.now();
@@ -193,6 +193,19 @@ export function decodeData(d) {
     }
   }
   return { text: s, json: false, kind };
+}
+
+// -- partitions: replica ids and health, whichever shape the REST API gives them in
+
+export const ids = (list, alt) => (Array.isArray(list) ? list : Array.isArray(alt) ? alt : null);
+export const replicaIds = (p) => ids(p.replica_ids, p.replicas);
+export const isrIds = (p) => ids(p.isr_ids, p.isr);
+/** under_replicated when the API says so, else fewer in-sync replicas than replicas. */
+export function underReplicated(p) {
+  if (typeof p.under_replicated === "boolean") return p.under_replicated;
+  const r = replicaIds(p);
+  const i = isrIds(p);
+  return r !== null && i !== null && i.length < r.length;
 }
 
 // -- shared bits of UI

@@ -1,6 +1,8 @@
 // kafkalite console: the topic list (create, delete) and one topic (partitions, editable configs).
 import { useState } from "preact/hooks";
-import { html, api, get, enc, usePoll, fmtNum, fmtBytes, ErrorBox } from "./lib.js";
+import {
+  html, api, get, enc, usePoll, fmtNum, fmtBytes, ErrorBox, replicaIds, isrIds, underReplicated,
+} from "./lib.js";
 
 function parseConfigs(text) {
   const out = [];
@@ -181,7 +183,7 @@ export function TopicPage({ topic }) {
     }),
     { msgs: 0, bytes: 0 }
   );
-  const ids = (xs) => (xs ? xs.join(", ") : "–");
+  const list = (xs) => (xs ? xs.join(", ") : "–");
   return html`
     <h1><a href="#/topics">Topics</a> / ${topic}</h1>
     <p><a href=${"#/messages/" + enc(topic)}>Browse messages →</a></p>
@@ -198,12 +200,12 @@ export function TopicPage({ topic }) {
             (p) => html`<tr>
               <td class="num">${p.partition_id}</td>
               <td class="num">${p.leader_id ?? "–"}</td>
-              <td>${ids(p.replicas)}</td><td>${ids(p.isr)}</td>
+              <td>${list(replicaIds(p))}</td><td>${list(isrIds(p))}</td>
               <td class="num">${fmtNum(p.earliest_offset)}</td>
               <td class="num">${fmtNum(p.latest_offset)}</td>
               <td class="num">${fmtNum(Math.max(0, (p.latest_offset || 0) - (p.earliest_offset || 0)))}</td>
               <td class="num">${fmtBytes(p.size_bytes)}</td>
-              <td>${p.under_replicated
+              <td>${underReplicated(p)
                 ? html`<span class="badge bad">under-replicated</span>`
                 : html`<span class="badge ok">in sync</span>`}</td>
             </tr>`
