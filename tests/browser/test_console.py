@@ -89,9 +89,7 @@ class GroupConsumer:
         self._thread.join(20)
 
 
-def test_console_end_to_end(
-    broker: Broker, driver: Any, screenshot: Callable[[str], Path]
-) -> None:
+def test_console_end_to_end(broker: Broker, driver: Any, screenshot: Callable[[str], Path]) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
