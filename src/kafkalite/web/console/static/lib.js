@@ -229,6 +229,15 @@ export function trimHistory(hist) {
 const PALETTE = ["#2f6fde", "#e0662b", "#2e9d5b", "#a33ea1", "#c9a227", "#1f9bb5", "#d13b5c",
   "#6b7a8f", "#7c5cd6", "#4f8a10"];
 
+// from 0 (a little below, so a line at 0 is not hidden by the plot's edge) to 10 % above the max
+function yRange(max) {
+  const top = Math.max(1, (max || 0) * 1.1);
+  return [-top * 0.03, top];
+}
+
+// uPlot keeps the arrays it is given: hand it copies of the (mutated in place) history
+const snapshot = (t, series, labels) => [t.slice(), ...labels.map((l) => series[l].slice())];
+
 /**
  * A uPlot time chart of `series` ({ label: [values] }) over `t` (seconds); rebuilt when the set of
  * series changes, otherwise fed with setData. `height` in px; `small` hides axes (a sparkline).
@@ -247,7 +256,7 @@ export function TimeChart({ t, series, height = 200, small = false, id }) {
       height,
       legend: { show: !small },
       cursor: { show: !small },
-      scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(1, max * 1.1)] } },
+      scales: { x: { time: true }, y: { range: (u, min, max) => yRange(max) } },
       axes: small
         ? [{ show: false }, { show: false }]
         : [{ stroke: "#667085" }, { stroke: "#667085", size: 60 }],
@@ -261,7 +270,7 @@ export function TimeChart({ t, series, height = 200, small = false, id }) {
         }))
       ),
     };
-    const u = new window.uPlot(opts, [t, ...labels.map((l) => series[l])], el);
+    const u = new window.uPlot(opts, snapshot(t, series, labels), el);
     plot.current = u;
     const onResize = () => u.setSize({ width: Math.max(200, el.clientWidth), height });
     window.addEventListener("resize", onResize);
@@ -272,7 +281,7 @@ export function TimeChart({ t, series, height = 200, small = false, id }) {
     };
   }, [key, height, small]);
   useEffect(() => {
-    if (plot.current) plot.current.setData([t, ...labels.map((l) => series[l])]);
+    if (plot.current) plot.current.setData(snapshot(t, series, labels));
   });
   return html`<div class="chart" id=${id} ref=${box}></div>`;
 }
