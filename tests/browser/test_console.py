@@ -52,9 +52,10 @@ def broker(tmp_path: Path) -> Iterator[Broker]:
 
 
 class GroupConsumer:
-    """A confluent-kafka consumer in GROUP on a thread, committing each record it reads."""
+    """A confluent-kafka consumer in GROUP on a thread, committing each record it reads, slowly
+    (`delay` s a record) so that the page sees its lag fall."""
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, delay: float = 0.4) -> None:
         from confluent_kafka import Consumer
 
         self.consumer = Consumer(
@@ -67,6 +68,7 @@ class GroupConsumer:
             }
         )
         self.read = 0
+        self.delay = delay
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -76,6 +78,7 @@ class GroupConsumer:
             msg = self.consumer.poll(0.2)
             if msg is None or msg.error():
                 continue
+            self._stop.wait(self.delay)
             self.read += 1
             self.consumer.commit(message=msg, asynchronous=False)
         self.consumer.close()
@@ -91,7 +94,7 @@ class GroupConsumer:
 
 def test_console_end_to_end(broker: Broker, driver: Any, screenshot: Callable[[str], Path]) -> None:
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select
+    from selenium.webdriver.support.ui import Select, WebDriverWait
 
     url = broker.http_url
     cid = rest("GET", url + "/v3/clusters")["data"][0]["cluster_id"]
@@ -145,7 +148,15 @@ def test_console_end_to_end(broker: Broker, driver: Any, screenshot: Callable[[s
     member = GroupConsumer(broker.bootstrap_servers).start()
     try:
         driver.get(url + f"/#/groups/{GROUP}")
-        wait_for(driver, "#lags tr[data-tp] td.lag", timeout=30)
+        lagging = WebDriverWait(driver, 30, poll_frequency=0.1).until(
+            lambda d: [
+                int(el.text)
+                for el in d.find_elements(By.CSS_SELECTOR, "#lags td.lag")
+                if el.text.isdigit() and int(el.text) > 0
+            ],
+            "no positive lag shown while the group consumes",
+        )
+        assert 0 < lagging[0] <= RECORDS
         wait_for(driver, "#member-count", "1", timeout=20)
         wait_for(driver, "#total-lag", "0", timeout=30)
         wait_for(driver, "#members td", TOPIC)

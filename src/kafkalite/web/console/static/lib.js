@@ -229,6 +229,12 @@ export function trimHistory(hist) {
 const PALETTE = ["#2f6fde", "#e0662b", "#2e9d5b", "#a33ea1", "#c9a227", "#1f9bb5", "#d13b5c",
   "#6b7a8f", "#7c5cd6", "#4f8a10"];
 
+// at least the last minute, so a chart with one or two points still has a sensible time axis
+function xRange(min, max) {
+  const end = max ?? Date.now() / 1000;
+  return [Math.min(min ?? end, end - 60), end];
+}
+
 // from 0 (a little below, so a line at 0 is not hidden by the plot's edge) to 10 % above the max
 function yRange(max) {
   const top = Math.max(1, (max || 0) * 1.1);
@@ -256,18 +262,19 @@ export function TimeChart({ t, series, height = 200, small = false, id }) {
       height,
       legend: { show: !small },
       cursor: { show: !small },
-      scales: { x: { time: true }, y: { range: (u, min, max) => yRange(max) } },
+      scales: {
+        x: { time: true, range: (u, min, max) => xRange(min, max) },
+        y: { range: (u, min, max) => yRange(max) },
+      },
       axes: small
         ? [{ show: false }, { show: false }]
         : [{ stroke: "#667085" }, { stroke: "#667085", size: 60 }],
       series: [{}].concat(
-        labels.map((l, i) => ({
-          label: l,
-          stroke: PALETTE[i % PALETTE.length],
-          width: small ? 1.5 : 1.5,
-          fill: small ? "rgba(47,111,222,.12)" : undefined,
-          points: { show: false },
-        }))
+        labels.map((l, i) =>
+          small
+            ? { label: l, stroke: PALETTE[0], width: 1.5, fill: "rgba(47,111,222,.12)" }
+            : { label: l, stroke: PALETTE[i % PALETTE.length], width: 1.5 }
+        )
       ),
     };
     const u = new window.uPlot(opts, snapshot(t, series, labels), el);
