@@ -69,6 +69,7 @@ class FakeRest:
         r.add_put(base + "/topics/{t}/configs/{name}", self.set_config)
         r.add_get(base + "/topics/{t}/partitions", self.partitions)
         r.add_get(base + "/topics/{t}/partitions/{p}/records", self.read_records)
+        r.add_post(base + "/topics/{t}/records", self.produce)
         r.add_get(base + "/consumer-groups", self.groups)
         r.add_get(base + "/consumer-groups/{g}", self.group)
         r.add_get(base + "/consumer-groups/{g}/consumers", self.consumers)
@@ -184,6 +185,22 @@ class FakeRest:
             page = recs[-limit:]
         nxt = page[-1]["offset"] + 1 if page else len(recs)
         return web.json_response({"kind": "KafkaRecordList", "data": page, "next_offset": nxt})
+
+    async def produce(self, request: web.Request) -> web.Response:
+        name = self._topic(request)
+        body = await request.json()
+        p = body.get("partition_id", 0)
+        recs = self.records.setdefault((name, p), [])
+        rec = {
+            "partition_id": p,
+            "offset": len(recs),
+            "timestamp": int(time.time() * 1000),
+            "key": body.get("key"),
+            "value": body.get("value"),
+            "headers": body.get("headers", []),
+        }
+        recs.append(rec)
+        return web.json_response({k: rec[k] for k in ("partition_id", "offset", "timestamp")})
 
     async def groups(self, request: web.Request) -> web.Response:
         return self._list(

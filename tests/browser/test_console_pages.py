@@ -4,6 +4,7 @@ what the REST API expects, JSON values are pretty-printed, headers decoded, the 
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -59,12 +60,27 @@ def test_pages_against_the_fake(
     wait_for(driver, "#configs tr[data-config='retention.ms'] code", "5000")
     assert state.topics["payments"]["configs"]["retention.ms"] == "5000"
     wait_for(driver, "#partitions tbody tr")
+
+    driver.get(url + "/#/topics/orders")
+    produce = wait_for(driver, "#produce")
+    wait_for(driver, "#produce select[name=partition] option[value='1']")
+    Select(produce.find_element(By.NAME, "partition")).select_by_value("1")
+    produce.find_element(By.NAME, "key").send_keys("k1")
+    produce.find_element(By.NAME, "value").send_keys('{"a": [1, 2]}')
+    produce.find_element(By.NAME, "headers").send_keys("trace=é1")
+    produce.find_element(By.NAME, "json").click()
+    produce.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    wait_for(driver, "#produce .msg", "Produced to partition 1 at offset 1")
     screenshot("topic")
+    rec = state.records[("orders", 1)][1]
+    assert rec["key"] == {"type": "STRING", "data": "k1"}
+    assert rec["value"] == {"type": "JSON", "data": {"a": [1, 2]}}
+    assert rec["headers"] == [{"name": "trace", "value": base64.b64encode("é1".encode()).decode()}]
 
     driver.get(url + "/#/messages/orders")
     wait_for(driver, "#records tr.record[data-offset='9']")
     driver.find_element(By.ID, "search").send_keys("order-3")
-    rec = wait_for(driver, "#record-count", "1 of 11")
+    rec = wait_for(driver, "#record-count", "1 of 12")
     assert rec
     value = driver.find_element(By.CSS_SELECTOR, "#records tr.record td.value pre").text
     assert value == '{\n  "id": 3,\n  "total": 7.5\n}'

@@ -171,6 +171,13 @@ export function b64text(b64) {
   }
 }
 
+/** text → base64 of its UTF-8 bytes. */
+export function textB64(text) {
+  let bin = "";
+  for (const b of new TextEncoder().encode(text)) bin += String.fromCharCode(b);
+  return btoa(bin);
+}
+
 /** A REST v3 key/value ({type, data}) as { text, json, kind } for display and search. */
 export function decodeData(d) {
   if (d === null || d === undefined) return { text: null, json: false, kind: "null" };

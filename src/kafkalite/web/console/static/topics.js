@@ -1,16 +1,17 @@
 // kafkalite console: the topic list (create, delete) and one topic (partitions, editable configs).
 import { useState } from "preact/hooks";
 import {
-  html, api, get, enc, usePoll, fmtNum, fmtBytes, ErrorBox, replicaIds, isrIds, underReplicated,
+  html, api, get, enc, usePoll, fmtNum, fmtBytes, ErrorBox, replicaIds, isrIds, underReplicated, textB64,
 } from "./lib.js";
 
-function parseConfigs(text) {
+/** "name=value" lines (blank and # lines skipped) as [{name, value}]. */
+function parseLines(text, what) {
   const out = [];
   for (const line of text.split("\n")) {
     const s = line.trim();
     if (!s || s.startsWith("#")) continue;
     const i = s.indexOf("=");
-    if (i <= 0) throw new Error(`config line ${JSON.stringify(s)}: expected name=value`);
+    if (i <= 0) throw new Error(`${what} line ${JSON.stringify(s)}: expected name=value`);
     out.push({ name: s.slice(0, i).trim(), value: s.slice(i + 1).trim() });
   }
   return out;
@@ -30,7 +31,7 @@ function CreateTopic({ onCreated }) {
         topic_name: form.name.trim(),
         partitions_count: parseInt(form.partitions, 10),
         replication_factor: parseInt(form.rf, 10),
-        configs: parseConfigs(form.configs),
+        configs: parseLines(form.configs, "config"),
       };
       await api("POST", "/topics", body);
       setForm({ name: "", partitions: "1", rf: "1", configs: "" });
@@ -173,6 +174,54 @@ function Configs({ topic }) {
   </div>`;
 }
 
+function Produce({ topic, partitions }) {
+  const empty = { partition: "", key: "", value: "", json: false, headers: "" };
+  const [form, setForm] = useState(empty);
+  const [note, setNote] = useState(null);
+  const [error, setError] = useState(null);
+  const set = (k) => (e) =>
+    setForm({ ...form, [k]: e.target.type === "checkbox" ? e.target.checked : e.target.value });
+  const submit = async (e) => {
+    e.preventDefault();
+    setError(null);
+    setNote(null);
+    try {
+      const body = {
+        value: form.json
+          ? { type: "JSON", data: JSON.parse(form.value) }
+          : { type: "STRING", data: form.value },
+        headers: parseLines(form.headers, "header").map((h) => ({ name: h.name, value: textB64(h.value) })),
+      };
+      if (form.key !== "") body.key = { type: "STRING", data: form.key };
+      if (form.partition !== "") body.partition_id = parseInt(form.partition, 10);
+      const r = await api("POST", `/topics/${enc(topic)}/records`, body);
+      setNote(`Produced to partition ${r.partition_id} at offset ${r.offset}.`);
+      setForm({ ...form, value: "" });
+    } catch (err) {
+      setError(err);
+    }
+  };
+  return html`<form class="panel" id="produce" onSubmit=${submit}>
+    <h2>Produce a record</h2>
+    <${ErrorBox} error=${error} />
+    ${note && html`<div class="msg info">${note}</div>`}
+    <div class="row">
+      <label>Partition<select name="partition" value=${form.partition} onChange=${set("partition")}>
+        <option value="">by key</option>
+        ${partitions.map((p) => html`<option value=${String(p)}>${p}</option>`)}
+      </select></label>
+      <label>Key (empty: none)<input name="key" value=${form.key} onInput=${set("key")} /></label>
+      <label>Value<textarea name="value" rows="2" cols="40" value=${form.value}
+        onInput=${set("value")}></textarea></label>
+      <label>Headers (name=value, one a line)<textarea name="headers" rows="2" cols="24"
+        value=${form.headers} onInput=${set("headers")}></textarea></label>
+      <label class="inline"><input type="checkbox" name="json" checked=${form.json}
+        onChange=${set("json")} />JSON</label>
+      <button type="submit">Produce</button>
+    </div>
+  </form>`;
+}
+
 export function TopicPage({ topic }) {
   const { data, error } = usePoll(() => get(`/topics/${enc(topic)}/partitions`), [topic]);
   const parts = data ? [...data.data].sort((a, b) => a.partition_id - b.partition_id) : [];
@@ -189,8 +238,7 @@ export function TopicPage({ topic }) {
     <p><a href=${"#/messages/" + enc(topic)}>Browse messages →</a></p>
     <${ErrorBox} error=${error} />
     <div class="panel">
-      <h2>Partitions <span class="muted">(${parts.length}; ${fmtNum(total.msgs)} messages,
-        ${fmtBytes(total.bytes)})</span></h2>
+      <h2>Partitions <span class="muted">${`(${parts.length}; ${fmtNum(total.msgs)} messages, ${fmtBytes(total.bytes)})`}</span></h2>
       <table id="partitions">
         <thead><tr><th class="num">Partition</th><th class="num">Leader</th><th>Replicas</th>
           <th>ISR</th><th class="num">Earliest offset</th><th class="num">Latest offset</th>
@@ -213,6 +261,7 @@ export function TopicPage({ topic }) {
         </tbody>
       </table>
     </div>
+    <${Produce} topic=${topic} partitions=${parts.map((p) => p.partition_id)} />
     <${Configs} topic=${topic} />
   `;
 }
