@@ -78,7 +78,13 @@ async function loadOverview() {
 // sampled every 2 s from page load whichever page is shown, so the sparkline has a history
 const overview = { data: null, error: null, listeners: new Set() };
 
-async function sampleOverview() {
+let inflight = null;
+function sampleOverview() {
+  if (!inflight) inflight = sampleOnce().finally(() => (inflight = null));
+  return inflight;
+}
+
+async function sampleOnce() {
   try {
     overview.data = await loadOverview();
     overview.error = null;
@@ -90,13 +96,13 @@ async function sampleOverview() {
   overview.listeners.forEach((f) => f({ data: overview.data, error: overview.error }));
 }
 
+// every 2 s on the overview, every 10 s elsewhere (it reads every topic's partitions)
 function startOverviewSampler() {
-  let busy = false;
-  const run = async () => {
-    if (busy || document.hidden) return;
-    busy = true;
-    await sampleOverview();
-    busy = false;
+  let ticks = 0;
+  const run = () => {
+    const here = parseHash().parts[0] === "overview";
+    if (document.hidden || (!here && ticks++ % 5 !== 0)) return;
+    sampleOverview();
   };
   run();
   setInterval(run, POLL_MS);
@@ -106,6 +112,7 @@ function useOverview() {
   const [s, set] = useState({ data: overview.data, error: overview.error });
   useEffect(() => {
     overview.listeners.add(set);
+    if (overview.data) sampleOverview();
     return () => overview.listeners.delete(set);
   }, []);
   return s;

@@ -17,7 +17,12 @@ async function fetchRecords(topic, partitionIds, q) {
     const r = await get(`/topics/${enc(topic)}/partitions/${p}/records?${params}`);
     return { p, records: r.data || [], next: r.next_offset };
   };
-  const results = await Promise.all(partitionIds.map(one));
+  // a partition this broker cannot read (421 in a cluster: not hosted here) does not hide the others
+  const settled = await Promise.allSettled(partitionIds.map(one));
+  const failed = settled.filter((r) => r.status === "rejected").map((r) => r.reason);
+  if (failed.length === settled.length && failed.length) throw failed[0];
+  const results = settled.filter((r) => r.status === "fulfilled").map((r) => r.value);
+  const warnings = failed.map((e) => e.message);
   const records = results.flatMap((r) => r.records);
   const next = {};
   for (const r of results) if (r.next !== undefined && r.next !== null) next[r.p] = r.next;
@@ -26,7 +31,7 @@ async function fetchRecords(topic, partitionIds, q) {
     const d = a.timestamp - b.timestamp || a.partition_id - b.partition_id || a.offset - b.offset;
     return newestFirst ? -d : d;
   });
-  return { records, next };
+  return { records, next, warnings };
 }
 
 function Data({ d }) {
@@ -116,6 +121,8 @@ export function MessagesPage({ topic, query }) {
           onInput=${(e) => setSearch(e.target.value)} /></label>
     </form>
     <${ErrorBox} error=${recs.error || parts.error} />
+    ${recs.data &&
+    recs.data.warnings.map((w) => html`<div class="msg err">Some partitions were not read: ${w}</div>`)}
     <div class="panel">
       <div class="row" style="justify-content:space-between">
         <h2 id="record-count">${data
