@@ -110,13 +110,17 @@ def fetch(
     )  # fmt: skip
 
 
-def ack(c: WireClient, group: str, member: str, epoch: int, tid: uuid.UUID, acks: Any) -> Any:
+def ack(
+    c: WireClient, group: str, member: str, epoch: int, tid: uuid.UUID, acks: Any,
+    version: int = 1, renew: bool = False,
+) -> Any:  # fmt: skip
     T = ACK.AcknowledgeTopic
     return c.send(
         ACK(
             group_id=group,
             member_id=member,
             share_session_epoch=epoch,
+            is_renew_ack=renew,
             topics=[
                 T(
                     topic_id=tid,
@@ -134,7 +138,7 @@ def ack(c: WireClient, group: str, member: str, epoch: int, tid: uuid.UUID, acks
                 )
             ],
         ),
-        version=1,
+        version=version,
     )
 
 
@@ -369,3 +373,19 @@ def test_describe_offsets_reports_lag_and_in_flight(share_broker: Broker, wire: 
     assert (p.start_offset, p.lag, p.in_flight_records) == (2, 7, 1)
     old = wire.send(req, version=0).groups[0].topics[0].partitions[0]
     assert (old.start_offset, old.lag) == (2, -1)  # v0 has no lag; the tagged count still comes
+
+
+def test_renew_keeps_records_locked(share_broker: Broker, wire: WireClient) -> None:
+    topic, group, tid = setup_group(share_broker, wire, 2)
+    a = join(wire, group, topic).member_id
+    b = join(wire, group, topic).member_id
+    assert acquired(fetch(wire, group, a, 0, tid)) == [(0, 1, 1)]
+    # v1 has no RENEW
+    assert part_of(ack(wire, group, a, 1, tid, [(0, 1, 4)])).error_code == E.INVALID_REQUEST
+    time.sleep(0.6)
+    r = ack(wire, group, a, 2, tid, [(0, 1, 4)], version=2, renew=True)
+    assert r.error_code == 0 and part_of(r).error_code == 0
+    assert r.acquisition_lock_timeout_ms == 1000
+    time.sleep(0.6)  # past the first lock (1 s), inside the renewed one
+    assert acquired(fetch(wire, group, b, 0, tid, wait_ms=0)) == []
+    assert part_of(ack(wire, group, a, 3, tid, [(0, 1, 1)])).error_code == 0
