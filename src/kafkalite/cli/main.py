@@ -81,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
         clients,
         cluster,
         groups,
+        perf,
         pipeline,
         quotas,
         topics,
@@ -126,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     acls.add_parser(sub)
     users.add_parser(sub)
     quotas.add_parser(sub)
+    perf.add_parser(sub)
     return parser
 
 
