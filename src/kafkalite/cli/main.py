@@ -84,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
         dump_log,
         groups,
         offsets_cmd,
+        perf,
         pipeline,
         quotas,
         topics,
@@ -132,19 +133,21 @@ def build_parser() -> argparse.ArgumentParser:
     configs.add_parser(sub)
     offsets_cmd.add_parsers(sub)
     dump_log.add_parser(sub)
+    perf.add_parser(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
     try:
+        args = build_parser().parse_args(argv)
         return int(args.func(args) or 0)
     except CliError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:
+        return 130
 
 
 if __name__ == "__main__":

@@ -246,7 +246,7 @@ def test_cli_topics_produce_consume(broker, topic, capsys, monkeypatch):
     )
     docs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert sorted((d["key"], d["value"]) for d in docs) == [("a", "1"), ("a", "3"), ("b", "2")]
-    assert all(d["headers"] == {"h": "v"} for d in docs)
+    assert all(d["headers"] == [["h", "v"]] for d in docs)
     a_vals = [d["value"] for d in docs if d["key"] == "a"]
     assert a_vals == ["1", "3"]
     assert (
