@@ -74,6 +74,7 @@ __all__ = [
     "ConfigError",
     "Listener",
     "broker_synonyms",
+    "check_value",
     "closest_config_name",
     "coerce",
     "is_read_only_broker_config",
@@ -140,6 +141,9 @@ def _check(defn: ConfigDef, value: str) -> None:
         raise ConfigError(f"{defn.name}={value}: Value must be at least {defn.at_least}")
     if defn.at_most is not None and v > defn.at_most:
         raise ConfigError(f"{defn.name}={value}: Value must be no more than {defn.at_most}")
+
+
+check_value = _check  # for AlterConfigs: the same type, range and choice checks as at startup
 
 
 def closest_config_name(name: str) -> str | None:

@@ -93,6 +93,7 @@ def print_table(stream: TextIO | None = None) -> None:
         try:
             from rich.console import Console
             from rich.table import Table
+            from rich.text import Text
         except ImportError:
             pass
         else:
@@ -100,11 +101,11 @@ def print_table(stream: TextIO | None = None) -> None:
             for col in ("name", "type", "default", "dynamic", "allowed", "doc"):
                 table.add_column(col, overflow="fold")
             for r in rows():
-                table.add_row(*r)
+                table.add_row(*(Text(cell) for cell in r))  # docs hold [brackets]: not markup
             console = Console(file=out)
             console.print(table)
             ignored = ", ".join(sorted(IGNORED_KAFKA_CONFIGS))
-            console.print(f"Kafka settings kafkalite accepts and ignores: {ignored}")
+            console.print(f"Kafka settings kafkalite accepts and ignores: {ignored}", markup=False)
             return
     out.write(render_text())
 

@@ -238,3 +238,32 @@ def test_clean_shutdown_marker_and_recovery_summary(
     lm.startup()
     assert not lm.last_shutdown_clean
     lm.shutdown()
+
+
+def test_record_too_large_names_the_properties_to_raise() -> None:
+    import time
+
+    from kafkalite.broker.apis import produce
+    from kafkalite.protocol.errors import ErrorCode
+    from kafkalite.records.batch import build_batch
+    from kafkalite.storage.config import LogConfig
+
+    cfg = LogConfig.from_properties({"max.message.bytes": "2000"})
+    with pytest.raises(produce._Reject) as info:
+        produce.validate(build_batch([(None, b"x" * 5000)]), cfg, int(time.time() * 1000), "t-0")
+    assert info.value.code == ErrorCode.MESSAGE_TOO_LARGE
+    assert "max.message.bytes" in info.value.message and "message.max.bytes" in info.value.message
+
+
+def test_help_config_on_a_terminal_is_a_rich_table() -> None:
+    import io
+
+    from kafkalite.broker.config_docs import print_table
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    out = Terminal()
+    print_table(out)
+    assert "┃" in out.getvalue() and "retention" in out.getvalue()
