@@ -5,6 +5,7 @@ Also maps broker-level `log.*` settings to the topic-level names a `LogConfig` a
 
 from __future__ import annotations
 
+import difflib
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from kafkalite.broker.config_defs import (
     BROKER_CONFIGS,
     BROKER_SYNONYM_GROUPS,
     DYNAMIC_BROKER_CONFIGS,
+    IGNORED_KAFKA_CONFIGS,
     LONG_MAX,
     SASL_CONFIG_DEFS,
     SOURCE_DEFAULT,
@@ -36,8 +38,11 @@ from kafkalite.broker.config_defs import (
     ConfigDef,
     broker_synonyms,
     is_read_only_broker_config,
+    is_sensitive_config,
 )
 from kafkalite.broker.group_config_defs import broker_group_configs_error
+from kafkalite.storage.config import LogConfig
+from kafkalite.storage.errors import InvalidConfig
 
 log = logging.getLogger("kafkalite.broker.config")
 
@@ -46,6 +51,7 @@ __all__ = [
     "BROKER_CONFIGS",
     "BROKER_SYNONYM_GROUPS",
     "DYNAMIC_BROKER_CONFIGS",
+    "IGNORED_KAFKA_CONFIGS",
     "LONG_MAX",
     "SOURCE_DEFAULT",
     "SOURCE_DYNAMIC_BROKER",
@@ -68,10 +74,13 @@ __all__ = [
     "ConfigError",
     "Listener",
     "broker_synonyms",
+    "check_value",
+    "closest_config_name",
     "coerce",
     "is_read_only_broker_config",
     "listener_override_def",
     "load_properties_file",
+    "log_startup_config",
     "parse_properties_text",
     "validate_topic_configs",
 ]
@@ -115,14 +124,33 @@ def load_properties_file(path: str | Path) -> dict[str, str]:
 
 
 def _check(defn: ConfigDef, value: str) -> None:
+    """ConfigError, in one line naming the property, the value and what is allowed, unless `value`
+    is of the setting's type and inside its range or choices."""
     try:
         v = coerce(defn.type, value)
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{defn.name}={value!r}: {exc}") from None
+        raise ConfigError(f"{defn.name}={value}: {exc}") from None
+    if defn.valid is not None:
+        allowed = {c.lower() for c in defn.valid}
+        for item in v if isinstance(v, list) else [v]:
+            if str(item).strip().lower() not in allowed:
+                raise ConfigError(f"{defn.name}={value}: use {defn.allowed()}")
+    if v is None or isinstance(v, (list, str, bool)):
+        return
     if defn.at_least is not None and v < defn.at_least:
-        raise ConfigError(f"{defn.name}={value!r}: Value must be at least {defn.at_least}")
+        raise ConfigError(f"{defn.name}={value}: Value must be at least {defn.at_least}")
     if defn.at_most is not None and v > defn.at_most:
-        raise ConfigError(f"{defn.name}={value!r}: Value must be no more than {defn.at_most}")
+        raise ConfigError(f"{defn.name}={value}: Value must be no more than {defn.at_most}")
+
+
+check_value = _check  # for AlterConfigs: the same type, range and choice checks as at startup
+
+
+def closest_config_name(name: str) -> str | None:
+    """The declared broker, topic or ignored-Kafka name closest to a misspelt `name`, or None."""
+    known = [*BROKER_CONFIGS, *TOPIC_CONFIGS, *IGNORED_KAFKA_CONFIGS]
+    found = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+    return found[0] if found else None
 
 
 def coerce(type_: int, value: str) -> Any:
@@ -184,11 +212,31 @@ class Listener:
         host, _, port = rest.rpartition(":")
         if not port.isdigit():
             raise ConfigError(f"listener {url!r} needs a port")
+        if int(port) > 65535:
+            raise ConfigError(f"listener {url}: port {port} is not in 0..65535")
         host = host.strip("[]")
         return Listener(name.upper(), host, int(port))
 
     def url(self) -> str:
         return f"{self.name}://{self.host}:{self.port}"
+
+
+def _overlap(host_a: str, host_b: str) -> bool:
+    """Whether two listener hosts can collide on one port (the same host, or a wildcard)."""
+    wild = ("", "0.0.0.0", "::")
+    return host_a == host_b or host_a in wild or host_b in wild
+
+
+def _unknown_note(name: str) -> str:
+    """One line about a property kafkalite does not read: ignored on purpose, or probably misspelt."""
+    if name in IGNORED_KAFKA_CONFIGS:
+        return f"{name} is a Kafka setting ignored by kafkalite ({IGNORED_KAFKA_CONFIGS[name]})"
+    if name in TOPIC_CONFIGS:
+        syn = TOPIC_CONFIGS[name][0][0]
+        return f"{name} is a topic setting, not a broker one; the broker-wide default is {syn}"
+    near = closest_config_name(name)
+    hint = f"; did you mean {near}?" if near else ""
+    return f"unknown config {name} is not read by kafkalite{hint}"
 
 
 def _check_level(name: str, value: str) -> None:
@@ -197,7 +245,7 @@ def _check_level(name: str, value: str) -> None:
     try:
         level_of(value)
     except LogLevelError as exc:
-        raise ConfigError(f"{name}: {exc}") from None
+        raise ConfigError(f"{name}={value}: {exc}") from None
 
 
 class BrokerConfig:
@@ -207,26 +255,56 @@ class BrokerConfig:
         self.props: dict[str, str] = {}
         for k, v in (props or {}).items():
             self.props[str(k)] = str(v)
+        # names kafkalite does not read, one line each (logged by log_startup_summary)
+        self.warnings: list[str] = []
         for k, v in self.props.items():
             defn = BROKER_CONFIGS.get(k) or listener_override_def(k)
             if defn is not None:
                 _check(defn, v)
+                if k == "log.level":
+                    _check_level(k, v)
             elif k.startswith("log.level."):
                 _check_level(k, v)
-            if k == "log.level":
-                _check_level(k, v)
-            elif k == "log.format" and v.strip().lower() not in ("text", "json"):
-                raise ConfigError(f"log.format={v!r}: use text or json")
-            elif k not in TOPIC_CONFIGS:
-                log.info(
-                    "config %s=%s is not a broker setting kafkalite knows; kept as given", k, v
-                )
+            elif k.startswith("listener.name."):
+                continue  # per-listener settings kafkalite does not read are checked in check_listeners
+            else:
+                self.warnings.append(_unknown_note(k))
         if self.broker_id < 0:
-            raise ConfigError("broker.id must be >= 0")
+            raise ConfigError(f"broker.id={self.broker_id}: must be >= 0")
         why = broker_group_configs_error(self.props)
         if why is not None:
             raise ConfigError(why)
         self.check_listeners()
+        self._check_log_settings()
+
+    def _check_log_settings(self) -> None:
+        """The log.* defaults must make a valid topic config together; log dirs must be directories."""
+        try:
+            LogConfig.from_properties(self.topic_defaults())
+        except InvalidConfig as exc:
+            raise ConfigError(f"log defaults: {exc}") from None
+        for d in self.log_dirs:
+            if d.exists() and not d.is_dir():
+                name = "log.dirs" if self.get("log.dirs") else "log.dir"
+                raise ConfigError(f"{name}={d}: not a directory (a file is in the way)")
+        lo, hi = (
+            int(self.get(n))
+            for n in ("group.min.session.timeout.ms", "group.max.session.timeout.ms")
+        )
+        if lo > hi:
+            raise ConfigError(
+                f"group.min.session.timeout.ms={lo}: must be <= group.max.session.timeout.ms ({hi})"
+            )
+
+    def non_default(self) -> dict[str, str]:
+        """The properties set to something other than their built-in default, secrets masked."""
+        out: dict[str, str] = {}
+        for k, v in sorted(self.props.items()):
+            defn = BROKER_CONFIGS.get(k)
+            if defn is not None and defn.default == v:
+                continue
+            out[k] = "[hidden]" if is_sensitive_config(k) else v
+        return out
 
     @classmethod
     def from_sources(
@@ -362,7 +440,22 @@ class BrokerConfig:
                     f"{', '.join(sorted(SUPPORTED_SECURITY_PROTOCOLS))}); refusing to start "
                     "rather than serve it without the security it promises"
                 )
+        bound: dict[int, Listener] = {}
+        for lst in listeners:
+            other = bound.get(lst.port)
+            if other is not None and lst.port != 0 and _overlap(other.host, lst.host):
+                raise ConfigError(
+                    f"listeners={self.raw('listeners')}: {other.name} and {lst.name} both bind "
+                    f"port {lst.port}; give each listener its own port"
+                )
+            bound[lst.port] = lst
         for a in map(Listener.parse, self.get("advertised.listeners") or []):
+            if a.host in ("0.0.0.0", "::", ""):
+                raise ConfigError(
+                    f"advertised.listeners={self.raw('advertised.listeners')}: {a.host or 'an empty host'} "
+                    "is not an address clients can connect to; advertise this host's name or IP "
+                    f"(e.g. {a.name}://broker1.example.com:{a.port})"
+                )
             if a.name not in names:
                 raise ConfigError(
                     f"advertised.listeners names {a.name}, which is not one of the listeners "
@@ -434,6 +527,22 @@ class BrokerConfig:
             if v is not None:
                 out[name] = v
         return out
+
+
+def log_startup_config(config: BrokerConfig, version: str) -> None:
+    """At startup: the version, every property set to something other than its default (secrets
+    hidden), and one warning per property kafkalite does not read."""
+    settings = config.non_default()
+    log.info(
+        "kafkalite %s starting; non-default config: %s",
+        version,
+        ", ".join(f"{k}={v}" for k, v in settings.items()) or "(none: all defaults)",
+    )
+    for note in config.warnings:
+        if " ignored by kafkalite " in note:
+            log.info("%s", note)
+        else:
+            log.warning("%s", note)
 
 
 def validate_topic_configs(configs: Mapping[str, str | None]) -> str | None:

@@ -5,6 +5,8 @@ The typed view over a broker's properties (BrokerConfig, parsing of server.prope
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kafkalite.broker.config_types import (
     _PY,
     LONG_MAX,
@@ -46,6 +48,7 @@ __all__ = [
     "BROKER_CONFIGS",
     "DYNAMIC_BROKER_CONFIGS",
     "STATIC_KAFKA_CONFIGS",
+    "IGNORED_KAFKA_CONFIGS",
     "BROKER_SYNONYM_GROUPS",
     "TOPIC_CONFIGS",
     "SSL_CONFIG_DEFS",
@@ -79,12 +82,7 @@ SSL_CONFIG_DEFS: tuple[ConfigDef, ...] = (
     _d("ssl.truststore.location", T_STRING, None, "PEM file of trusted CA certificates."),
     _d("ssl.truststore.certificates", T_STRING, None, "Trusted CA certificates in PEM, inline."),
     _d("ssl.truststore.password", T_STRING, None, "Not used with PEM trust stores."),
-    _d(
-        "ssl.client.auth",
-        T_STRING,
-        "none",
-        "Client certificates: required, requested or none.",
-    ),
+    _d("ssl.client.auth", T_STRING, "none", "Client certificates: required, requested or none."),
     _d("ssl.enabled.protocols", T_LIST, "TLSv1.2,TLSv1.3", "TLS versions accepted."),
     _d(
         "ssl.principal.mapping.rules",
@@ -136,6 +134,7 @@ SASL_CONFIG_DEFS: tuple[ConfigDef, ...] = (
         "0",
         "KIP-368: lifetime of a SASL session; past it the client must re-authenticate or is "
         "disconnected (0: sessions never expire).",
+        at_least=0,
     ),
 )
 
@@ -157,8 +156,8 @@ def is_sensitive_config(name: str) -> bool:
 BROKER_CONFIGS: dict[str, ConfigDef] = {
     c.name: c
     for c in [
-        _d("broker.id", T_INT, "0", "The id of this broker (node.id is an alias)."),
-        _d("node.id", T_INT, None, "Alias of broker.id."),
+        _d("broker.id", T_INT, "0", "The id of this broker (node.id is an alias).", at_least=0),
+        _d("node.id", T_INT, None, "Alias of broker.id.", at_least=0),
         _d(
             "listeners",
             T_LIST,
@@ -172,7 +171,13 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "The root log level (TRACE, DEBUG, INFO, WARN, ERROR, FATAL, OFF); log.level.<logger> "
             "sets one logger (e.g. log.level.kafka.request.logger=DEBUG logs every request).",
         ),
-        _d("log.format", T_STRING, "text", "Log lines as text or json (one object per line)."),
+        _d(
+            "log.format",
+            T_STRING,
+            "text",
+            "Log lines as text or json (one object per line).",
+            valid=("text", "json"),
+        ),
         _d(
             "http.listeners",
             T_LIST,
@@ -198,6 +203,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             T_STRING,
             "PLAINTEXT",
             "Security protocol between brokers when inter.broker.listener.name is not set.",
+            valid=("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
         ),
         *SSL_CONFIG_DEFS,
         _d(
@@ -208,9 +214,13 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ),
         _d("log.dirs", T_LIST, None, "Directories holding partition logs; defaults to log.dir."),
         _d("log.dir", T_STRING, "./data", "The data directory when log.dirs is not set."),
-        _d("num.partitions", T_INT, "1", "Partitions of an auto-created topic."),
+        _d("num.partitions", T_INT, "1", "Partitions of an auto-created topic.", at_least=1),
         _d(
-            "default.replication.factor", T_INT, "1", "Replication factor of an auto-created topic."
+            "default.replication.factor",
+            T_INT,
+            "1",
+            "Replication factor of an auto-created topic.",
+            at_least=1,
         ),
         _d(
             "auto.create.topics.enable",
@@ -224,117 +234,188 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             T_INT,
             "1048588",
             "Largest record batch a topic accepts (topic: max.message.bytes).",
-        ),
-        _d("socket.request.max.bytes", T_INT, "104857600", "Largest request frame accepted."),
-        _d(
-            "socket.send.buffer.bytes",
-            T_INT,
-            "102400",
-            "SO_SNDBUF of client sockets (-1: OS default).",
+            at_least=0,
         ),
         _d(
-            "socket.receive.buffer.bytes",
+            "socket.request.max.bytes",
             T_INT,
-            "102400",
-            "SO_RCVBUF of client sockets (-1: OS default).",
+            "104857600",
+            "Largest request frame accepted.",
+            at_least=1,
         ),
         _d(
             "connections.max.idle.ms",
             T_LONG,
             "600000",
             "Close connections idle for longer than this.",
+            at_least=-1,
         ),
         _d(
             "queued.max.request.bytes",
             T_LONG,
             "-1",
             "Unsent response bytes per connection before reading pauses (-1: 16 MiB).",
+            at_least=-1,
         ),
         _d(
-            "num.network.threads",
-            T_INT,
-            "3",
-            "Accepted for compatibility; the event loop serves all connections.",
+            "kafkalite.sendfile.enable",
+            T_BOOLEAN,
+            "true",
+            "kafkalite's own: send fetched log data to plaintext sockets with sendfile(2).",
         ),
-        _d("num.io.threads", T_INT, "8", "Accepted for compatibility."),
-        _d("log.segment.bytes", T_INT, "1073741824", "Size of a log segment file."),
-        _d("log.roll.hours", T_INT, "168", "Roll a segment after this many hours."),
+        _d("log.segment.bytes", T_INT, "1073741824", "Size of a log segment file.", at_least=14),
+        _d("log.roll.hours", T_INT, "168", "Roll a segment after this many hours.", at_least=1),
         _d(
             "log.roll.jitter.ms",
             T_LONG,
             None,
             "Maximum random jitter subtracted from the roll time (overrides log.roll.jitter.hours).",
+            at_least=0,
         ),
         _d(
-            "log.roll.jitter.hours", T_INT, "0", "Maximum random jitter of the roll time, in hours."
+            "log.roll.jitter.hours",
+            T_INT,
+            "0",
+            "Maximum random jitter of the roll time, in hours.",
+            at_least=0,
         ),
         _d(
             "log.roll.ms",
             T_LONG,
             None,
             "Roll a segment after this many ms (overrides log.roll.hours).",
+            at_least=1,
         ),
-        _d("log.retention.hours", T_INT, "168", "Keep log segments this many hours."),
-        _d("log.retention.minutes", T_INT, None, "Retention in minutes (overrides hours)."),
+        _d("log.retention.hours", T_INT, "168", "Keep log segments this many hours.", at_least=-1),
+        _d(
+            "log.retention.minutes",
+            T_INT,
+            None,
+            "Retention in minutes (overrides hours).",
+            at_least=-1,
+        ),
         _d(
             "log.retention.ms",
             T_LONG,
             None,
             "Retention in ms (overrides minutes); -1 keeps forever.",
+            at_least=-1,
         ),
-        _d("log.retention.bytes", T_LONG, "-1", "Size bound per partition; -1 unbounded."),
-        _d("log.retention.check.interval.ms", T_LONG, "300000", "How often retention runs."),
+        _d(
+            "log.retention.bytes",
+            T_LONG,
+            "-1",
+            "Size bound per partition; -1 unbounded.",
+            at_least=-1,
+        ),
+        _d(
+            "log.retention.check.interval.ms",
+            T_LONG,
+            "300000",
+            "How often retention runs.",
+            at_least=1,
+        ),
         _d(
             "log.flush.interval.messages",
             T_LONG,
             str(LONG_MAX),
             "fsync after this many appended messages.",
+            at_least=1,
         ),
-        _d("log.flush.interval.ms", T_LONG, None, "fsync when data is older than this many ms."),
+        _d(
+            "log.flush.interval.ms",
+            T_LONG,
+            None,
+            "fsync when data is older than this many ms.",
+            at_least=0,
+        ),
         _d(
             "log.flush.scheduler.interval.ms",
             T_LONG,
             str(LONG_MAX),
             "How often the flusher checks.",
+            at_least=1,
         ),
-        _d("log.index.interval.bytes", T_INT, "4096", "Bytes between offset-index entries."),
-        _d("log.index.size.max.bytes", T_INT, "10485760", "Max size of an offset index."),
-        _d("log.cleanup.policy", T_LIST, "delete", "delete, compact or both."),
+        _d(
+            "log.index.interval.bytes",
+            T_INT,
+            "4096",
+            "Bytes between offset-index entries.",
+            at_least=0,
+        ),
+        _d(
+            "log.index.size.max.bytes",
+            T_INT,
+            "10485760",
+            "Max size of an offset index.",
+            at_least=8,
+        ),
+        _d(
+            "log.cleanup.policy",
+            T_LIST,
+            "delete",
+            "delete, compact or both.",
+            valid=("delete", "compact"),
+        ),
         _d("log.cleaner.enable", T_BOOLEAN, "true", "Run the log cleaner for compacted topics."),
-        _d("log.cleaner.delete.retention.ms", T_LONG, "86400000", "Keep tombstones this long."),
-        _d("log.cleaner.min.compaction.lag.ms", T_LONG, "0", "Minimum age before compaction."),
+        _d(
+            "log.cleaner.delete.retention.ms",
+            T_LONG,
+            "86400000",
+            "Keep tombstones this long.",
+            at_least=0,
+        ),
+        _d(
+            "log.cleaner.min.compaction.lag.ms",
+            T_LONG,
+            "0",
+            "Minimum age before compaction.",
+            at_least=0,
+        ),
         _d(
             "log.cleaner.max.compaction.lag.ms",
             T_LONG,
             str(LONG_MAX),
             "Maximum time a record stays uncompacted.",
+            at_least=1,
         ),
         _d(
             "log.cleaner.min.cleanable.ratio",
             T_DOUBLE,
             "0.5",
             "Dirty ratio that triggers cleaning.",
+            at_least=0,
+            at_most=1,
         ),
-        _d("log.message.timestamp.type", T_STRING, "CreateTime", "CreateTime or LogAppendTime."),
+        _d(
+            "log.message.timestamp.type",
+            T_STRING,
+            "CreateTime",
+            "CreateTime or LogAppendTime.",
+            valid=("CreateTime", "LogAppendTime"),
+        ),
         _d(
             "log.message.timestamp.difference.max.ms",
             T_LONG,
             str(LONG_MAX),
             "Max |record ts - now| accepted with CreateTime.",
+            at_least=0,
         ),
         _d(
             "log.segment.delete.delay.ms",
             T_LONG,
             "60000",
             "Delay before a deleted segment's file goes.",
+            at_least=0,
         ),
         _d(
             "compression.type",
             T_STRING,
             "producer",
             "Topic compression; only 'producer' (keep as sent) is applied.",
+            valid=("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
         ),
-        _d("min.insync.replicas", T_INT, "1", "Minimum ISR for acks=all."),
+        _d("min.insync.replicas", T_INT, "1", "Minimum ISR for acks=all.", at_least=1),
         _d(
             "unclean.leader.election.enable",
             T_BOOLEAN,
@@ -348,24 +429,27 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "true",
             "Down-convert record batches for old fetch versions.",
         ),
-        _d("fetch.max.bytes", T_INT, "57671680", "Upper bound of a fetch response."),
+        _d("fetch.max.bytes", T_INT, "57671680", "Upper bound of a fetch response.", at_least=1024),
         _d(
             "group.initial.rebalance.delay.ms",
             T_INT,
             "3000",
             "Delay of the first rebalance of a new group.",
+            at_least=0,
         ),
         _d(
             "group.min.session.timeout.ms",
             T_INT,
             "6000",
             "Smallest session timeout a member may ask for.",
+            at_least=0,
         ),
         _d(
             "group.max.session.timeout.ms",
             T_INT,
             "1800000",
             "Largest session timeout a member may ask for.",
+            at_least=0,
         ),
         *GROUP_COORDINATOR_CONFIG_DEFS,
         _d(
@@ -374,18 +458,26 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "uniform,range",
             "KIP-848 server-side assignors (uniform, range); the first is the default.",
         ),
-        _d("offsets.topic.num.partitions", T_INT, "50", "Partitions of __consumer_offsets."),
+        _d(
+            "offsets.topic.num.partitions",
+            T_INT,
+            "50",
+            "Partitions of __consumer_offsets.",
+            at_least=1,
+        ),
         _d(
             "offsets.topic.replication.factor",
             T_SHORT,
             "3",
             "Replication of __consumer_offsets in a cluster (a single-node broker has one replica).",
+            at_least=1,
         ),
         _d(
             "offsets.commit.timeout.ms",
             T_INT,
             "5000",
             "How long an offset commit waits for the ISR of its __consumer_offsets partition.",
+            at_least=1,
         ),
         # -- transactions
         _d(
@@ -393,24 +485,28 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             T_INT,
             "50",
             "Partitions of __transaction_state.",
+            at_least=1,
         ),
         _d(
             "transaction.state.log.replication.factor",
             T_SHORT,
             "3",
             "Replication of __transaction_state in a cluster (a single-node broker has one replica).",
+            at_least=1,
         ),
         _d(
             "transaction.state.log.min.isr",
             T_INT,
             "2",
             "min.insync.replicas of __transaction_state (capped by its replication factor).",
+            at_least=1,
         ),
         _d(
             "transaction.state.log.segment.bytes",
             T_INT,
             "104857600",
             "segment.bytes of __transaction_state.",
+            at_least=1,
         ),
         # -- the share coordinator (KIP-932)
         _d(
@@ -432,42 +528,49 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             T_SHORT,
             "2",
             "min.insync.replicas of __share_group_state (capped by its replication factor).",
+            at_least=1,
         ),
         _d(
             "share.coordinator.state.topic.segment.bytes",
             T_INT,
             "104857600",
             "segment.bytes of __share_group_state.",
+            at_least=1,
         ),
         _d(
             "share.coordinator.write.timeout.ms",
             T_INT,
             "5000",
             "How long a share-state write waits for the ISR of its __share_group_state partition.",
+            at_least=1,
         ),
         _d(
             "transaction.max.timeout.ms",
             T_INT,
             "900000",
             "Largest transaction.timeout.ms a producer may ask for (INVALID_TRANSACTION_TIMEOUT above).",
+            at_least=1,
         ),
         _d(
             "transactional.id.expiration.ms",
             T_INT,
             "604800000",
             "A transactional id idle this long (no transaction) is forgotten.",
+            at_least=1,
         ),
         _d(
             "transaction.abort.timed.out.transaction.cleanup.interval.ms",
             T_INT,
             "10000",
             "How often the coordinator aborts transactions past their timeout.",
+            at_least=1,
         ),
         _d(
             "transaction.remove.expired.transaction.cleanup.interval.ms",
             T_INT,
             "3600000",
             "How often the coordinator forgets expired transactional ids.",
+            at_least=1,
         ),
         # -- SASL authentication (listener.name.<listener>. overrides these per listener)
         *SASL_CONFIG_DEFS,
@@ -482,6 +585,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             T_INT,
             "100",
             "How long a failed SASL authentication waits before its connection closes.",
+            at_least=0,
         ),
         # -- client quotas (the quotas themselves are set with AlterClientQuotas)
         _d(
@@ -489,13 +593,9 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             T_INT,
             "11",
             "Samples kept to measure a client's rate against its quota.",
+            at_least=1,
         ),
-        _d(
-            "quota.window.size.seconds",
-            T_INT,
-            "1",
-            "Span of each quota sample.",
-        ),
+        _d("quota.window.size.seconds", T_INT, "1", "Span of each quota sample.", at_least=1),
         # -- authorization (ACLs)
         _d(
             "authorizer.class.name",
@@ -530,12 +630,14 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             T_INT,
             "18000",
             "ZooKeeper session timeout: a broker silent this long is declared dead.",
+            at_least=1,
         ),
         _d(
             "zookeeper.connection.timeout.ms",
             T_INT,
             None,
             "How long to wait for a ZooKeeper connection (default: the session timeout).",
+            at_least=1,
         ),
         _d("broker.rack", T_STRING, None, "Rack of this broker, for rack-aware replica placement."),
         _d(
@@ -543,18 +645,38 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             T_LONG,
             "30000",
             "A follower that has not caught up for this long leaves the ISR.",
+            at_least=1,
         ),
-        _d("num.replica.fetchers", T_INT, "1", "Fetcher loops per source broker."),
-        _d("replica.fetch.max.bytes", T_INT, "1048576", "Bytes per partition in a follower fetch."),
+        _d("num.replica.fetchers", T_INT, "1", "Fetcher loops per source broker.", at_least=1),
+        _d(
+            "replica.fetch.max.bytes",
+            T_INT,
+            "1048576",
+            "Bytes per partition in a follower fetch.",
+            at_least=0,
+        ),
         _d(
             "replica.fetch.response.max.bytes",
             T_INT,
             "10485760",
             "Bytes of a whole follower fetch response.",
+            at_least=0,
         ),
-        _d("replica.fetch.wait.max.ms", T_INT, "500", "Long-poll time of a follower fetch."),
-        _d("replica.fetch.min.bytes", T_INT, "1", "Bytes a follower fetch waits for."),
-        _d("replica.fetch.backoff.ms", T_INT, "1000", "Pause after a failed follower fetch."),
+        _d(
+            "replica.fetch.wait.max.ms",
+            T_INT,
+            "500",
+            "Long-poll time of a follower fetch.",
+            at_least=0,
+        ),
+        _d("replica.fetch.min.bytes", T_INT, "1", "Bytes a follower fetch waits for.", at_least=0),
+        _d(
+            "replica.fetch.backoff.ms",
+            T_INT,
+            "1000",
+            "Pause after a failed follower fetch.",
+            at_least=0,
+        ),
         _d(
             "controlled.shutdown.enable",
             T_BOOLEAN,
@@ -566,24 +688,28 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             T_INT,
             "3",
             "ControlledShutdown attempts before stopping anyway.",
+            at_least=0,
         ),
         _d(
             "controlled.shutdown.retry.backoff.ms",
             T_LONG,
             "5000",
             "Pause between ControlledShutdown attempts.",
+            at_least=0,
         ),
         _d(
             "offsets.retention.minutes",
             T_INT,
             "10080",
             "Keep committed offsets of empty groups this long.",
+            at_least=1,
         ),
         _d(
             "max.incremental.fetch.session.cache.slots",
             T_INT,
             "1000",
             "Incremental fetch sessions kept.",
+            at_least=0,
         ),
     ]
 }
@@ -620,6 +746,41 @@ TOPIC_CONFIGS: dict[str, tuple[tuple[str, ...], int]] = {
 # minutes spellings (log.retention.hours, log.roll.hours...) stay read-only, as in Kafka.
 DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(syns[0] for syns, _ in TOPIC_CONFIGS.values())
 
+# Kafka's own broker settings that kafkalite accepts and deliberately ignores, with the reason: a
+# server.properties written for Kafka starts, and the log names each of these once
+IGNORED_KAFKA_CONFIGS: dict[str, str] = {
+    "num.network.threads": "one event loop serves every connection",
+    "num.io.threads": "requests are handled on the event loop",
+    "background.threads": "background work runs on a few fixed threads",
+    "num.recovery.threads.per.data.dir": "log recovery uses up to 8 threads",
+    "socket.send.buffer.bytes": "sockets keep the operating system's buffer sizes",
+    "socket.receive.buffer.bytes": "sockets keep the operating system's buffer sizes",
+    "socket.listen.backlog.size": "listeners use a backlog of 1024",
+    "log.cleaner.threads": "one cleaner thread",
+    "log.cleaner.dedupe.buffer.size": "the cleaner keeps its offset map in memory",
+    "log.cleaner.io.buffer.size": "the cleaner sizes its own buffers",
+    "log.cleaner.io.max.bytes.per.second": "the cleaner is not throttled",
+    "log.cleaner.backoff.ms": "the cleaner checks every 15 seconds",
+    "log.flush.offset.checkpoint.interval.ms": "checkpoints are written every minute",
+    "log.flush.start.offset.checkpoint.interval.ms": "checkpoints are written every minute",
+    "replica.high.watermark.checkpoint.interval.ms": "checkpoints are written every minute",
+    "auto.leader.rebalance.enable": "preferred leaders are not rebalanced automatically",
+    "leader.imbalance.check.interval.seconds": "preferred leaders are not rebalanced automatically",
+    "leader.imbalance.per.broker.percentage": "preferred leaders are not rebalanced automatically",
+    "zookeeper.set.acl": "ZooKeeper nodes are written without ACLs",
+    "metric.reporters": "metrics are served at /metrics of http.listeners",
+    "metrics.num.samples": "metrics are served at /metrics of http.listeners",
+    "metrics.sample.window.ms": "metrics are served at /metrics of http.listeners",
+    "kafka.metrics.reporters": "metrics are served at /metrics of http.listeners",
+    "max.connections": "connections are not capped",
+    "max.connections.per.ip": "connections are not capped",
+    "process.roles": "KRaft is not offered; clusters use ZooKeeper (zookeeper.connect)",
+    "controller.quorum.voters": "KRaft is not offered; clusters use ZooKeeper (zookeeper.connect)",
+    "controller.listener.names": "KRaft is not offered; clusters use ZooKeeper (zookeeper.connect)",
+    "log.message.format.version": "batches are stored as the producer sent them",
+    "inter.broker.protocol.version": "brokers speak the newest protocol versions they share",
+}
+
 # Kafka broker settings kafkalite does not model but knows to be static (read-only in Kafka).
 STATIC_KAFKA_CONFIGS: frozenset[str] = frozenset(
     {
@@ -654,3 +815,8 @@ def is_read_only_broker_config(name: str) -> bool:
     ):
         return True  # per-listener SASL settings are read at startup only
     return name in BROKER_CONFIGS or name in STATIC_KAFKA_CONFIGS
+
+
+# the table's dynamic flag: what AlterConfigs may change on a running broker
+for _name, _defn in list(BROKER_CONFIGS.items()):
+    BROKER_CONFIGS[_name] = replace(_defn, read_only=is_read_only_broker_config(_name))

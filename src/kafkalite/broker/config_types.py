@@ -40,6 +40,21 @@ class ConfigDef:
     read_only: bool = True
     at_least: int | None = None  # Kafka's Range validator bounds of a numeric setting
     at_most: int | None = None
+    valid: tuple[str, ...] | None = None  # the values a string setting may take (any case)
+
+    def allowed(self) -> str:
+        """What the setting accepts, in words (empty when anything of its type goes)."""
+        if self.valid is not None:
+            if len(self.valid) == 1:
+                return self.valid[0]
+            return ", ".join(self.valid[:-1]) + " or " + self.valid[-1]
+        if self.at_least is not None and self.at_most is not None:
+            return f"{self.at_least}..{self.at_most}"
+        if self.at_least is not None:
+            return f">= {self.at_least}"
+        if self.at_most is not None:
+            return f"<= {self.at_most}"
+        return ""
 
 
 def define(
@@ -51,5 +66,6 @@ def define(
     *,
     at_least: int | None = None,
     at_most: int | None = None,
+    valid: tuple[str, ...] | None = None,
 ) -> ConfigDef:
-    return ConfigDef(name, type_, default, doc, read_only, at_least, at_most)
+    return ConfigDef(name, type_, default, doc, read_only, at_least, at_most, valid)

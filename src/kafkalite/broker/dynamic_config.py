@@ -27,6 +27,7 @@ from kafkalite.broker.config import (
     BrokerConfig,
     ConfigError,
     broker_synonyms,
+    check_value,
     coerce,
     is_read_only_broker_config,
     listener_override_def,
@@ -245,6 +246,13 @@ class DynamicBrokerConfig:
                 raise DynamicConfigError(
                     ErrorCode.INVALID_REQUEST,
                     f"Invalid value {v} for configuration {k}: Not a value of type {kind}",
+                ) from None
+            try:
+                check_value(defn, v)
+            except ConfigError as exc:
+                why = str(exc).split(": ", 1)[-1]
+                raise DynamicConfigError(
+                    ErrorCode.INVALID_REQUEST, f"Invalid value {v} for configuration {k}: {why}"
                 ) from None
 
     def check(self, resource_name: str, new: Mapping[str, str]) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import socket
 import ssl
@@ -75,15 +76,32 @@ async def bind_listeners(broker: BrokerServer, listeners: list[ListenerRuntime])
             def plain(lr: ListenerRuntime = lr) -> asyncio.Protocol:
                 return Connection(broker, lr.name, lr.security_protocol)
 
-            srv: Any = await loop.create_server(
-                plain, lr.bind.host, lr.bind.port, reuse_address=True, backlog=1024
-            )
+            try:
+                srv: Any = await loop.create_server(
+                    plain, lr.bind.host, lr.bind.port, reuse_address=True, backlog=1024
+                )
+            except OSError as exc:
+                raise ListenError.of(lr.bind, exc) from None
         else:
-            srv = TlsServer(broker, lr, _listen_socket(lr.bind.host, lr.bind.port))
+            try:
+                sock = _listen_socket(lr.bind.host, lr.bind.port)
+            except OSError as exc:
+                raise ListenError.of(lr.bind, exc) from None
+            srv = TlsServer(broker, lr, sock)
         lr.server = srv
         port = srv.sockets[0].getsockname()[1]
         a = lr.advertised
-        host = a.host if a.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
+        host = a.host
+        if host in ("", "0.0.0.0", "::"):
+            host = advertised_host_name()
+            log.info(
+                "listener %s binds %s and advertised.listeners does not name it: advertising "
+                "%s, this host's canonical name or first non-loopback address (set "
+                "advertised.listeners to choose another)",
+                lr.name,
+                lr.bind.host or "every address",
+                host,
+            )
         lr.advertised = Listener(a.name, host, a.port or port)
         log.info(
             "listening on %s:%d for %s (advertised %s)",
@@ -92,6 +110,49 @@ async def bind_listeners(broker: BrokerServer, listeners: list[ListenerRuntime])
             lr.security_protocol,
             lr.advertised.url(),
         )
+
+
+class ListenError(OSError):
+    """A listener that cannot bind, said in one line with what to do about it."""
+
+    @staticmethod
+    def of(bind: Listener, exc: OSError) -> ListenError:
+        where = f"{bind.host or '0.0.0.0'}:{bind.port}"
+        if exc.errno == errno.EADDRINUSE:
+            return ListenError(
+                f"cannot listen on {where}: address in use (another broker? use --listen HOST:PORT)"
+            )
+        if exc.errno == errno.EADDRNOTAVAIL:
+            return ListenError(
+                f"cannot listen on {where}: no such address on this host (use --listen HOST:PORT)"
+            )
+        if exc.errno == errno.EACCES:
+            return ListenError(f"cannot listen on {where}: permission denied (use a port >= 1024)")
+        return ListenError(f"cannot listen on {where}: {exc.strerror or exc}")
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "cannot listen"
+
+
+def advertised_host_name() -> str:
+    """What a listener bound to every address advertises, as Kafka does: the canonical host name,
+    else the first non-loopback address, else 127.0.0.1."""
+    name = socket.getfqdn()
+    try:
+        addrs = {str(ai[4][0]) for ai in socket.getaddrinfo(name, None, socket.AF_INET)}
+    except OSError:
+        addrs = set()
+    if addrs and not all(a.startswith("127.") for a in addrs):
+        return name
+    try:  # a UDP "connect" sends nothing: it only picks the outgoing interface
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("192.0.2.1", 9))
+            addr = str(s.getsockname()[0])
+        if not addr.startswith("127."):
+            return addr
+    except OSError:
+        pass
+    return name if addrs else "127.0.0.1"
 
 
 class TlsServer:

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from kafkalite import __version__
 from kafkalite.broker.authorizer import Authorizer
 from kafkalite.broker.client_quotas import ClientQuotas, client_throttles
 from kafkalite.broker.config import (
@@ -23,6 +24,7 @@ from kafkalite.broker.config import (
     ConfigError,
     Listener,
     listener_override_def,
+    log_startup_config,
 )
 from kafkalite.broker.connection import CloseConnection, Connection
 from kafkalite.broker.context import DeferredResponse, RequestContext, SlicedResponse
@@ -180,6 +182,7 @@ class BrokerServer:
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
+        log_startup_config(self.config, __version__)
         self._loop = asyncio.get_running_loop()
         if self._stopping is None:
             self._stopping = asyncio.Event()

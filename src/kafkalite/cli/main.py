@@ -14,9 +14,19 @@ from typing import Any
 from kafkalite.cli.wire import CliError
 
 
+class StartupError(Exception):
+    """An expected reason a broker cannot start, said in one line (exit status 2, no traceback)."""
+
+
 def _serve(args: argparse.Namespace) -> int:
     from kafkalite.broker.config import BrokerConfig, ConfigError
-    from kafkalite.broker.server import BrokerServer
+
+    if args.help_config:
+        from kafkalite.broker.config_docs import print_table
+
+        print_table()
+        return 0
+    from kafkalite.broker.log_config import LogLevelError, configure, level_of
 
     overrides = list(args.override or [])
     if args.data_dir:
@@ -26,25 +36,38 @@ def _serve(args: argparse.Namespace) -> int:
     if args.console:
         overrides.append(f"http.listeners=http://{args.console}")
     try:
+        if args.log_level:
+            level_of(args.log_level)
         config = BrokerConfig.from_sources(args.config, overrides)
-    except (ConfigError, OSError) as exc:
-        raise CliError(f"configuration: {exc}") from None
-    from kafkalite.broker.log_config import LogLevelError, configure
-
+    except LogLevelError as exc:
+        raise StartupError(f"configuration: --log-level {args.log_level}: {exc}") from None
+    except ConfigError as exc:
+        raise StartupError(f"configuration: {exc}") from None
+    except OSError as exc:
+        raise StartupError(f"configuration: {args.config}: {exc.strerror or exc}") from None
     try:  # log.format, log.level and log.level.<logger> from the properties; --log-level wins
         props = dict(config.props)
         if args.log_level:
             props["log.level"] = args.log_level
         configure(props)
     except LogLevelError as exc:
-        raise CliError(f"configuration: {exc}") from None
+        raise StartupError(f"configuration: {exc}") from None
+    return _run_broker(config)
+
+
+def _run_broker(config: Any) -> int:
+    """Start the broker and serve until a signal; every expected failure is a StartupError."""
     from kafkalite import web
+    from kafkalite.broker.config import ConfigError
+    from kafkalite.broker.server import BrokerServer
+    from kafkalite.cluster.metadata import MetadataError
+    from kafkalite.storage.errors import StorageError
 
     try:
         server = BrokerServer(config)
         http = web.attach(server)
     except ConfigError as exc:
-        raise CliError(f"configuration: {exc}") from None
+        raise StartupError(f"configuration: {exc}") from None
 
     def announce(srv: BrokerServer) -> None:
         # startup objects (message classes, codecs, loaded state) never die: keep them out of GC passes
@@ -69,13 +92,21 @@ def _serve(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     except ConfigError as exc:  # e.g. a listener certificate stored by AlterConfigs went bad
-        raise CliError(f"configuration: {exc}") from None
+        raise StartupError(f"configuration: {exc}") from None
+    except (StorageError, MetadataError) as exc:
+        raise StartupError(f"cannot start: {exc}") from None
     except OSError as exc:
-        raise CliError(f"cannot start: {exc}") from None
+        from kafkalite.broker.listeners import ListenError
+
+        if isinstance(exc, ListenError):
+            raise StartupError(str(exc)) from None
+        where = f" {exc.filename}" if exc.filename else ""
+        raise StartupError(f"cannot start:{where} {exc.strerror or exc}") from None
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from kafkalite import __version__
     from kafkalite.cli import (
         acls,
         clients,
@@ -95,9 +126,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kafkalite", description="A Kafka-compatible broker in Python."
     )
+    parser.add_argument("--version", action="version", version=f"kafkalite {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    s = sub.add_parser("serve", help="run a broker (defaults: data in ./data, 127.0.0.1:9092)")
+    s = sub.add_parser(
+        "serve",
+        help="run a broker (defaults: data in ./data, 127.0.0.1:9092)",
+        description="Run a broker. Properties use Kafka's names; --help-config lists every one "
+        "with its type, default, range and whether it can change at runtime.",
+    )
     s.add_argument("config", nargs="?", help="server.properties file (Kafka property names)")
     s.add_argument(
         "--override", action="append", metavar="KEY=VALUE", help="set a property (repeatable)"
@@ -118,6 +155,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     s.add_argument(
         "--log-level", help="the root log level (TRACE, DEBUG, INFO, WARN, ERROR); else log.level"
+    )
+    s.add_argument(
+        "--help-config",
+        action="store_true",
+        help="print every broker property (type, default, dynamic, allowed values) and exit",
     )
     s.set_defaults(func=_serve)
 
@@ -144,6 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     except CliError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except StartupError as exc:
+        print(f"kafkalite: {exc}", file=sys.stderr)
+        return 2
     except BrokenPipeError:
         return 0
     except KeyboardInterrupt:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -26,6 +27,15 @@ log = logging.getLogger("kafkalite.storage.log")
 SEGMENT_FILE_RE = re.compile(r"^(\d{20})\.(log|index|timeindex)((?:\.[a-z]+)?)$")
 
 
+@dataclass
+class RecoveryStats:
+    """What loading one partition did: segments scanned batch by batch, bytes cut off, segments dropped."""
+
+    segments_scanned: int = 0
+    bytes_truncated: int = 0
+    segments_dropped: int = 0
+
+
 class NewSegment(Protocol):
     def __call__(self, base_offset: int, suffix: str = "", create: bool = True) -> LogSegment: ...
 
@@ -35,6 +45,7 @@ def load_segments(
     new_segment: NewSegment,
     recovery_point: int,
     log_start_offset: int,
+    stats: RecoveryStats | None = None,
 ) -> tuple[list[LogSegment], int]:
     """Open every segment of a partition directory and return (segments, log end offset).
 
@@ -92,6 +103,11 @@ def load_segments(
             needs_recovery = True
         if needs_recovery:
             result = seg.recover(expected_next)
+            if stats is not None:
+                stats.segments_scanned += 1
+                stats.bytes_truncated += result.truncated_bytes
+                if result.truncated_bytes:
+                    stats.segments_dropped += len(ordered) - i - 1
             if result.truncated_bytes:
                 log.warning(
                     "%s: truncated %d bytes of torn/corrupt data from segment %d at byte %d",

@@ -33,7 +33,7 @@ from kafkalite.storage.errors import (
     RecordBatchTooLarge,
     UnexpectedAppendOffset,
 )
-from kafkalite.storage.loader import load_segments
+from kafkalite.storage.loader import RecoveryStats, load_segments
 from kafkalite.storage.log_producers import LogProducers
 from kafkalite.storage.log_read import LogReads
 from kafkalite.storage.log_retention import LogRetention
@@ -107,6 +107,7 @@ class Log(LogReads, LogProducers, LogRetention):
         tp = parse_topic_partition(directory.name)
         self.topic, self.partition = tp if tp is not None else (directory.name, 0)
         self.topic_id = topic_id
+        self.recovery = RecoveryStats()  # what opening this log had to recover
         self._lock = threading.RLock()
         self._flush_cond = threading.Condition(threading.Lock())
         self._flushing = False
@@ -171,7 +172,10 @@ class Log(LogReads, LogProducers, LogRetention):
         )
 
     def _load(self, recovery_point: int, log_start_offset: int) -> None:
-        segments, leo = load_segments(self.dir, self._new_segment, recovery_point, log_start_offset)
+        self.recovery = RecoveryStats()
+        segments, leo = load_segments(
+            self.dir, self._new_segment, recovery_point, log_start_offset, self.recovery
+        )
         self._set_segments(segments)
         self._leo = leo
         # snapshots past the recovered end describe batches that did not survive: never use them

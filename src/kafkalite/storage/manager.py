@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 
 TOPIC_CONFIG_DIR = "topic-configs"
 LOCK_FILE = ".lock"
+# Kafka's marker of a clean shutdown: written last by shutdown(), removed by startup()
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 DELETE_DIR_SUFFIX = "-delete"
 
 TopicPartition = tuple[str, int]
@@ -96,6 +98,7 @@ class LogManager:
         self._topic_overrides: dict[str, dict[str, str]] = {}
         self._lock_fds: list[int] = []
         self._pending_dir_deletes: list[tuple[int, Path, Log]] = []
+        self.last_shutdown_clean = True  # every log dir had the clean-shutdown marker at startup
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._started = False
@@ -107,6 +110,11 @@ class LogManager:
         for d in self.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
             self._lock_dir(d)
+            marker = d / CLEAN_SHUTDOWN_FILE
+            if marker.exists():
+                marker.unlink()
+            elif any(parse_topic_partition(e) is not None for e in os.listdir(d)):
+                self.last_shutdown_clean = False
             rp = OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT).read()
             hws = OffsetCheckpointFile(d / REPLICATION_OFFSET_CHECKPOINT).read()
             lso = OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT).read()
@@ -151,15 +159,37 @@ class LogManager:
                     self._logs[tp] = lg
         self._started = True
         self.checkpoint()
-        log.info("loaded %d logs from %s", len(self._logs), ", ".join(map(str, self.log_dirs)))
+        scanned = sum(lg.recovery.segments_scanned for lg in self._logs.values())
+        cut = sum(lg.recovery.bytes_truncated for lg in self._logs.values())
+        dropped = sum(lg.recovery.segments_dropped for lg in self._logs.values())
+        log.info(
+            "loaded %d logs from %s; last shutdown %s; recovery scanned %d segments, truncated %d "
+            "bytes, dropped %d segments",
+            len(self._logs),
+            ", ".join(map(str, self.log_dirs)),
+            "was clean" if self.last_shutdown_clean else "was NOT clean (crash or kill)",
+            scanned,
+            cut,
+            dropped,
+        )
 
     def _lock_dir(self, d: Path) -> None:
+        """flock the dir's lock file and write this process's pid in it (named when another fails)."""
         fd = os.open(d / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:
-            os.close(fd)
-            raise KafkaStorageError(f"log dir {d} is in use by another process") from e
+            try:
+                holder = os.read(fd, 32).decode("ascii", "replace").strip()
+            finally:
+                os.close(fd)
+            by = f"process {holder}" if holder.isdigit() else "another process"
+            raise KafkaStorageError(
+                f"data dir {d} is locked by {by} (another broker on the same data dir?); stop it "
+                "or use --data-dir DIR"
+            ) from e
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._lock_fds.append(fd)
 
     # -- topic configs --------------------------------------------------------------------------
@@ -417,6 +447,9 @@ class LogManager:
         if self._started:
             self.checkpoint()
         self.remove_deleted_files(force=True)
+        if self._started:  # every log closed and checkpointed: the next start had nothing to fear
+            for d in self.log_dirs:
+                (d / CLEAN_SHUTDOWN_FILE).touch()
         for fd in self._lock_fds:
             try:
                 fcntl.flock(fd, fcntl.LOCK_UN)

@@ -234,7 +234,8 @@ def validate(blob: bytes | bytearray, cfg: Any, now_ms: int, where: str = "") ->
         if h.size > max_bytes:
             raise _Reject(
                 ErrorCode.MESSAGE_TOO_LARGE,
-                f"record batch of {h.size} bytes exceeds max.message.bytes={max_bytes}",
+                f"record batch of {h.size} bytes exceeds max.message.bytes={max_bytes}; raise the "
+                "topic's max.message.bytes (broker default: message.max.bytes)",
             )
         if not crc_valid(buf, pos, h):
             raise _Reject(
@@ -287,7 +288,8 @@ def validate(blob: bytes | bytearray, cfg: Any, now_ms: int, where: str = "") ->
                 raise _Reject(
                     ErrorCode.MESSAGE_TOO_LARGE,
                     f"record batch of {h.size} bytes after recompression to the topic's "
-                    f"compression.type={cfg.compression_type} exceeds max.message.bytes={max_bytes}",
+                    f"compression.type={cfg.compression_type} exceeds max.message.bytes={max_bytes}; "
+                    "raise the topic's max.message.bytes (broker default: message.max.bytes)",
                 )
         return out
     return buf
