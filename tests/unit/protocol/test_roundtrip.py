@@ -82,7 +82,7 @@ EXPECTED_APIS: list[tuple[str, int, int, int]] = [
     ("ShareFetch", 78, 0, 2),
     ("ShareAcknowledge", 79, 0, 2),
     # KIP-932: share-group offset administration, as Kafka 4.1 declares it
-    ("DescribeShareGroupOffsets", 90, 0, 0),
+    ("DescribeShareGroupOffsets", 90, 0, 1),
     ("AlterShareGroupOffsets", 91, 0, 0),
     ("DeleteShareGroupOffsets", 92, 0, 0),
     # KIP-932: the share coordinator's inter-broker APIs
