@@ -459,6 +459,16 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "KIP-848 server-side assignors (uniform, range); the first is the default.",
         ),
         _d(
+            "group.consumer.migration.policy",
+            T_STRING,
+            "disabled",
+            "Online migration of a live group between the classic and the consumer protocol "
+            "(Kafka: disabled, upgrade, downgrade, bidirectional). kafkalite converts a group only "
+            "once it is empty, in either direction, which is Kafka's 'disabled'; the others are "
+            "refused because they are not built.",
+            valid=("disabled",),
+        ),
+        _d(
             "offsets.topic.num.partitions",
             T_INT,
             "50",

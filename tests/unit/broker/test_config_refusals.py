@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[3]
 # properties -> a piece of the one-line message that names the property, the value and what is allowed
 BAD_CONFIGS: list[tuple[dict[str, str], str]] = [
     ({"log.retention.hours": "-5"}, "log.retention.hours=-5: Value must be at least -1"),
+    ({"group.consumer.migration.policy": "bidirectional"}, "migration.policy=bidirectional"),
     ({"log.retention.ms": "-2"}, "log.retention.ms=-2: Value must be at least -1"),
     ({"log.retention.minutes": "-7"}, "log.retention.minutes=-7: Value must be at least -1"),
     ({"log.retention.bytes": "-9"}, "log.retention.bytes=-9: Value must be at least -1"),
