@@ -179,8 +179,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_GROUP_ACTIONS = ("list", "describe", "delete", "reset-offsets", "delete-offsets")
+
+
+def kafka_style_groups(argv: list[str]) -> list[str]:
+    """kafka-consumer-groups.sh's flag form (`groups --bootstrap-server B --describe --group G`)
+    as kafkalite's subcommand form (`groups describe --bootstrap-server B --group G`)."""
+    if not argv or argv[0] != "groups" or any(a in _GROUP_ACTIONS for a in argv[1:2]):
+        return argv
+    actions = [a for a in argv[1:] if a.startswith("--") and a[2:] in _GROUP_ACTIONS]
+    if len(actions) != 1:
+        return argv
+    rest = [a for a in argv[1:] if a != actions[0]]
+    return ["groups", actions[0][2:], *rest]
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
+        argv = kafka_style_groups(list(sys.argv[1:] if argv is None else argv))
         args = build_parser().parse_args(argv)
         return int(args.func(args) or 0)
     except CliError as exc:

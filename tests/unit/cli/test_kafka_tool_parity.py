@@ -546,3 +546,54 @@ def test_usage_errors_are_one_line(
     err = capsys.readouterr().err
     assert exc.value.code == 2
     assert len(err.strip().splitlines()) == 1 and err.startswith("error: "), err
+
+
+# the client tools' names differ from kafkalite's subcommands
+TOOL_NAMES = {
+    "console-producer": ["produce"],
+    "console-consumer": ["consume"],
+    "consumer-groups": ["groups"],
+    "producer-perf-test": ["perf", "produce"],
+    "consumer-perf-test": ["perf", "consume"],
+}
+
+
+def test_client_tools_and_consumer_groups(
+    broker: Broker, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def kafka(command: str, stdin: str = "") -> tuple[int, str, str]:
+        words = translate(command, broker.bootstrap_servers)
+        words = [*TOOL_NAMES.get(words[0], [words[0]]), *words[1:]]
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+        capsys.readouterr()
+        code = main(words)
+        out, err = capsys.readouterr()
+        assert "Traceback" not in out + err
+        return code, out, err
+
+    bs = "--bootstrap-server localhost:9092"
+    code, _, err = kafka(
+        f"kafka-console-producer.sh {bs} --topic gt --property parse.key=true "
+        "--property key.separator=: --producer-property acks=all",
+        "k0:v0\nk1:v1\nk2:v2\n",
+    )
+    assert code == 0 and "3 records sent, 0 failed" in err
+    code, out, err = kafka(
+        f"kafka-console-consumer.sh {bs} --topic gt --group cg --from-beginning "
+        "--max-messages 3 --property print.key=true"
+    )
+    assert code == 0 and out.splitlines() == ["k0\tv0", "k1\tv1", "k2\tv2"], out
+    assert "Processed a total of 3 messages" in err
+    code, out, _ = kafka(f"kafka-consumer-groups.sh {bs} --list")
+    assert code == 0 and "cg" in out.split()
+    code, out, _ = kafka(f"kafka-consumer-groups.sh {bs} --describe --group cg --offsets")
+    assert code == 0 and "gt" in out
+    code, out, _ = kafka(
+        f"kafka-consumer-groups.sh {bs} --reset-offsets --group cg --topic gt --to-earliest "
+        "--execute"
+    )
+    assert code == 0, out
+    code, out, _ = kafka(
+        f"kafka-console-consumer.sh {bs} --topic gt --group cg --max-messages 3 --timeout-ms 5000"
+    )
+    assert out.splitlines() == ["v0", "v1", "v2"], out  # read again from the reset offsets
