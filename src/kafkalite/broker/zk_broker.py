@@ -483,7 +483,13 @@ class ZkBroker:
                 if p is None:
                     continue
                 if r.error_code == 0 and p.is_leader and r.leader_epoch == p.leader_epoch:
+                    before = len(p.isr)
                     p.apply_isr(tuple(r.isr), r.partition_epoch)
+                    stats = self.server.stats
+                    if len(p.isr) < before:
+                        stats.isr_shrinks += 1
+                    elif len(p.isr) > before:
+                        stats.isr_expands += 1
                     log.info(
                         "%s-%d: ISR now %s (partition epoch %d)",
                         key[0], key[1], list(p.isr), p.partition_epoch,
