@@ -294,9 +294,21 @@ REGISTRY_KEY: web.AppKey[CollectorRegistry] = web.AppKey("metrics_registry", Col
 PROBE_KEY: web.AppKey[LoopLagProbe] = web.AppKey("loop_lag_probe", LoopLagProbe)
 
 
+class _Collected(Collector):
+    """Families already collected: what generate_latest formats off the event loop."""
+
+    def __init__(self, families: list[Metric]) -> None:
+        self.families = families
+
+    def collect(self) -> Iterator[Metric]:
+        return iter(self.families)
+
+
 async def metrics(request: web.Request) -> web.Response:
-    """GET /metrics: the Prometheus text format."""
-    body = generate_latest(request.app[REGISTRY_KEY])
+    """GET /metrics: the Prometheus text format. The broker's state is read in its event loop (a few
+    ms); the text, most of a scrape's cost, is written in a worker thread so requests keep flowing."""
+    families = list(request.app[REGISTRY_KEY].collect())
+    body = await asyncio.to_thread(generate_latest, _Collected(families))
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_PLAIN_0_0_4})
 
 

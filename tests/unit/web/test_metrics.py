@@ -54,7 +54,7 @@ def test_latency_histogram_buckets() -> None:
     h.observe_ns(60_000_000_000)  # a minute: only +Inf
     cumulative = dict(h.cumulative_ms())
     assert len(cumulative) == len(BOUNDS_MS) + 1
-    assert cumulative["0.5"] == 1 and cumulative["1.0"] == 2 and cumulative["30000.0"] == 2
+    assert cumulative["0.25"] == 1 and cumulative["1.0"] == 2 and cumulative["30000.0"] == 2
     assert cumulative["+Inf"] == h.count == 3
     assert h.sum_ns == 60_001_100_000
 
