@@ -238,7 +238,8 @@ class BrokerCollector(Collector):
         counts: dict[tuple[str, str], int] = {}
         lag = GaugeMetricFamily(
             "kafka_consumergroup_lag",
-            "High watermark minus committed offset, for partitions this broker leads.",
+            "High watermark minus committed offset, on the group's coordinator, for partitions with a "
+            "replica here (a follower's high watermark is the leader's as of its last fetch).",
             labels=["group", "topic", "partition"],
         )
         coordinator = self.broker.groups.coordinator
@@ -256,7 +257,7 @@ class BrokerCollector(Collector):
                 counts[(kind, state)] = counts.get((kind, state), 0) + 1
                 for tp, om in sorted(g.offsets.items()):
                     p = rm.get_partition(tp.topic, tp.partition)
-                    if p is None or not p.is_leader or om.offset < 0:
+                    if p is None or om.offset < 0:
                         continue
                     lag.add_metric(
                         [gid, tp.topic, str(tp.partition)],
