@@ -1,5 +1,6 @@
 """/metrics on a 3-broker cluster: one active controller among them, messages counted once (by each
-partition's leader), followers' fetches as replication bytes, and each group partition's lag once, on the group's coordinator.
+partition's leader), followers' fetches as replication bytes, each group partition's lag once (on the group's
+coordinator), and ISR shrinks and expands around a paused follower.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ def cluster(
     tmp_path_factory: pytest.TempPathFactory, zookeeper: ZooKeeperServer
 ) -> Iterator[LocalCluster]:
     base = tmp_path_factory.mktemp("metrics")
-    config = {"http.listeners": "http://127.0.0.1:0"}
+    # a follower that stops fetching leaves the ISR after 2 s
+    config = {"http.listeners": "http://127.0.0.1:0", "replica.lag.time.max.ms": "2000"}
     with LocalCluster(
         base / "cluster", 3, config=config, zookeeper=zookeeper, chroot=f"/{base.name}"
     ) as c:
@@ -112,3 +114,40 @@ def test_metrics_across_the_cluster(cluster: LocalCluster) -> None:
     )  # every hosted partition has one leader
     partitions = sum(s[("kafka_server_replicamanager_partitioncount", ())] for s in scrapes)
     assert partitions == 3 * leaders
+
+
+def test_isr_shrinks_and_expands_around_a_paused_broker(cluster: LocalCluster) -> None:
+    urls = {b.broker_id: http_url(b) for b in cluster.brokers.values()}
+    active = "kafka_controller_kafkacontroller_activecontrollercount"
+    controller = next(i for i, u in urls.items() if scrape(u)[(active, ())] == 1)
+    paused = next(i for i in urls if i != controller)
+    others = [u for i, u in urls.items() if i != paused]
+    shrinks = ("kafka_server_replicamanager_isrshrinks_total", ())
+    expands = ("kafka_server_replicamanager_isrexpands_total", ())
+    under = ("kafka_server_replicamanager_underreplicatedpartitions", ())
+
+    def total(key: tuple[str, tuple[tuple[str, str], ...]]) -> float:
+        return sum(scrape(u)[key] for u in others)
+
+    before_shrinks, before_expands = total(shrinks), total(expands)
+    p = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": 1})
+    cluster.brokers[paused].pause()
+    try:
+        # new records the paused follower cannot fetch: it falls behind, and its leaders shrink
+        # the ISR (before its ZooKeeper session, 6 s, expires and the controller acts instead)
+        deadline = time.monotonic() + 5
+        while total(shrinks) == before_shrinks and time.monotonic() < deadline:
+            for i in range(3):
+                p.produce(TOPIC, value=b"late", partition=i)
+            p.poll(0)
+            time.sleep(0.2)
+        assert total(shrinks) > before_shrinks
+        assert total(under) > 0
+    finally:
+        cluster.brokers[paused].resume()
+    deadline = time.monotonic() + 30
+    while total(under) > 0 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert total(under) == 0
+    assert total(expands) > before_expands
+    p.flush(30)
