@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 # bootstrap address -> pid of the broker process serving it (filled by the context managers below and
@@ -125,15 +125,18 @@ def tansu_broker(binary: str | None = None) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def kafkalite_broker() -> Iterator[str]:
+def kafkalite_broker(overrides: Sequence[str] = ()) -> Iterator[str]:
     """Run `kafkalite serve` (this checkout's src/) on an ephemeral loopback port with a temporary
-    data dir and 10 MiB messages allowed; yields its bootstrap address."""
+    data dir and 10 MiB messages allowed (plus `overrides`, each KEY=VALUE); yields its bootstrap
+    address."""
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="bench-kafkalite-") as d:
         env = dict(os.environ, PYTHONPATH=str(_ROOT / "src"))
         args = [sys.executable, "-m", "kafkalite.cli.main", "serve", "--data-dir", d]
         args += ["--listen", f"127.0.0.1:{port}", "--log-level", "warning"]
         args += ["--override", "message.max.bytes=10485760"]
+        for item in overrides:
+            args += ["--override", item]
         proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         with _serving(proc, port, 30) as address:
             yield address

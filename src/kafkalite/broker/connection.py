@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import itertools
 import logging
 import os
 import socket
 import time
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from kafkalite.broker.config import SASL_SECURITY_PROTOCOLS
@@ -72,6 +74,10 @@ class Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.decoder = FrameDecoder(server.config.socket_request_max_bytes)
         self.pending: collections.deque[bytes] = collections.deque()
+        # when each pending frame was read (monotonic ns), for the request-queue time metric
+        self.arrivals: collections.deque[int] = collections.deque()
+        self.stats = server.stats
+        self.parked_ns = 0  # set by the broker: the last request's time parked in purgatory
         self.peer = "?"
         self.client_software: tuple[str, str] | None = None
         # who is on the other end: set by authentication (TLS / SASL), anonymous until then
@@ -159,6 +165,7 @@ class Connection(asyncio.Protocol):
                 pass
             self._send_fd = -1
         self.pending.clear()
+        self.arrivals.clear()
         for fut in self._answers:  # answers nobody will read: stop waiting for them
             fut.cancel()
 
@@ -193,6 +200,7 @@ class Connection(asyncio.Protocol):
         if not frames:
             return
         self.pending.extend(frames)
+        self.arrivals.extend(itertools.repeat(time.monotonic_ns(), len(frames)))
         if (
             len(self.pending) + len(self._answers) >= MAX_QUEUED_REQUESTS
             and not self._reading_paused
@@ -255,25 +263,44 @@ class Connection(asyncio.Protocol):
                     slice_end = loop.time() + YIELD_AFTER_S
                     continue  # the connection may have closed (and dropped its queue) meanwhile
                 frame = self.pending.popleft()
+                arrived = self.arrivals.popleft()
                 if self._out and (len(frame) < 2 or frame[1] not in QUICK_KEYS or frame[0]):
                     self._flush_out()  # this request may wait: earlier answers go out first
                 self._maybe_resume_reading()
+                started = time.monotonic_ns()
+                self.parked_ns = 0
                 try:
                     pieces = await self.server.handle_frame(self, frame)
                 except CloseConnection:
                     self.close()
                     return
+                handled = time.monotonic_ns()
+                key = (frame[0] << 8 | frame[1]) if len(frame) > 1 else -1
                 if isinstance(pieces, DeferredResponse):
-                    self._queue_answer(asyncio.ensure_future(pieces.answer))
+                    timed = self._timed_answer(
+                        pieces.answer, key, arrived, started, handled, self.parked_ns
+                    )
+                    self._queue_answer(asyncio.ensure_future(timed))
                     continue
                 if self._answers:  # a deferred answer is ahead of this one: keep the order
+                    self.stats.record_request(
+                        key, arrived, started, handled, self.parked_ns, handled, handled
+                    )
                     if pieces is not None:
                         done: asyncio.Future[Any] = loop.create_future()
                         done.set_result(pieces)
                         self._queue_answer(done)
                     continue
-                if pieces is not None and not self.closed:
+                if pieces is None:  # acks=0: nothing to send
+                    self.stats.record_request(
+                        key, arrived, started, handled, self.parked_ns, handled, handled
+                    )
+                elif not self.closed:
                     await self._write(pieces)
+                    self.stats.record_request(
+                        key, arrived, started, handled, self.parked_ns, handled,
+                        time.monotonic_ns(),
+                    )  # fmt: skip
                     if not self.pending or self._out_size > OUT_COALESCE_BYTES:
                         self._flush_out()
                     if self._write_paused and not self.closed:
@@ -321,6 +348,17 @@ class Connection(asyncio.Protocol):
             self._reading_paused = False
             assert self.transport is not None
             self.transport.resume_reading()
+
+    async def _timed_answer(
+        self, answer: Awaitable[Any], key: int, arrived: int, started: int, handled: int,
+        parked: int,
+    ) -> Any:  # fmt: skip
+        """A deferred answer, its request counted once it is ready (its wait is remote time; the
+        write of a deferred answer is not timed)."""
+        pieces = await answer
+        done = time.monotonic_ns()
+        self.stats.record_request(key, arrived, started, handled, parked, done, done)
+        return pieces
 
     def _queue_answer(self, fut: asyncio.Future[Any]) -> None:
         self._answers.append(fut)

@@ -52,6 +52,7 @@ from kafkalite.broker.scram_credentials import ScramCredentialCache
 from kafkalite.broker.share_coordinator import ShareCoordinatorComponent
 from kafkalite.broker.share_partitions import SharePartitionManager
 from kafkalite.broker.share_persister import SharePersister
+from kafkalite.broker.stats import BrokerStats
 from kafkalite.broker.tls import client_context, server_context, ssl_settings
 from kafkalite.broker.transactions import TransactionCoordinatorComponent
 from kafkalite.broker.zk_broker import ZkBroker
@@ -110,6 +111,7 @@ class BrokerServer:
         self.metadata_store: MetadataStore = LocalMetadataStore(self.log_dirs[0])
         self.metadata_cache = MetadataCache(self.broker_id)
         self.delayed = DelayedOperations()
+        self.stats = BrokerStats()  # counters the metrics endpoint reads
         self.fetch_sessions = FetchSessionCache(
             int(config.get("max.incremental.fetch.session.cache.slots"))
         )
@@ -471,6 +473,7 @@ class BrokerServer:
         if self.zk_broker is None:
             self.metadata_cache.remove_topic(name)
             self.replica_manager.delete_topic(name)
+            self.stats.forget_topic(name)
             log.info("deleted topic %s", name)
         else:
             log.info("topic %s marked for deletion", name)
@@ -550,6 +553,8 @@ class BrokerServer:
         result = await entry.handle(ctx, request)
         if request_log.isEnabledFor(logging.DEBUG):
             log_request(ctx, entry.api.name, len(frame))
+        if ctx.parked_ns:
+            conn.parked_ns = ctx.parked_ns  # remote time in the request metrics
         throttle = 0
         quotas = self.client_quotas
         if quotas.active and not ctx.quota_exempt:

@@ -86,6 +86,8 @@ class ZkBroker:
         self.controller: KafkaController | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._pending_isr: dict[TopicPartition, tuple[int, ...]] = {}
+        # the ISR size each pending proposal started from: an accepted one is a shrink or an expand
+        self._isr_size_before: dict[TopicPartition, int] = {}
         self._alter_wake = asyncio.Event()
         self.lag_time_max_ms = int(cfg.get("replica.lag.time.max.ms"))
         # topic config overrides as ZooKeeper has them (the controller's unclean-election checks
@@ -411,6 +413,7 @@ class ZkBroker:
             return
         partition.pending_isr = new_isr
         self._pending_isr[partition.key] = new_isr
+        self._isr_size_before[partition.key] = len(partition.isr)
         self._alter_wake.set()
 
     async def _isr_expiration(self) -> None:
@@ -484,12 +487,18 @@ class ZkBroker:
                     continue
                 if r.error_code == 0 and p.is_leader and r.leader_epoch == p.leader_epoch:
                     p.apply_isr(tuple(r.isr), r.partition_epoch)
+                    before = self._isr_size_before.pop(key, len(r.isr))
+                    if len(r.isr) < before:
+                        self.server.stats.isr_shrinks += 1
+                    elif len(r.isr) > before:
+                        self.server.stats.isr_expands += 1
                     log.info(
                         "%s-%d: ISR now %s (partition epoch %d)",
                         key[0], key[1], list(p.isr), p.partition_epoch,
                     )  # fmt: skip
                 else:
                     p.pending_isr = None
+                    self._isr_size_before.pop(key, None)
                     log.info(
                         "%s-%d: ISR change refused: %s",
                         key[0], key[1], ErrorCode.name_of(r.error_code),

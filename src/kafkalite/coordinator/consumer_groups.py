@@ -10,13 +10,14 @@ from __future__ import annotations
 import collections
 import logging
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kafkalite.coordinator import records as rec
 from kafkalite.coordinator.consumer_assignors import SubscribedTopic
 from kafkalite.coordinator.consumer_group import (
     ConsumerGroup,
+    GroupEpochRecord,
     HeartbeatRequest,
     HeartbeatResult,
 )
@@ -142,6 +143,7 @@ class ConsumerGroups(CoordinatorRuntime):
             answer(result)
             return
         records += [to_coordinator_record(r) for r in planned]
+        self.rebalances["consumer"] += _epoch_bumps(planned)
 
         def written(code: ErrorCode) -> None:
             if code != E.NO_ERROR:
@@ -180,6 +182,7 @@ class ConsumerGroups(CoordinatorRuntime):
                 self._cg_next(group_id)
                 return
             log.info("consumer group %r: member(s) %s expired", group_id, ", ".join(still))
+            self.rebalances["consumer"] += _epoch_bumps(planned)
             self._write(
                 group_id,
                 [to_coordinator_record(r) for r in planned],
@@ -248,3 +251,8 @@ class ConsumerGroups(CoordinatorRuntime):
                 )
             )
         return out
+
+
+def _epoch_bumps(planned: Sequence[object]) -> int:
+    """How many group-epoch bumps (KIP-848 rebalances) a planned write holds."""
+    return sum(1 for r in planned if isinstance(r, GroupEpochRecord))

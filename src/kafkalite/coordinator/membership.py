@@ -386,6 +386,7 @@ class Membership(CoordinatorRuntime):
             )
             return
         group.init_next_generation(now)
+        self.rebalances["classic"] += 1
         log.info(
             "group %r: generation %d (%s) with %d member(s), protocol %s",
             group.group_id, group.generation_id, group.state, group.size(), group.protocol_name,

@@ -120,6 +120,8 @@ class CoordinatorRuntime:
         self._cg_queues: dict[str, collections.deque[Callable[[], None]]] = {}
         # KIP-932 share groups (membership in memory; see coordinator.share_group)
         self.share_groups: dict[str, ShareGroup] = {}
+        # rebalances started here, by group type: classic generations, consumer group-epoch bumps
+        self.rebalances: dict[str, int] = {"classic": 0, "consumer": 0}
         self.share_configs: dict[str, ShareGroupConfig] = {}
 
     # ------------------------------------------------------------------ placement / validation

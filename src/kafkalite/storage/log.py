@@ -11,6 +11,7 @@ import os
 import shutil
 import struct
 import threading
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -33,6 +34,7 @@ from kafkalite.storage.errors import (
     RecordBatchTooLarge,
     UnexpectedAppendOffset,
 )
+from kafkalite.storage.latency import LatencyHistogram
 from kafkalite.storage.loader import RecoveryStats, load_segments
 from kafkalite.storage.log_producers import LogProducers
 from kafkalite.storage.log_read import LogReads
@@ -83,6 +85,7 @@ _pwritev = os.pwritev
 # immutable batches up to this size are copied to be stamped; larger ones are written with pwritev
 # from a stamped copy of their first 16 bytes and a view of the rest (the CRC starts at byte 21)
 _COPY_MAX = 4096
+_FLUSH_STATS_LOCK = threading.Lock()
 _MIN_BATCH = 61
 
 
@@ -127,6 +130,8 @@ class Log(LogReads, LogProducers, LogRetention):
         # compaction: offsets below this have been cleaned (maintained by the cleaner)
         self.first_dirty_offset = 0
         self.clock: Callable[[], int] = now_ms
+        # flush durations; the LogManager shares one histogram across its logs
+        self.flush_times = LatencyHistogram()
         # idempotent producers' last batches; built from the log on first need (None: not yet)
         self._producer_state: ProducerStateManager | None = None
         self.leader_epoch_cache = LeaderEpochFileCache(directory)
@@ -612,6 +617,7 @@ class Log(LogReads, LogProducers, LogRetention):
                     break
                 cond.wait()
         flushed_to = self._recovery_point
+        started = time.monotonic_ns()
         try:
             with self._lock:
                 leo = self._leo
@@ -625,6 +631,8 @@ class Log(LogReads, LogProducers, LogRetention):
                 self._fsync_dir()
             flushed_to = leo
             self._last_flush_ms = self.clock()
+            with _FLUSH_STATS_LOCK:  # logs flush in several threads and share one histogram
+                self.flush_times.observe_ns(time.monotonic_ns() - started)
         finally:
             with cond:
                 if flushed_to > self._recovery_point:

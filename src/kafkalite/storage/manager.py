@@ -26,6 +26,7 @@ from kafkalite.storage.checkpoint import (
 from kafkalite.storage.cleaner import LogCleaner
 from kafkalite.storage.config import LogConfig
 from kafkalite.storage.errors import InvalidConfig, KafkaStorageError
+from kafkalite.storage.latency import LatencyHistogram
 from kafkalite.storage.log import Log
 from kafkalite.storage.types import MIN_FD_GRACE_MS, now_ms, parse_topic_partition
 
@@ -91,6 +92,8 @@ class LogManager:
         self.file_delete_check_interval_ms = file_delete_check_interval_ms
         self.clock = clock
         self.cleaner = LogCleaner(clock)
+        # how long each log flush (fsync) took, over every log of this manager (LogFlushStats)
+        self.flush_times = LatencyHistogram()
         self._lock = threading.RLock()
         self._checkpoint_lock = threading.Lock()
         self._logs: dict[TopicPartition, Log] = {}
@@ -149,6 +152,7 @@ class LogManager:
                 high_watermark=hw,
             )
             lg.clock = self.clock
+            lg.flush_times = self.flush_times
             lg.first_dirty_offset = max(lg.log_start_offset, min(dirty, lg.log_end_offset))
             return tp, lg
 
@@ -307,6 +311,7 @@ class LogManager:
             d = self._log_dir_of.get(tp) or self._pick_dir()
             lg = Log.open(d / f"{topic}-{partition}", self.topic_config(topic), topic_id)
             lg.clock = self.clock
+            lg.flush_times = self.flush_times
             self._logs[tp] = lg
             self._log_dir_of[tp] = d
             return lg

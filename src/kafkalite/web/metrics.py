@@ -1,9 +1,334 @@
-"""Prometheus metrics at /metrics (being built)."""
+"""Prometheus metrics at GET /metrics, named as the Prometheus JMX exporter's usual Kafka rules name Kafka's
+MBeans; a Collector reads the broker's plain counters (broker.stats) and state only at scrape time.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING
+
 from aiohttp import web
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
+from prometheus_client.registry import Collector
+
+import kafkalite.protocol.messages  # noqa: F401  (registers every API in APIS)
+from kafkalite.broker.stats import TopicStats
+from kafkalite.cluster.controller.states import PartitionState
+from kafkalite.protocol.schema import APIS
+from kafkalite.storage.latency import LatencyHistogram
+
+if TYPE_CHECKING:
+    from kafkalite.broker.server import BrokerServer
+
+LOOP_PROBE_INTERVAL_S = 0.25
+
+# (metric suffix, TopicStats field, help) of kafka.server:type=BrokerTopicMetrics
+_TOPIC_COUNTERS: tuple[tuple[str, str, str], ...] = (
+    ("messagesin", "messages_in", "Records appended by this broker as partition leader."),
+    ("bytesin", "bytes_in", "Bytes of record batches appended from producers."),
+    ("bytesout", "bytes_out", "Bytes of record batches sent to consumers."),
+    ("replicationbytesout", "replication_bytes_out", "Bytes of record batches sent to followers."),
+    ("totalproducerequests", "produce_requests", "Produce requests, counted per partition."),
+    ("totalfetchrequests", "fetch_requests", "Fetch requests, counted per partition."),
+    ("failedproducerequests", "failed_produce_requests", "Partitions whose produce failed."),
+    ("failedfetchrequests", "failed_fetch_requests", "Partitions whose fetch read failed."),
+)
+
+# (metric suffix, RequestStats field, help) of kafka.network:type=RequestMetrics
+_REQUEST_TIMES: tuple[tuple[str, str, str], ...] = (
+    ("totaltimems", "total", "From the request read to its answer written, ms."),
+    ("requestqueuetimems", "queue", "Waiting behind earlier requests of the connection, ms."),
+    ("localtimems", "local", "In the request's handler (purgatory waits excluded), ms."),
+    ("remotetimems", "remote", "Parked in purgatory: long-poll fetch, acks=all, ms."),
+    ("responsesendtimems", "send", "Writing the answer to the socket, ms."),
+)
+
+
+class LoopLagProbe:
+    """How late the broker's event loop wakes a periodic sleep: the delay every request also sees."""
+
+    def __init__(self, interval: float = LOOP_PROBE_INTERVAL_S) -> None:
+        self.interval = interval
+        self.lag = LatencyHistogram()
+        self.last_ns = 0
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="loop-lag-probe")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _run(self) -> None:
+        interval_ns = int(self.interval * 1e9)
+        while True:
+            before = time.monotonic_ns()
+            await asyncio.sleep(self.interval)
+            self.last_ns = max(time.monotonic_ns() - before - interval_ns, 0)
+            self.lag.observe_ns(self.last_ns)
+
+
+def _histogram(
+    name: str, doc: str, labels: list[str], rows: list[tuple[list[str], LatencyHistogram]]
+) -> HistogramMetricFamily:
+    family = HistogramMetricFamily(name, doc, labels=labels)
+    for values, h in rows:
+        family.add_metric(values, h.cumulative_ms(), sum_value=h.sum_ns / 1e6)
+    return family
+
+
+class BrokerCollector(Collector):
+    """Every kafkalite metric of one broker, computed when Prometheus scrapes."""
+
+    def __init__(self, broker: BrokerServer, probe: LoopLagProbe) -> None:
+        self.broker = broker
+        self.probe = probe
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._topic_metrics()
+        yield from self._request_metrics()
+        yield from self._log_metrics()
+        yield from self._replica_metrics()
+        yield from self._controller_metrics()
+        yield from self._group_metrics()
+        probe = self.probe
+        yield _histogram(
+            "kafkalite_eventloop_lagms",
+            "How late the broker's event loop woke a periodic timer, ms.",
+            [],
+            [([], probe.lag)],
+        )
+        yield GaugeMetricFamily(
+            "kafkalite_eventloop_lastlagms",
+            "The event loop's lag at the last probe, ms.",
+            value=probe.last_ns / 1e6,
+        )
+        yield GaugeMetricFamily(
+            "kafka_server_delayedoperationpurgatory_purgatorysize",
+            "Requests parked in purgatory (long-poll fetches and acks=all produces).",
+            value=len(self.broker.delayed),
+        )
+
+    # -- kafka.server:type=BrokerTopicMetrics
+    def _topic_metrics(self) -> Iterator[Metric]:
+        stats = self.broker.stats
+        topics: list[tuple[str, TopicStats]] = sorted(stats.topics.items())
+        everything = stats.all_topics()
+        for suffix, field, doc in _TOPIC_COUNTERS:
+            name = f"kafka_server_brokertopicmetrics_{suffix}"
+            family = CounterMetricFamily(name, doc + " Without a topic label: all topics.")
+            # the JMX exporter's all-topics series: the MBean without a topic key, no topic label
+            family.add_sample(name + "_total", {}, getattr(everything, field))
+            for topic, ts in topics:
+                family.add_sample(name + "_total", {"topic": topic}, getattr(ts, field))
+            yield family
+
+    # -- kafka.network:type=RequestMetrics
+    def _request_metrics(self) -> Iterator[Metric]:
+        rows = sorted(
+            ((_api_name(key), rs) for key, rs in self.broker.stats.requests.items()),
+            key=lambda row: row[0],
+        )
+        count = CounterMetricFamily(
+            "kafka_network_requestmetrics_requests", "Requests answered.", labels=["request"]
+        )
+        for name, rs in rows:
+            count.add_metric([name], rs.requests)
+        yield count
+        for suffix, field, doc in _REQUEST_TIMES:
+            yield _histogram(
+                f"kafka_network_requestmetrics_{suffix}",
+                doc,
+                ["request"],
+                [([name], getattr(rs, field)) for name, rs in rows],
+            )
+
+    # -- kafka.log:type=Log and LogFlushStats
+    def _log_metrics(self) -> Iterator[Metric]:
+        labels = ["topic", "partition"]
+        size = GaugeMetricFamily(
+            "kafka_log_log_size", "Bytes of the partition's log.", labels=labels
+        )
+        segments = GaugeMetricFamily(
+            "kafka_log_log_numlogsegments", "Segments of the partition's log.", labels=labels
+        )
+        start = GaugeMetricFamily(
+            "kafka_log_log_logstartoffset", "The log start offset.", labels=labels
+        )
+        end = GaugeMetricFamily("kafka_log_log_logendoffset", "The log end offset.", labels=labels)
+        for p in sorted(self.broker.replica_manager.partitions(), key=lambda p: p.key):
+            lg = p.log
+            values = [p.topic, str(p.partition)]
+            size.add_metric(values, lg.size_in_bytes)
+            segments.add_metric(values, len(lg.segments))
+            start.add_metric(values, lg.log_start_offset)
+            end.add_metric(values, lg.log_end_offset)
+        yield from (size, segments, start, end)
+        yield _histogram(
+            "kafka_log_logflushstats_logflushrateandtimems",
+            "Log flushes (fsync of segments and indexes) and how long they took, ms.",
+            [],
+            [([], self.broker.log_manager.flush_times)],
+        )
+
+    # -- kafka.server:type=ReplicaManager
+    def _replica_metrics(self) -> Iterator[Metric]:
+        partitions = self.broker.replica_manager.partitions()
+        leaders = [p for p in partitions if p.is_leader]
+        under = sum(1 for p in leaders if len(p.isr) < len(p.replicas))
+        under_min = sum(1 for p in leaders if len(p.isr) < p.log.config.min_insync_replicas)
+        prefix = "kafka_server_replicamanager_"
+        yield GaugeMetricFamily(prefix + "partitioncount", "Partitions hosted.", len(partitions))
+        yield GaugeMetricFamily(prefix + "leadercount", "Partitions led.", len(leaders))
+        yield GaugeMetricFamily(
+            prefix + "underreplicatedpartitions", "Led partitions whose ISR lacks replicas.", under
+        )
+        yield GaugeMetricFamily(
+            prefix + "underminisrpartitioncount",
+            "Led partitions whose ISR is below min.insync.replicas.",
+            under_min,
+        )
+        offline = sum(1 for p in partitions if p.log.closed)
+        yield GaugeMetricFamily(prefix + "offlinereplicacount", "Replicas not served.", offline)
+        stats = self.broker.stats
+        yield CounterMetricFamily(prefix + "isrshrinks", "ISR shrinks accepted.", stats.isr_shrinks)
+        yield CounterMetricFamily(prefix + "isrexpands", "ISR expands accepted.", stats.isr_expands)
+
+    # -- kafka.controller:type=KafkaController
+    def _controller_metrics(self) -> Iterator[Metric]:
+        zk = self.broker.zk_broker
+        if zk is None:  # one node: it is its own controller and every partition has its leader
+            active, offline = 1, 0
+        else:
+            controller = zk.controller
+            active = 1 if controller is not None and controller.active else 0
+            offline = 0
+            if controller is not None and active:
+                offline = sum(
+                    1
+                    for s in controller.machine.partition_states.values()
+                    if s is PartitionState.OFFLINE
+                )
+        prefix = "kafka_controller_kafkacontroller_"
+        yield GaugeMetricFamily(
+            prefix + "activecontrollercount", "1 on the active controller.", active
+        )
+        yield GaugeMetricFamily(
+            prefix + "offlinepartitionscount",
+            "Partitions without a leader (reported by the active controller).",
+            offline,
+        )
+
+    # -- kafka.coordinator.group:type=GroupMetadataManager, and consumer-group lag
+    def _group_metrics(self) -> Iterator[Metric]:
+        counts: dict[tuple[str, str], int] = {}
+        lag = GaugeMetricFamily(
+            "kafka_consumergroup_lag",
+            "High watermark minus committed offset, on the group's coordinator, for partitions with a "
+            "replica here (a follower's high watermark is the leader's as of its last fetch).",
+            labels=["group", "topic", "partition"],
+        )
+        coordinator = self.broker.groups.coordinator
+        if coordinator is not None:
+            rm = self.broker.replica_manager
+            for gid, g in sorted(coordinator.groups.items()):
+                if not coordinator.is_coordinator_for(gid) or coordinator.is_loading(gid):
+                    continue
+                if g.consumer is not None:
+                    kind, state = "consumer", g.consumer.state
+                else:
+                    kind, state = "classic", str(g.state)
+                if state == "Dead":
+                    continue
+                counts[(kind, state)] = counts.get((kind, state), 0) + 1
+                for tp, om in sorted(g.offsets.items()):
+                    p = rm.get_partition(tp.topic, tp.partition)
+                    if p is None or om.offset < 0:
+                        continue
+                    lag.add_metric(
+                        [gid, tp.topic, str(tp.partition)],
+                        max(p.log.high_watermark - om.offset, 0),
+                    )
+            for gid, sg in coordinator.share_groups.items():
+                if coordinator.is_coordinator_for(gid):
+                    counts[("share", sg.state)] = counts.get(("share", sg.state), 0) + 1
+        groups = GaugeMetricFamily(
+            "kafka_coordinator_group_groupmetadatamanager_numgroups",
+            "Groups this broker coordinates, by type (classic, consumer, share) and state.",
+            labels=["type", "state"],
+        )
+        for (kind, state), n in sorted(counts.items()):
+            groups.add_metric([kind, state], n)
+        yield groups
+        rebalances = CounterMetricFamily(
+            "kafka_coordinator_group_groupmetadatamanager_rebalances",
+            "Rebalances started here: new classic generations, consumer group-epoch bumps.",
+            labels=["type"],
+        )
+        if coordinator is not None:
+            for kind, n in sorted(coordinator.rebalances.items()):
+                rebalances.add_metric([kind], n)
+        yield rebalances
+        yield lag
+
+
+def _api_name(key: int) -> str:
+    api = APIS.get(key)
+    return api.name if api is not None else str(key)
+
+
+REGISTRY_KEY: web.AppKey[CollectorRegistry] = web.AppKey("metrics_registry", CollectorRegistry)
+PROBE_KEY: web.AppKey[LoopLagProbe] = web.AppKey("loop_lag_probe", LoopLagProbe)
+
+
+class _Collected(Collector):
+    """Families already collected: what generate_latest formats off the event loop."""
+
+    def __init__(self, families: list[Metric]) -> None:
+        self.families = families
+
+    def collect(self) -> Iterator[Metric]:
+        return iter(self.families)
+
+
+async def metrics(request: web.Request) -> web.Response:
+    """GET /metrics: the Prometheus text format. The broker's state is read in its event loop (a few
+    ms); the text, most of a scrape's cost, is written in a worker thread so requests keep flowing."""
+    families = list(request.app[REGISTRY_KEY].collect())
+    body = await asyncio.to_thread(generate_latest, _Collected(families))
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_PLAIN_0_0_4})
 
 
 def setup(app: web.Application) -> None:
-    """Add the /metrics route."""
+    """Add the /metrics route, a registry of this broker's own (not the process-wide default one)
+    and the event-loop lag probe, which runs while the HTTP listener does."""
+    from kafkalite.web.server import BROKER_KEY
+
+    broker: BrokerServer = app[BROKER_KEY]
+    probe = LoopLagProbe()
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(BrokerCollector(broker, probe))
+    app[REGISTRY_KEY] = registry
+    app[PROBE_KEY] = probe
+
+    async def run_probe(_app: web.Application) -> AsyncIterator[None]:
+        probe.start()
+        yield
+        await probe.stop()
+
+    app.cleanup_ctx.append(run_probe)
+    app.router.add_get("/metrics", metrics)

@@ -10,6 +10,7 @@ from typing import Any
 
 from kafkalite.broker.connection import Connection
 from kafkalite.broker.context import DeferredResponse
+from kafkalite.broker.stats import BrokerStats
 
 
 class Transport:
@@ -47,6 +48,7 @@ class Server:
         self.sendfile_enabled = False
         self.later: dict[int, asyncio.Future[Any]] = {}
         self.handled: list[bytes] = []
+        self.stats = BrokerStats()
 
     async def handle_frame(self, conn: Any, frame: bytes) -> Any:
         self.handled.append(frame)

@@ -200,6 +200,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             budget = min(budget, cap)
     first = True
     topics_out = []
+    stats = broker.stats
+    topic_stats = stats.topics
     down_magic = 0 if version <= 1 else 1
     for group in groups:
         parts_out: list[Any] = []
@@ -218,6 +220,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             if tgt.error or part is None:
                 pr.records = None if version >= 4 else b""
                 continue
+            ts = topic_stats.get(part.topic) or stats.topic(part.topic)
+            ts.fetch_requests += 1
             if not part.is_leader:  # leadership moved while the fetch waited
                 pr.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
                 pr.records = None if version >= 4 else b""
@@ -236,6 +240,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                     tgt.offset, max(limit, 0), max_offset=limit_offset, min_one_message=first
                 )
             except Exception as exc:
+                ts.failed_fetch_requests += 1
                 code = getattr(exc, "error_code", None)
                 if code is None:
                     log.exception(
@@ -254,6 +259,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 ]
             first = False
             budget -= region.length
+            if isolation == FOLLOWER:
+                ts.replication_bytes_out += region.length
+            else:
+                ts.bytes_out += region.length
             if version >= 4:
                 pr.records = sliced.placeholder(region)
             else:

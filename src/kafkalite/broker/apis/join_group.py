@@ -5,6 +5,7 @@ v4+ requires a known member id (KIP-394), v5+ static membership, v9 lets a stati
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from kafkalite.broker import groups as _groups
@@ -66,4 +67,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         supports_skip_assignment=version >= 9,
         reason=request.reason if version >= 8 else None,
     )
-    return _response(version, await pending)
+    parked = time.monotonic_ns()
+    result = await pending  # the rebalance: purgatory time, as Kafka's DelayedJoin
+    ctx.parked_ns += time.monotonic_ns() - parked
+    return _response(version, result)

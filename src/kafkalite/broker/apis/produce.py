@@ -341,6 +341,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     flushes: list[Partition] = []
     waiting: list[tuple[_PartResp, Partition, int]] = []  # acks=all answers awaiting the ISR
     bad_acks = acks not in (0, 1, -1)
+    stats = broker.stats
+    topic_stats = stats.topics
     now_ms = int(time.time() * 1000)
     for tdata in request.topic_data:
         name = tdata.name
@@ -383,6 +385,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                     data, acks
                 )
             except _Reject as rej:
+                stats.failed_produce(name)
                 pr.error_code = rej.code
                 pr.error_message = rej.message
                 pr.record_errors = rej.record_errors
@@ -397,10 +400,12 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 )
                 continue
             except ReplicaError as exc:
+                stats.failed_produce(name)
                 pr.error_code = exc.error_code
                 pr.error_message = str(exc)
                 continue
             except Exception as exc:
+                stats.failed_produce(name)
                 code = getattr(exc, "error_code", None)
                 if code is None:
                     log.exception("append to %s-%d failed", name, pdata.index)
@@ -409,6 +414,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                     log.warning("append to %s-%d failed: %s", name, pdata.index, exc)
                 pr.error_code = code
                 continue
+            ts = topic_stats.get(name) or stats.topic(name)
+            ts.produce_requests += 1
+            ts.messages_in += last - first + 1  # offsets are contiguous: one per record
+            ts.bytes_in += len(data)
             pr.base_offset = first
             pr.log_append_time_ms = append_time
             pr.log_start_offset = log_start

@@ -5,6 +5,7 @@ Followers that sync before the leader wait for it (the handler awaits the coordi
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from kafkalite.broker import groups as _groups
@@ -27,6 +28,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         return SyncGroupResponse(
             throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, assignment=b""
         )
+    parked = time.monotonic_ns()
     r = await coord.sync_group(
         request.group_id,
         request.generation_id,
@@ -36,6 +38,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         protocol_name=request.protocol_name if version >= 5 else None,
         assignments={a.member_id: a.assignment for a in request.assignments},
     )
+    ctx.parked_ns += time.monotonic_ns() - parked  # waiting for the leader's assignment
     return SyncGroupResponse(
         throttle_time_ms=0,
         error_code=r.error,
