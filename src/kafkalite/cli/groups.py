@@ -5,6 +5,10 @@ and kafka-share-groups.sh: printing and argparse; the Kafka calls live in cli.gr
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import json
+import sys
 from typing import Any
 
 from kafkalite.cli.group_ops import (
@@ -77,19 +81,32 @@ __all__ = [
 # printing and the argparse commands
 
 
+# --output json: the tables of the running command, gathered instead of printed
+_json_tables: list[dict[str, Any]] | None = None
+
+
 def _table(title: str | None, columns: list[str], rows: list[list[Any]]) -> None:
+    """A rich table on a terminal, tab-separated lines (after the title) when piped, or gathered for
+    --output json."""
+    if _json_tables is not None:
+        _json_tables.append({"title": title, "rows": [dict(zip(columns, r)) for r in rows]})
+        return
     cells = [["-" if c is None else str(c) for c in r] for r in rows]
-    try:
-        from rich.console import Console
-        from rich.table import Table
-    except ImportError:
+    rich_ok = sys.stdout.isatty()
+    if rich_ok:
+        try:
+            from rich.console import Console
+            from rich.table import Table
+        except ImportError:
+            rich_ok = False
+    if not rich_ok:
+        if title:
+            print(title)
         print("\t".join(columns))
         for r in cells:
             print("\t".join(r))
         return
     console = Console()
-    if not console.is_terminal:
-        console = Console(width=max(console.width, 240))  # piped: never squeeze ids into wraps
     table = Table(title=title, title_justify="left")
     for col in columns:
         table.add_column(col, no_wrap=True, overflow="fold")
@@ -356,17 +373,27 @@ def _cmd_delete_offsets(cluster: Cluster, a: argparse.Namespace) -> None:
 
 
 def _run(a: argparse.Namespace) -> int:
+    global _json_tables
+    as_json = getattr(a, "output", "text") == "json"
+    notes = io.StringIO()
     with WireClient(a.bootstrap_server) as c:
         cluster = Cluster(c)
         try:
-            {
-                "list": _cmd_list,
-                "describe": _cmd_describe,
-                "delete": _cmd_delete,
-                "reset-offsets": _cmd_reset,
-                "delete-offsets": _cmd_delete_offsets,
-            }[a.action](cluster, a)
+            if as_json:
+                _json_tables = []
+            with contextlib.redirect_stdout(notes) if as_json else contextlib.nullcontext():
+                {
+                    "list": _cmd_list,
+                    "describe": _cmd_describe,
+                    "delete": _cmd_delete,
+                    "reset-offsets": _cmd_reset,
+                    "delete-offsets": _cmd_delete_offsets,
+                }[a.action](cluster, a)
+            if as_json:
+                lines = [ln for ln in notes.getvalue().splitlines() if ln.strip()]
+                print(json.dumps({"tables": _json_tables, "messages": lines}, default=str))
         finally:
+            _json_tables = None
             cluster.close()
     return 0
 
@@ -433,4 +460,10 @@ def add_parser(sub: Any) -> None:
 
     for q in (lst, d, x, r, o):
         q.add_argument("--bootstrap-server", default=argparse.SUPPRESS)
+        q.add_argument(
+            "--output",
+            choices=("text", "json"),
+            default="text",
+            help="json: one document with every table (rows as objects) and the messages",
+        )
     p.set_defaults(func=_run)

@@ -587,7 +587,12 @@ def test_client_tools_and_consumer_groups(
     code, out, _ = kafka(f"kafka-consumer-groups.sh {bs} --list")
     assert code == 0 and "cg" in out.split()
     code, out, _ = kafka(f"kafka-consumer-groups.sh {bs} --describe --group cg --offsets")
-    assert code == 0 and "gt" in out
+    assert code == 0 and "gt" in out and "│" not in out  # plain text when piped
+    code, out, _ = kafka(f"kafka-consumer-groups.sh {bs} --describe --group cg --output json")
+    doc = json.loads(out)
+    rows = [r for t in doc["tables"] for r in t["rows"]]
+    assert {(r["TOPIC"], r["LAG"]) for r in rows if "LAG" in r} == {("gt", 0)}
+    assert any("cg" in m for m in doc["messages"])
     code, out, _ = kafka(
         f"kafka-consumer-groups.sh {bs} --reset-offsets --group cg --topic gt --to-earliest "
         "--execute"
