@@ -5,6 +5,7 @@ DescribeAcls and DeleteAcls on any broker with an authorizer (cli.wire).
 from __future__ import annotations
 
 import argparse
+import json
 import re
 from typing import Any
 
@@ -117,10 +118,26 @@ def _filters(a: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def _list(c: WireClient, a: argparse.Namespace) -> None:
+    as_json = getattr(a, "output", "text") == "json"
+    found: list[dict[str, Any]] = []
     for f in _filters(a):
         resp = c.send(DescribeAclsRequest(**f))
         _check(resp.error_code, "listing ACLs", resp.error_message)
         for res in resp.resources:
+            if as_json:
+                found += [
+                    {
+                        "resource_type": ResourceType(res.resource_type).name,
+                        "resource_name": res.resource_name,
+                        "pattern_type": PatternType(res.pattern_type).name,
+                        "principal": acl.principal,
+                        "host": acl.host,
+                        "operation": AclOperation(acl.operation).name,
+                        "permission_type": AclPermissionType(acl.permission_type).name,
+                    }
+                    for acl in res.acls
+                ]
+                continue
             print(
                 f"Current ACLs for resource `ResourcePattern(resourceType="
                 f"{ResourceType(res.resource_type).name}, name={res.resource_name}, "
@@ -133,6 +150,8 @@ def _list(c: WireClient, a: argparse.Namespace) -> None:
                     f"permissionType={AclPermissionType(acl.permission_type).name})"
                 )
             print()
+    if as_json:
+        print(json.dumps(found))
 
 
 def _remove(c: WireClient, a: argparse.Namespace) -> None:
@@ -173,6 +192,8 @@ def add_parser(sub: Any) -> None:
         s.add_argument("--group", action="append")
         s.add_argument("--transactional-id", action="append")
         s.add_argument("--cluster", action="store_true")
+        if name == "list":
+            s.add_argument("--output", choices=("text", "json"), default="text")
         s.add_argument(
             "--resource-pattern-type",
             metavar="TYPE",

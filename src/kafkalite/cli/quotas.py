@@ -5,6 +5,7 @@ request_percentage) of users and client ids through AlterClientQuotas and Descri
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
 from kafkalite.cli.wire import CliError, WireClient, add_login_arguments, login_from_arguments
@@ -94,6 +95,16 @@ def _list(c: WireClient, a: argparse.Namespace) -> None:
     resp = c.send(req_cls(components=components, strict=a.strict))
     if resp.error_code:
         raise CliError(f"listing quotas: {ErrorCode(resp.error_code).name} ({resp.error_message})")
+    if getattr(a, "output", "text") == "json":
+        doc = [
+            {
+                "entity": [{"type": e.entity_type, "name": e.entity_name} for e in entry.entity],
+                "quotas": {v.key: v.value for v in entry.values},
+            }
+            for entry in resp.entries or ()
+        ]
+        print(json.dumps(doc))
+        return
     rows = sorted(
         (
             _show_entity([(e.entity_type, e.entity_name) for e in entry.entity]),
@@ -134,6 +145,8 @@ def add_parser(sub: Any) -> None:
         client.add_argument(
             "--client-default", action="store_true", help="the default client-id entity"
         )
+        if name == "list":
+            s.add_argument("--output", choices=("text", "json"), default="text")
         if name == "set":
             s.add_argument("quota", nargs="+", metavar="KEY=VALUE")
         elif name == "remove":

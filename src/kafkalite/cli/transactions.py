@@ -5,6 +5,7 @@ transaction coordinators' view of transactional ids, and aborting a hanging tran
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -51,6 +52,18 @@ def _partitions_text(tps: list[TopicPartition]) -> str:
 
 def _cmd_list(admin: KafkaAdminClient, a: argparse.Namespace) -> None:
     listed = _call("cannot list transactions", lambda: admin.list_transactions(a.state or None))
+    if getattr(a, "output", "text") == "json":
+        doc = [
+            {
+                "transactional_id": t.transactional_id,
+                "coordinator": t.coordinator_id,
+                "producer_id": t.producer_id,
+                "state": t.state,
+            }
+            for t in listed
+        ]
+        print(json.dumps(doc))
+        return
     _table(
         None,
         ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"],
@@ -217,6 +230,7 @@ def add_parser(sub: Any) -> None:
 
     lst = acts.add_parser("list", help="every transactional id, from every broker's coordinator")
     lst.add_argument("--state", action="append", metavar="STATE", help="e.g. Ongoing; repeatable")
+    lst.add_argument("--output", choices=("text", "json"), default="text")
 
     d = acts.add_parser("describe", help="one transactional id as its coordinator sees it")
     d.add_argument("--transactional-id", required=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import json
 import secrets
 from typing import Any
 
@@ -92,6 +93,16 @@ def _describe(c: WireClient, users: list[str] | None) -> list[tuple[str, dict[st
 
 
 def _list(c: WireClient, a: argparse.Namespace) -> None:
+    if getattr(a, "output", "text") == "json":
+        doc = [
+            {
+                "user": user,
+                "mechanisms": [{"mechanism": m, "iterations": n} for m, n in sorted(creds.items())],
+            }
+            for user, creds in _describe(c, a.user or None)
+        ]
+        print(json.dumps(doc))
+        return
     for user, creds in _describe(c, a.user or None):
         infos = ", ".join(f"{m} (iterations={n})" for m, n in sorted(creds.items()))
         print(f"{user}: {infos}")
@@ -115,6 +126,7 @@ def add_parser(sub: Any) -> None:
         add_login_arguments(s)
         if name == "list":
             s.add_argument("user", nargs="*")
+            s.add_argument("--output", choices=("text", "json"), default="text")
         else:
             s.add_argument("user")
             s.add_argument(
