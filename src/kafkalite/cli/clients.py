@@ -433,7 +433,15 @@ def _place(consumer: Any, a: argparse.Namespace) -> None:
         consumer.seek_to_end(*parts)
     elif isinstance(a.offset, int):
         if a.offset >= 0:
+            ends = consumer.end_offsets(parts)
+            starts = consumer.beginning_offsets(parts)
             for tp in parts:
+                if not starts[tp] <= a.offset <= ends[tp]:
+                    raise CliError(
+                        f"offset {a.offset} is out of range for {tp.topic}-{tp.partition}: "
+                        f"valid offsets are {starts[tp]} to {ends[tp]} (the log start and its end; "
+                        "the end waits for the next record)"
+                    )
                 consumer.seek(tp, a.offset)
         else:  # a kafkalite extension: that many records before the end
             ends = consumer.end_offsets(parts)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
+import shutil
 import sys
 import time
 from datetime import UTC, datetime, timedelta
@@ -146,6 +147,11 @@ def run(args: argparse.Namespace) -> int:
     )
     from kafkalite.testing import Broker
 
+    if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
+        raise CliError(
+            "Spark needs a Java runtime (17 or newer) and none was found: install one "
+            "(e.g. apt-get install openjdk-17-jre-headless) or set JAVA_HOME"
+        )
     run_id = args.run_id or _new_run_id()
     work = Path(args.work_dir).resolve() / run_id
     if args.run_id and (work / "checkpoints").exists():

@@ -266,6 +266,11 @@ def test_consume_partition_and_offset(
     assert docs == []
     assert main(["consume", "--bootstrap-server", bs, "--topic", topic, "--partition", "5"]) == 1
     assert "partitions 0..1" in capsys.readouterr().err
+    argv = ["consume", "--bootstrap-server", bs, "--topic", topic, "--partition", "1"]
+    assert main([*argv, "--offset", "9"]) == 1
+    err = capsys.readouterr().err
+    assert "offset 9 is out of range" in err and "valid offsets are 0 to 4" in err
+    assert "Traceback" not in err
 
 
 def test_consume_isolation_level(
@@ -454,3 +459,14 @@ def test_perf_produce_then_consume(broker: Broker, capsys: pytest.CaptureFixture
     header, row = capsys.readouterr().out.strip().splitlines()[-2:]
     assert header.startswith("start.time, end.time, data.consumed.in.MB")
     assert row.split(", ")[4] == "1000"
+
+
+def test_pipeline_without_java_says_so(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    pytest.importorskip("pyspark")
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no java on it
+    assert main(["pipeline", "--work-dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "Spark needs a Java runtime" in err and "Traceback" not in err
