@@ -42,6 +42,10 @@ E = ErrorCode
 _TICK_S = 0.1
 _DLQ_ATTEMPTS = 5  # ~6 s of retries before a dead letter is given up
 _READ_CHUNK = 1024 * 1024
+# a share session no request used for this long belonged to a client that died (the member's own
+# session, group.share.max.session.timeout.ms, is at most a minute): forget it
+_SESSION_IDLE_MS = 5 * 60 * 1000
+_SESSION_CHECK_MS = 10 * 1000
 _READ_MIN = 64 * 1024
 _READ_MAX = 8 * 1024 * 1024
 
@@ -69,6 +73,7 @@ class ShareSession:
     member_id: str
     next_epoch: int
     partitions: dict[tuple[uuid.UUID, int], None] = field(default_factory=dict)
+    last_used_ms: int = 0
 
 
 class ShareSessionCache:
@@ -79,7 +84,7 @@ class ShareSessionCache:
         self.sessions: dict[tuple[str, str], ShareSession] = {}
 
     def open(self, group_id: str, member_id: str) -> ShareSession:
-        session = ShareSession(group_id, member_id, 1)
+        session = ShareSession(group_id, member_id, 1, last_used_ms=now_ms())
         self.sessions[(group_id, member_id)] = session
         return session
 
@@ -102,10 +107,18 @@ class ShareSessionCache:
                 f"share session epoch {epoch}, expected {session.next_epoch}",
             )
         session.next_epoch = 1 if session.next_epoch >= 2**31 - 1 else session.next_epoch + 1
+        session.last_used_ms = now_ms()
         return session, E.NO_ERROR, None
 
     def close(self, group_id: str, member_id: str) -> None:
         self.sessions.pop((group_id, member_id), None)
+
+    def expire(self, now: int, idle_ms: int) -> list[ShareSession]:
+        """Sessions no request used for `idle_ms` (their client died without closing them)."""
+        gone = [s for s in self.sessions.values() if now - s.last_used_ms > idle_ms]
+        for s in gone:
+            del self.sessions[(s.group_id, s.member_id)]
+        return gone
 
 
 @dataclass(slots=True)
@@ -177,6 +190,7 @@ class SharePartitionManager:
         self._ticker: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self.channels: ChannelManager | None = None  # to dead-letter partitions led elsewhere
+        self._next_session_check = 0
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -212,7 +226,15 @@ class SharePartitionManager:
                 log.exception("share-partition lock expiry failed")
 
     def tick(self, now: int) -> None:
-        """Release expired acquisition locks; drop share-partitions whose leadership moved."""
+        """Release expired acquisition locks; drop share-partitions whose leadership moved and share
+        sessions idle for longer than a member's session could be."""
+        if now >= self._next_session_check:
+            self._next_session_check = now + _SESSION_CHECK_MS
+            for session in self.sessions.expire(now, _SESSION_IDLE_MS):
+                log.info(
+                    "share session of member %s of group %s expired (idle %d s)",
+                    session.member_id, session.group_id, _SESSION_IDLE_MS // 1000,
+                )  # fmt: skip
         for key, lp in list(self.partitions.items()):
             part = self.broker.replica_manager.get_partition(lp.topic, key[2])
             if part is None or not part.is_leader or part.leader_epoch != lp.leader_epoch:

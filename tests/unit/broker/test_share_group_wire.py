@@ -389,3 +389,14 @@ def test_renew_keeps_records_locked(share_broker: Broker, wire: WireClient) -> N
     time.sleep(0.6)  # past the first lock (1 s), inside the renewed one
     assert acquired(fetch(wire, group, b, 0, tid, wait_ms=0)) == []
     assert part_of(ack(wire, group, a, 3, tid, [(0, 1, 1)])).error_code == 0
+
+
+def test_idle_share_sessions_are_forgotten() -> None:
+    from kafkalite.broker.share_partitions import ShareSessionCache
+
+    cache = ShareSessionCache()
+    s = cache.open("g", "m")
+    assert cache.expire(s.last_used_ms + 1000, 5000) == []
+    assert cache.existing("g", "m", 1)[0] is s
+    assert cache.expire(s.last_used_ms + 5001, 5000) == [s]
+    assert cache.existing("g", "m", 2)[1] == E.SHARE_SESSION_NOT_FOUND
