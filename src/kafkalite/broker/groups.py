@@ -10,8 +10,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kafkalite.broker.config import ConfigError
 from kafkalite.broker.coordinator_log import CoordinatorPartitions, StoredBatch, now_ms
@@ -245,3 +246,19 @@ def share_partition_settings(broker: BrokerServer, group_id: str) -> ShareSettin
 def share_group_config(broker: BrokerServer, group_id: str) -> ShareGroupConfig:
     s = share_partition_settings(broker, group_id)
     return ShareGroupConfig(s.session_timeout_ms, s.heartbeat_interval_ms, s.max_size)
+
+
+def described_assignment(
+    ctx: RequestContext, parts: dict[uuid.UUID, frozenset[int]], assignment_cls: Any
+) -> Any:
+    """ConsumerGroupDescribe's / ShareGroupDescribe's Assignment of `parts`, topic names resolved from
+    the metadata cache (empty for a topic it no longer knows)."""
+    cache = ctx.broker.metadata_cache
+    tp_cls = assignment_cls.TopicPartitions
+    out = []
+    for tid, ps in sorted(parts.items(), key=lambda kv: str(kv[0])):
+        topic = cache.topic_by_id(tid)
+        out.append(
+            tp_cls(topic_id=tid, topic_name=topic.name if topic else "", partitions=sorted(ps))
+        )
+    return assignment_cls(topic_partitions=out)

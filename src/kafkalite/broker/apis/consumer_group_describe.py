@@ -4,7 +4,6 @@ current and target assignments (topic names resolved from the metadata cache).
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from kafkalite.broker import groups as _groups
@@ -20,16 +19,6 @@ API = CONSUMER_GROUP_DESCRIBE
 _Group = ConsumerGroupDescribeResponse.DescribedGroup
 _Member = _Group.Member
 _Assignment = _Member.Assignment
-_TP = _Assignment.TopicPartitions
-
-
-def _assignment(ctx: RequestContext, parts: dict[uuid.UUID, frozenset[int]]) -> Any:
-    cache = ctx.broker.metadata_cache
-    out = []
-    for tid, ps in sorted(parts.items(), key=lambda kv: str(kv[0])):
-        topic = cache.topic_by_id(tid)
-        out.append(_TP(topic_id=tid, topic_name=topic.name if topic else "", partitions=sorted(ps)))
-    return _Assignment(topic_partitions=out)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
@@ -83,8 +72,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                         client_host=m.client_host,
                         subscribed_topic_names=list(m.subscribed_topic_names),
                         subscribed_topic_regex=m.subscribed_topic_regex,
-                        assignment=_assignment(ctx, m.assignment),
-                        target_assignment=_assignment(ctx, m.target_assignment),
+                        assignment=_groups.described_assignment(ctx, m.assignment, _Assignment),
+                        target_assignment=_groups.described_assignment(
+                            ctx, m.target_assignment, _Assignment
+                        ),
                         member_type=1,
                     )
                     for m in d.members

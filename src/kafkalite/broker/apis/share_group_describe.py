@@ -4,7 +4,6 @@ partitions each may fetch (topic names resolved from the metadata cache).
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from kafkalite.broker import groups as _groups
@@ -20,16 +19,6 @@ API = SHARE_GROUP_DESCRIBE
 _Group = ShareGroupDescribeResponse.DescribedGroup
 _Member = _Group.Member
 _Assignment = _Member.Assignment
-_TP = _Assignment.TopicPartitions
-
-
-def _assignment(ctx: RequestContext, parts: dict[uuid.UUID, frozenset[int]]) -> Any:
-    cache = ctx.broker.metadata_cache
-    out = []
-    for tid, ps in sorted(parts.items(), key=lambda kv: str(kv[0])):
-        topic = cache.topic_by_id(tid)
-        out.append(_TP(topic_id=tid, topic_name=topic.name if topic else "", partitions=sorted(ps)))
-    return _Assignment(topic_partitions=out)
 
 
 def _empty(gid: str, code: ErrorCode, message: str | None = None) -> Any:
@@ -88,7 +77,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                         client_id=m.client_id,
                         client_host=m.client_host,
                         subscribed_topic_names=list(m.subscribed_topic_names),
-                        assignment=_assignment(ctx, m.assignment),
+                        assignment=_groups.described_assignment(ctx, m.assignment, _Assignment),
                     )
                     for m in d.members
                 ],
