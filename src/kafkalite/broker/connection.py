@@ -57,7 +57,7 @@ class CloseConnection(Exception):
     """Raised by the request path to drop the connection after logging why."""
 
 
-class Connection(asyncio.Protocol):
+class Connection(asyncio.BufferedProtocol):
     def __init__(
         self,
         server: BrokerServer,
@@ -73,7 +73,7 @@ class Connection(asyncio.Protocol):
         self._tls = False
         self.transport: asyncio.Transport | None = None
         self.decoder = FrameDecoder(server.config.socket_request_max_bytes)
-        self.pending: collections.deque[bytes] = collections.deque()
+        self.pending: collections.deque[bytes | bytearray] = collections.deque()
         # when each pending frame was read (monotonic ns), for the request-queue time metric
         self.arrivals: collections.deque[int] = collections.deque()
         self.stats = server.stats
@@ -177,10 +177,26 @@ class Connection(asyncio.Protocol):
         if self._drained is not None and not self._drained.done():
             self._drained.set_result(None)
 
+    # the event loop reads with get_buffer() / buffer_updated(): a big request (a produce batch) is
+    # received straight into its own bytearray, which produce validates and appends without a copy
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.decoder.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self._received(nbytes)
+
     def data_received(self, data: bytes) -> None:
+        """Bytes handed over whole (the same path as buffered reads; tests and wrappers use it)."""
+        self._received(data)
+
+    def _received(self, data: bytes | int) -> None:
         self.last_activity = time.monotonic()
         try:
-            frames = self.decoder.feed(data)
+            frames: list[bytes | bytearray] = (
+                self.decoder.buffer_updated(data)
+                if type(data) is int
+                else list(self.decoder.feed(data))  # type: ignore[arg-type]
+            )
         except FrameTooLarge as exc:
             log.warning(
                 "closing %s: request of %d bytes exceeds %s=%d",

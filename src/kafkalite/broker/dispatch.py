@@ -31,7 +31,7 @@ class HandlerEntry:
     module: ModuleType
     # optional hand-written codecs of a hot API: decode_request(buf, pos, version) -> request | None
     # (None: use the schema) and encode_response(out, response, version)
-    decode_request: Callable[[bytes, int, int], Any] | None = None
+    decode_request: Callable[[bytes | bytearray, int, int], Any] | None = None
     encode_response: Callable[[bytearray, Any, int], None] | None = None
 
     @property

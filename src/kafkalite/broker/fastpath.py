@@ -51,7 +51,7 @@ class ProduceRequestView:
         self.topic_data = topic_data
 
 
-def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+def _uvarint(buf: bytes | bytearray, pos: int) -> tuple[int, int]:
     b = buf[pos]
     if b < 0x80:
         return b, pos + 1
@@ -69,7 +69,7 @@ def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def _skip_tags(buf: bytes, pos: int) -> int:
+def _skip_tags(buf: bytes | bytearray, pos: int) -> int:
     n, pos = _uvarint(buf, pos)
     for _ in range(n):
         _, pos = _uvarint(buf, pos)
@@ -80,7 +80,7 @@ def _skip_tags(buf: bytes, pos: int) -> int:
     return pos
 
 
-def decode_produce(buf: bytes, pos: int, version: int) -> ProduceRequestView:
+def decode_produce(buf: bytes | bytearray, pos: int, version: int) -> ProduceRequestView:
     """Decode ProduceRequest v3-11 (raises DecodeError on anything malformed)."""
     try:
         return _decode_produce(buf, pos, version)
@@ -88,7 +88,7 @@ def decode_produce(buf: bytes, pos: int, version: int) -> ProduceRequestView:
         raise DecodeError(f"ProduceRequest v{version}: {type(exc).__name__}: {exc}") from None
 
 
-def _decode_produce(buf: bytes, pos: int, version: int) -> ProduceRequestView:
+def _decode_produce(buf: bytes | bytearray, pos: int, version: int) -> ProduceRequestView:
     end = len(buf)
     view = memoryview(buf)
     flexible = version >= 9

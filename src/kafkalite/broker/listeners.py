@@ -73,7 +73,7 @@ async def bind_listeners(broker: BrokerServer, listeners: list[ListenerRuntime])
     for lr in listeners:
         if lr.ssl_context is None:
 
-            def plain(lr: ListenerRuntime = lr) -> asyncio.Protocol:
+            def plain(lr: ListenerRuntime = lr) -> asyncio.BaseProtocol:
                 return Connection(broker, lr.name, lr.security_protocol)
 
             try:

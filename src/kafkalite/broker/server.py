@@ -495,11 +495,14 @@ class BrokerServer:
 
     # ------------------------------------------------------------------ requests
     async def handle_frame(
-        self, conn: Connection, frame: bytes
+        self, conn: Connection, frame: bytes | bytearray
     ) -> list[Any] | DeferredResponse | None:
         sasl = conn.sasl
+        if type(frame) is bytearray and (frame[:2] != b"\x00\x00" or sasl is not None):
+            # a big frame received in place: only Produce is decoded (and stamped) in place
+            frame = bytes(frame)
         if sasl is not None and sasl.state is SaslState.RAW_TOKEN:
-            return self._sasl_raw_token(conn, sasl, frame)
+            return self._sasl_raw_token(conn, sasl, bytes(frame))
         try:
             key, version, corr = peek_api(frame)
         except DecodeError as exc:
@@ -536,7 +539,8 @@ class BrokerServer:
             if entry.decode_request is not None:
                 request = entry.decode_request(frame, pos, version)
             if request is None:
-                request = req_cls.decode(frame, version, pos, exact=False)
+                raw = frame if type(frame) is bytes else bytes(frame)
+                request = req_cls.decode(raw, version, pos, exact=False)
         except DecodeError as exc:
             if key == API_VERSIONS_KEY:
                 resp = self.dispatch.api_versions_response(error_code=42)

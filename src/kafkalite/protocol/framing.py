@@ -6,11 +6,18 @@ A frame is a 4-byte big-endian length followed by that many bytes (`socket.reque
 from __future__ import annotations
 
 import struct
+import threading
 
 from kafkalite.protocol.exceptions import DecodeError
 
 DEFAULT_MAX_FRAME = 100 * 1024 * 1024
 _LEN = struct.Struct(">i")
+# buffered reading (get_buffer / buffer_updated): a frame body at least this big that is not yet all
+# here gets its own bytearray, and the socket reads the rest straight into it
+DIRECT_BODY_MIN = 16 * 1024
+# ... and everything else lands in this scratch buffer, shared by every decoder of the thread: it holds
+# bytes only between get_buffer() and buffer_updated(), which an event loop calls back to back
+_SCRATCH_SIZE = 64 * 1024
 
 
 class FrameTooLarge(DecodeError):
@@ -28,14 +35,87 @@ class FrameDecoder:
     Raises DecodeError on a negative or oversized declared length; the connection should then be closed.
     """
 
-    __slots__ = ("_head", "_need", "_parts", "_have", "max_frame_size")
+    __slots__ = ("_head", "_need", "_parts", "_have", "_body", "max_frame_size")
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME) -> None:
         self.max_frame_size = max_frame_size
         self._head = b""  # a length prefix split across chunks
         self._need = -1  # body length of the frame being read, -1 while reading a length
         self._parts: list[memoryview] = []  # the body so far of a frame spread over chunks
-        self._have = 0  # bytes in _parts
+        self._have = 0  # bytes in _parts (or in _body)
+        self._body: bytearray | None = None  # buffered reading: the big frame read in place
+
+    # -- buffered reading (asyncio.BufferedProtocol): big bodies are received in place, no copy
+    def get_buffer(self) -> memoryview:
+        """Where the next received bytes go: the rest of a big frame's own bytearray, or the shared
+        scratch buffer (whose bytes buffer_updated() copies out before anything else can use it)."""
+        body = self._body
+        if body is not None:
+            return memoryview(body)[self._have :]
+        return _scratch()
+
+    def buffer_updated(self, nbytes: int) -> list[bytes | bytearray]:
+        """`nbytes` were written into the last get_buffer(): the frames now whole. A frame received
+        in place is a bytearray (a handler may stamp it in place); every other frame is bytes."""
+        body = self._body
+        if body is not None:
+            self._have += nbytes
+            if self._have < len(body):
+                return []
+            self._body = None
+            self._have = 0
+            self._need = -1
+            return [body]
+        return self._feed_view(_scratch()[:nbytes])
+
+    def _feed_view(self, data: memoryview) -> list[bytes | bytearray]:
+        """feed() for a transient view: whatever is kept past this call is copied out of it."""
+        frames: list[bytes | bytearray] = []
+        pos = 0
+        end = len(data)
+        while pos < end:
+            need = self._need
+            if need < 0:
+                if self._head or end - pos < 4:
+                    take = min(4 - len(self._head), end - pos)
+                    self._head += bytes(data[pos : pos + take])
+                    pos += take
+                    if len(self._head) < 4:
+                        break
+                    need = _LEN.unpack(self._head)[0]
+                    self._head = b""
+                else:
+                    need = _LEN.unpack_from(data, pos)[0]
+                    pos += 4
+                if need < 0:
+                    raise DecodeError(f"negative frame length {need}")
+                if need > self.max_frame_size:
+                    raise FrameTooLarge(need, self.max_frame_size)
+                self._need = need
+            if not self._parts and end - pos >= need:
+                piece = data[pos : pos + need]
+                frames.append(bytearray(piece) if need >= DIRECT_BODY_MIN else bytes(piece))
+                pos += need
+                self._need = -1
+                continue
+            if pos == end:
+                break
+            take = min(need - self._have, end - pos)
+            if not self._parts and need >= DIRECT_BODY_MIN:
+                # a big body just begun: it gets its own buffer and the socket fills the rest
+                body = self._body = bytearray(need)
+                body[:take] = data[pos : pos + take]
+                self._have = take
+                break  # take == end - pos: this chunk is used up
+            self._parts.append(memoryview(bytes(data[pos : pos + take])))
+            self._have += take
+            pos += take
+            if self._have == need:
+                frames.append(b"".join(self._parts))
+                self._parts.clear()
+                self._have = 0
+                self._need = -1
+        return frames
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
         if type(data) is not bytes:
@@ -97,6 +177,17 @@ class FrameDecoder:
         if self._need < 0:
             return 4 - len(self._head)
         return self._need - self._have
+
+
+_THREAD = threading.local()
+
+
+def _scratch() -> memoryview:
+    """The receive scratch buffer of this thread (made on first use)."""
+    view: memoryview | None = getattr(_THREAD, "scratch", None)
+    if view is None:
+        view = _THREAD.scratch = memoryview(bytearray(_SCRATCH_SIZE))
+    return view
 
 
 def frame(payload: bytes | bytearray) -> bytes:

@@ -94,7 +94,7 @@ def _write_rest(
 ) -> None:
     """Finish a short positional write of a batch stamped with `base` and `epoch`."""
     buf = records if type(records) is bytearray else bytearray(records)
-    _stamp(buf, 0, base, len(buf) - 12, epoch)
+    _stamp(buf, 0, base, len(buf) - 12, epoch)  # (a writable view was stamped already: harmless)
     mv = memoryview(buf)
     n = len(buf)
     while written < n:
@@ -415,7 +415,9 @@ class Log(LogReads, LogProducers, LogRetention):
                         pos = seg.size
                     # one write per batch, straight to the page cache: an acknowledged append
                     # must survive a crash of this process (not of the machine) without a flush
-                    if type(records) is bytearray:
+                    if type(records) is bytearray or (
+                        type(records) is memoryview and not records.readonly
+                    ):  # the caller's own buffer (a request received in place): stamped there
                         _stamp(records, 0, first, length, leader_epoch)
                         written = _pwrite(seg.fd, records, pos)
                     elif n < _COPY_MAX:
@@ -438,7 +440,11 @@ class Log(LogReads, LogProducers, LogRetention):
         self, records: bytes | bytearray | memoryview, leader_epoch: int, assign_offsets: bool
     ) -> AppendResult:
         """The general append: any number of batches, LogAppendTime, replica appends."""
-        buf = records if type(records) is bytearray else bytearray(records)
+        buf: bytearray | memoryview = (
+            records
+            if type(records) is bytearray or (type(records) is memoryview and not records.readonly)
+            else bytearray(records)
+        )
         cfg = self.config
         try:
             headers: list[tuple[int, BatchHeader]] = list(iter_batch_headers(buf))

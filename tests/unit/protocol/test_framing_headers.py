@@ -452,3 +452,54 @@ def test_response_header_matches_kafka_python(flexible: bool) -> None:
     out = bytearray()
     encode_response_header(out, 123456, 1 if flexible else 0)
     assert bytes(out) == theirs
+
+
+# ---------------------------------------------------------------------------------------------------------
+# FrameDecoder, buffered reading (get_buffer / buffer_updated, as asyncio.BufferedProtocol drives it)
+
+
+def _recv_into(dec: FrameDecoder, stream: bytes, rnd: random.Random) -> list[bytes | bytearray]:
+    """Play `stream` through get_buffer/buffer_updated with reads of random sizes, as a socket would."""
+    out: list[bytes | bytearray] = []
+    pos = 0
+    while pos < len(stream):
+        buf = dec.get_buffer()
+        n = min(len(buf), len(stream) - pos, rnd.choice((1, 3, 7, 4096, 40_000, 1 << 20)))
+        buf[:n] = stream[pos : pos + n]
+        pos += n
+        got = dec.buffer_updated(n)
+        # the scratch buffer is reused by the next read: frames must not be views of it
+        dec.get_buffer()[: min(n, 64)] = b"\xee" * min(n, 64)
+        out.extend(got)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_buffered_reads_yield_every_frame_and_big_bodies_in_place(seed: int) -> None:
+    from kafkalite.protocol.framing import DIRECT_BODY_MIN
+
+    rnd = random.Random(seed)
+    sizes = [rnd.choice((0, 1, 5, 100, DIRECT_BODY_MIN - 1, DIRECT_BODY_MIN, 70_000, 300_000))
+             for _ in range(12)]  # fmt: skip
+    payloads = [bytes(rnd.getrandbits(8) for _ in range(min(s, 64))) * (s // 64 + 1) for s in sizes]
+    payloads = [p_[:s] for p_, s in zip(payloads, sizes, strict=True)]
+    dec = FrameDecoder()
+    got = _recv_into(dec, b"".join(frame(x) for x in payloads), rnd)
+    assert [bytes(g) for g in got] == payloads
+    for g in got:
+        # big frames are bytearrays (produce stamps them in place); small ones immutable bytes
+        assert type(g) is (bytearray if len(g) >= DIRECT_BODY_MIN else bytes)
+    assert dec.buffered == 0 and dec.pending_frame_size == -1
+
+
+def test_buffered_reads_check_the_declared_length_before_allocating() -> None:
+    dec = FrameDecoder(max_frame_size=1 << 20)
+    buf = dec.get_buffer()
+    buf[:4] = struct.pack(">i", (1 << 20) + 1)
+    with pytest.raises(FrameTooLarge):
+        dec.buffer_updated(4)
+    dec = FrameDecoder()
+    buf = dec.get_buffer()
+    buf[:4] = struct.pack(">i", -5)
+    with pytest.raises(DecodeError):
+        dec.buffer_updated(4)

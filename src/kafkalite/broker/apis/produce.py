@@ -100,7 +100,7 @@ class _Response:
         )
 
 
-def decode_request(buf: bytes, pos: int, version: int) -> Any:
+def decode_request(buf: bytes | bytearray, pos: int, version: int) -> Any:
     """Hot-path decoder for v3-11; older versions go through the schema."""
     return decode_produce(buf, pos, version) if version >= 3 else None
 
@@ -197,9 +197,12 @@ def _recompress(buf: bytearray, pos: int, codec: int) -> bytes:
     return builder.build(last_offset_delta=batch.last_offset_delta)
 
 
-def validate(blob: bytes | bytearray, cfg: Any, now_ms: int, where: str = "") -> bytearray:
-    """Check a partition's records blob and return the bytes to append (LogAppendTime stamped);
-    `where` names the partition ("topic-0") in record errors."""
+def validate(
+    blob: bytes | bytearray | memoryview, cfg: Any, now_ms: int, where: str = ""
+) -> bytearray | memoryview:
+    """Check a partition's records blob and return the bytes to append: a bytearray, or the blob
+    itself when it is a writable view (of a request received in place), which the log stamps in
+    place; `where` names the partition ("topic-0") in record errors."""
     if not blob:
         raise _Reject(ErrorCode.INVALID_RECORD, "produce request carries no records")
     try:
@@ -215,7 +218,11 @@ def validate(blob: bytes | bytearray, cfg: Any, now_ms: int, where: str = "") ->
             raise _Reject(ErrorCode.CORRUPT_MESSAGE, f"legacy message set: {exc}") from None
     elif magic != 2:
         raise _Reject(ErrorCode.CORRUPT_MESSAGE, f"unknown record batch magic {magic}")
-    buf = bytearray(blob)
+    # a request received in place (a bytearray frame) is checked and stamped where it lies; anything
+    # else is copied once into a bytearray of its own
+    buf: bytearray | memoryview = (
+        blob if type(blob) is memoryview and not blob.readonly else bytearray(blob)
+    )
     pos = 0
     end = len(buf)
     max_bytes = cfg.max_message_bytes
@@ -264,6 +271,8 @@ def validate(blob: bytes | bytearray, cfg: Any, now_ms: int, where: str = "") ->
             if bad or before < 2**63 - 1:
                 limits = (now_ms, before, after)
         if compacted or limits is not None:
+            if type(buf) is memoryview:
+                buf = bytearray(buf)
             _check_records(buf, pos, where, compacted, limits)
         if bad:  # the header says so though no record does: refused all the same
             raise _Reject(
@@ -271,6 +280,8 @@ def validate(blob: bytes | bytearray, cfg: Any, now_ms: int, where: str = "") ->
                 f"timestamp {bad[0]} is outside the allowed skew from broker time {now_ms}",
             )
         if target_codec >= 0 and h.compression != target_codec:
+            if type(buf) is memoryview:
+                buf = bytearray(buf)
             converted.append((pos, h.size, _recompress(buf, pos, target_codec)))
         pos += h.size
     if converted:
