@@ -58,11 +58,13 @@ def _serve(args: argparse.Namespace) -> int:
 def _run_broker(config: Any) -> int:
     """Start the broker and serve until a signal; every expected failure is a StartupError."""
     from kafkalite import web
+    from kafkalite.broker.allocator import tune_for_request_buffers
     from kafkalite.broker.config import ConfigError
     from kafkalite.broker.server import BrokerServer
     from kafkalite.cluster.metadata import MetadataError
     from kafkalite.storage.errors import StorageError
 
+    tune_for_request_buffers()
     try:
         server = BrokerServer(config)
         http = web.attach(server)
