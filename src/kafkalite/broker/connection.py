@@ -26,6 +26,7 @@ from kafkalite.protocol.framing import FrameDecoder, FrameTooLarge
 from kafkalite.security.principal import ANONYMOUS, KafkaPrincipal, NoMatchingRule
 
 if TYPE_CHECKING:
+    from kafkalite.broker.connection_quotas import ConnectionSlot
     from kafkalite.broker.server import BrokerServer
 
 log = logging.getLogger("kafkalite.broker.connection")
@@ -63,8 +64,11 @@ class Connection(asyncio.Protocol):
         server: BrokerServer,
         listener_name: str | None = None,
         security_protocol: str = "PLAINTEXT",
+        slot: ConnectionSlot | None = None,
     ) -> None:
         self.server = server
+        # this connection's share of the connection quotas, given back when it closes
+        self.slot = slot
         # the listener this connection arrived on (Metadata answers with that listener's addresses)
         self.listener_name = listener_name
         self.security_protocol = security_protocol
@@ -155,6 +159,8 @@ class Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        if self.slot is not None:
+            self.slot.release()
         self.server.connections.discard(self)
         if self._drained is not None and not self._drained.done():
             self._drained.set_result(None)

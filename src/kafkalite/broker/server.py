@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import shutil
 import signal
 import ssl
 import struct
@@ -27,6 +28,7 @@ from kafkalite.broker.config import (
     log_startup_config,
 )
 from kafkalite.broker.connection import CloseConnection, Connection
+from kafkalite.broker.connection_quotas import ConnectionLimits, ConnectionQuotas
 from kafkalite.broker.context import DeferredResponse, RequestContext, SlicedResponse
 from kafkalite.broker.dispatch import DispatchTable
 from kafkalite.broker.dynamic_config import DynamicBrokerConfig
@@ -54,6 +56,7 @@ from kafkalite.broker.share_partitions import SharePartitionManager
 from kafkalite.broker.share_persister import SharePersister
 from kafkalite.broker.stats import BrokerStats
 from kafkalite.broker.tls import client_context, server_context, ssl_settings
+from kafkalite.broker.topic_storage_errors import TopicStorageError
 from kafkalite.broker.transactions import TransactionCoordinatorComponent
 from kafkalite.broker.zk_broker import ZkBroker
 from kafkalite.cluster.metadata import (
@@ -171,6 +174,14 @@ class BrokerServer:
             raise ConfigError(f"ssl.principal.mapping.rules: {exc}") from None
         self.cluster_id = ""
         self.connections: set[Connection] = set()
+        # max.connections(.per.ip), max.connection.creation.rate: the listeners' accept loops
+        # consult these (a bad value stops startup here)
+        self.connection_quotas = ConnectionQuotas(
+            ConnectionLimits.from_props(config.props),
+            [lr.name for lr in self.listeners],
+            self.inter_broker_listener,
+            self._close_least_recently_active,
+        )
         self.advertised: list[Listener] = []
         self.sendfile_enabled = (
             str(config.get("kafkalite.sendfile.enable", "true")).lower() != "false"
@@ -216,6 +227,7 @@ class BrokerServer:
         if any(listener_override_def(k) for k in self.dynamic_config.per_broker):
             # listener certificates changed at runtime earlier (AlterConfigs) outlive a restart
             self.install_listener_tls(self.build_listener_tls(self.dynamic_config.per_broker))
+        self.connection_quotas.reconfigure(self.dynamic_config.connection_limits())
         default_config = self.dynamic_config.log_config()
         cfg = self.config
         flush_check = int(cfg.get("log.flush.scheduler.interval.ms"))
@@ -331,9 +343,45 @@ class BrokerServer:
         """Single-node mode: lead every partition of `info` here and publish it in the cache."""
         for part in range(info.partitions):
             self.replica_manager.create_local_leader(info.name, part, info.topic_id, info.configs)
+        self._publish_local_topic(info)
+
+    def _publish_local_topic(self, info: TopicInfo) -> None:
         self.metadata_cache.put_topic(
             local_topic_metadata(info.name, info.topic_id, info.partitions, self.broker_id)
         )
+
+    def _make_local_logs(self, info: TopicInfo, partitions: range) -> None:
+        """Single-node mode: make and lead the logs of `partitions`. When one cannot be made
+        (EMFILE, ENOSPC...) the ones made here are deleted again, and TopicStorageError says which
+        partition failed and why."""
+        made: list[int] = []
+        for part in partitions:
+            try:
+                self.replica_manager.create_local_leader(
+                    info.name, part, info.topic_id, info.configs
+                )
+            except OSError as exc:
+                self._drop_local_logs(info.name, range(part, part + 1), made)
+                raise TopicStorageError(info.name, part, exc) from exc
+            made.append(part)
+
+    def _drop_local_logs(self, topic: str, failed: range, made: list[int] | None = None) -> None:
+        """Undo `_make_local_logs`: delete the logs `made` (all of `failed` when None) and any
+        directory a failed open left behind."""
+        for part in failed if made is None else made:
+            try:
+                self.replica_manager.stop_replica(topic, part, delete=True)
+            except OSError as exc:
+                log.error(
+                    "could not delete the log of %s-%d while rolling back: %s", topic, part, exc
+                )
+        for part in failed:
+            if self.log_manager.get_log(topic, part) is not None:
+                continue
+            for d in self.log_dirs:
+                leftover = d / f"{topic}-{part}"
+                if leftover.is_dir():
+                    shutil.rmtree(leftover, ignore_errors=True)
 
     async def stop(self, grace: float = 10.0) -> None:
         """Stop accepting, let in-flight requests finish, close connections, flush and close logs.
@@ -425,6 +473,26 @@ class BrokerServer:
         log.info("received %s: shutting down", signal.Signals(sig).name)
         self.request_stop()
 
+    def _close_least_recently_active(self, protected_listener: str) -> bool:
+        """KIP-402: make room for an inter-broker connection at max.connections by closing the
+        client connection (of another listener) that has been quiet the longest."""
+        candidates = [
+            c
+            for c in self.connections
+            if not c.closed and (c.listener_name or "").upper() != protected_listener
+        ]
+        if not candidates:
+            return False
+        victim = min(candidates, key=lambda c: c.last_activity)
+        log.info(
+            "closing %s on listener %s: the least recently active connection, to make room "
+            "for an inter-broker connection at max.connections",
+            victim.peer,
+            victim.listener_name,
+        )
+        victim.close()
+        return True
+
     async def _reap_idle(self) -> None:
         idle_ms = self.config.connections_max_idle_ms
         if idle_ms <= 0:
@@ -462,7 +530,16 @@ class BrokerServer:
             assignment=assignment,
         )
         if self.zk_broker is None:
-            self._host_local_topic(info)
+            try:
+                self._make_local_logs(info, range(info.partitions))
+            except TopicStorageError:
+                try:  # nothing of the half-made topic stays: no metadata entry, no logs
+                    self.metadata_store.delete_topic(name)
+                    self.replica_manager.delete_topic(name)
+                except (OSError, MetadataError) as exc:
+                    log.error("rolling back topic %s: %s (remove it with DeleteTopics)", name, exc)
+                raise
+            self._publish_local_topic(info)
         log.info(
             "created topic %s with %d partitions (id %s)", name, info.partitions, info.topic_id
         )
@@ -482,9 +559,22 @@ class BrokerServer:
     def add_partitions(
         self, name: str, count: int, assignment: dict[int, tuple[int, ...]] | None = None
     ) -> TopicInfo:
-        info = self.metadata_store.set_partitions(name, count, assignment)
-        if self.zk_broker is None:
-            self._host_local_topic(info)
+        """Grow a topic (raises MetadataError, TopicStorageError). A single node makes the new
+        partitions' logs first and records the new count only once they all exist."""
+        if self.zk_broker is not None:
+            return self.metadata_store.set_partitions(name, count, assignment)
+        current = self.metadata_store.get(name)
+        if current is None:
+            raise MetadataError(f"Topic '{name}' does not exist")
+        new = range(current.partitions, count)
+        if count > current.partitions:
+            self._make_local_logs(current, new)
+        try:
+            info = self.metadata_store.set_partitions(name, count, assignment)
+        except (MetadataError, OSError):
+            self._drop_local_logs(name, new)
+            raise
+        self._publish_local_topic(info)
         return info
 
     def get_log(self, topic: str, partition: int) -> Log | None:
