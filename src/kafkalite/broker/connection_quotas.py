@@ -10,9 +10,13 @@ import socket
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kafkalite.broker.config import ConfigError
 from kafkalite.broker.config_defs import CONNECTION_QUOTA_CONFIGS
+
+if TYPE_CHECKING:
+    from kafkalite.broker.connection import Connection
 
 log = logging.getLogger("kafkalite.broker.connection_quotas")
 
@@ -235,6 +239,17 @@ class ConnectionQuotas:
             return f"max.connections={self.limits.max_connections}"
         return None
 
+    def may_accept(self, listener: str) -> bool:
+        return self._blocked_by(listener) is None
+
+    def give_back(self, listener: str) -> None:
+        """Return the creation-rate token `accept_delay` took for an accept that found nothing."""
+        lb = self._listener_rate.get(listener)
+        if lb is not None and lb.rate < INT_MAX:
+            lb.tokens += 1.0
+        if not self.protected(listener) and self._broker_rate.rate < INT_MAX:
+            self._broker_rate.tokens += 1.0
+
     async def wait_for_slot(self, listener: str) -> None:
         """Return once `listener` may accept one more connection (Kafka blocks its acceptor)."""
         while (why := self._blocked_by(listener)) is not None:
@@ -344,3 +359,24 @@ class ConnectionQuotas:
             for fut in waiters:
                 if not fut.done():
                     fut.set_result(None)
+
+
+def close_least_recently_active(connections: Iterable[Connection], protected_listener: str) -> bool:
+    """KIP-402: make room for an inter-broker connection at max.connections by closing the client
+    connection (of another listener) that has been quiet the longest."""
+    candidates = [
+        c
+        for c in connections
+        if not c.closed and (c.listener_name or "").upper() != protected_listener
+    ]
+    if not candidates:
+        return False
+    victim = min(candidates, key=lambda c: c.last_activity)
+    log.info(
+        "closing %s on listener %s: the least recently active connection, to make room for an "
+        "inter-broker connection at max.connections",
+        victim.peer,
+        victim.listener_name,
+    )
+    victim.close()
+    return True

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafkalite.broker.listeners")
 
 TLS_HANDSHAKE_TIMEOUT_S = 10.0
+ACCEPT_BATCH = 64  # connections accepted per wake-up of a listener, at most
 
 
 @dataclass
@@ -189,14 +190,28 @@ class Acceptor:
                 )
                 await asyncio.sleep(0.1)
                 continue
-            ip, where = _peer_of(addr)
-            slot = quotas.admit(name, ip, where)
-            if slot is None:
-                _close_now(sock)
-                continue
-            task = loop.create_task(self._open(sock, where, slot))
-            self.listener.handshakes.add(task)
-            task.add_done_callback(self.listener.handshakes.discard)
+            self._admit(sock, addr)
+            # take what else waits in the backlog without a round through the loop per socket
+            for _ in range(ACCEPT_BATCH):
+                if not quotas.may_accept(name) or quotas.accept_delay(name) > 0:
+                    break
+                try:
+                    sock, addr = self._sock.accept()
+                except OSError:  # BlockingIOError: the backlog is empty; others: next round
+                    quotas.give_back(name)
+                    break
+                self._admit(sock, addr)
+
+    def _admit(self, sock: socket.socket, addr: Any) -> None:
+        quotas = self.broker.connection_quotas
+        ip, where = _peer_of(addr)
+        slot = quotas.admit(self.listener.name, ip, where)
+        if slot is None:
+            _close_now(sock)
+            return
+        task = asyncio.get_running_loop().create_task(self._open(sock, where, slot))
+        self.listener.handshakes.add(task)
+        task.add_done_callback(self.listener.handshakes.discard)
 
     async def _open(self, sock: socket.socket, where: str, slot: ConnectionSlot) -> None:
         lr = self.listener

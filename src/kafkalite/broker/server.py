@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import shutil
 import signal
 import ssl
 import struct
@@ -28,7 +27,11 @@ from kafkalite.broker.config import (
     log_startup_config,
 )
 from kafkalite.broker.connection import CloseConnection, Connection
-from kafkalite.broker.connection_quotas import ConnectionLimits, ConnectionQuotas
+from kafkalite.broker.connection_quotas import (
+    ConnectionLimits,
+    ConnectionQuotas,
+    close_least_recently_active,
+)
 from kafkalite.broker.context import DeferredResponse, RequestContext, SlicedResponse
 from kafkalite.broker.dispatch import DispatchTable
 from kafkalite.broker.dynamic_config import DynamicBrokerConfig
@@ -41,6 +44,7 @@ from kafkalite.broker.group_configs import (
 )
 from kafkalite.broker.groups import GroupCoordinatorComponent
 from kafkalite.broker.listeners import ListenerRuntime, bind_listeners, configure_listeners
+from kafkalite.broker.local_logs import TopicStorageError, drop_local_logs, make_local_logs
 from kafkalite.broker.log_config import log_request, request_log
 from kafkalite.broker.purgatory import DelayedOperations
 from kafkalite.broker.sasl_auth import (
@@ -56,7 +60,6 @@ from kafkalite.broker.share_partitions import SharePartitionManager
 from kafkalite.broker.share_persister import SharePersister
 from kafkalite.broker.stats import BrokerStats
 from kafkalite.broker.tls import client_context, server_context, ssl_settings
-from kafkalite.broker.topic_storage_errors import TopicStorageError
 from kafkalite.broker.transactions import TransactionCoordinatorComponent
 from kafkalite.broker.zk_broker import ZkBroker
 from kafkalite.cluster.metadata import (
@@ -180,7 +183,7 @@ class BrokerServer:
             ConnectionLimits.from_props(config.props),
             [lr.name for lr in self.listeners],
             self.inter_broker_listener,
-            self._close_least_recently_active,
+            lambda listener: close_least_recently_active(self.connections, listener),
         )
         self.advertised: list[Listener] = []
         self.sendfile_enabled = (
@@ -350,39 +353,6 @@ class BrokerServer:
             local_topic_metadata(info.name, info.topic_id, info.partitions, self.broker_id)
         )
 
-    def _make_local_logs(self, info: TopicInfo, partitions: range) -> None:
-        """Single-node mode: make and lead the logs of `partitions`. When one cannot be made
-        (EMFILE, ENOSPC...) the ones made here are deleted again, and TopicStorageError says which
-        partition failed and why."""
-        made: list[int] = []
-        for part in partitions:
-            try:
-                self.replica_manager.create_local_leader(
-                    info.name, part, info.topic_id, info.configs
-                )
-            except OSError as exc:
-                self._drop_local_logs(info.name, range(part, part + 1), made)
-                raise TopicStorageError(info.name, part, exc) from exc
-            made.append(part)
-
-    def _drop_local_logs(self, topic: str, failed: range, made: list[int] | None = None) -> None:
-        """Undo `_make_local_logs`: delete the logs `made` (all of `failed` when None) and any
-        directory a failed open left behind."""
-        for part in failed if made is None else made:
-            try:
-                self.replica_manager.stop_replica(topic, part, delete=True)
-            except OSError as exc:
-                log.error(
-                    "could not delete the log of %s-%d while rolling back: %s", topic, part, exc
-                )
-        for part in failed:
-            if self.log_manager.get_log(topic, part) is not None:
-                continue
-            for d in self.log_dirs:
-                leftover = d / f"{topic}-{part}"
-                if leftover.is_dir():
-                    shutil.rmtree(leftover, ignore_errors=True)
-
     async def stop(self, grace: float = 10.0) -> None:
         """Stop accepting, let in-flight requests finish, close connections, flush and close logs.
         In cluster mode leadership is handed over first (controlled shutdown)."""
@@ -473,26 +443,6 @@ class BrokerServer:
         log.info("received %s: shutting down", signal.Signals(sig).name)
         self.request_stop()
 
-    def _close_least_recently_active(self, protected_listener: str) -> bool:
-        """KIP-402: make room for an inter-broker connection at max.connections by closing the
-        client connection (of another listener) that has been quiet the longest."""
-        candidates = [
-            c
-            for c in self.connections
-            if not c.closed and (c.listener_name or "").upper() != protected_listener
-        ]
-        if not candidates:
-            return False
-        victim = min(candidates, key=lambda c: c.last_activity)
-        log.info(
-            "closing %s on listener %s: the least recently active connection, to make room "
-            "for an inter-broker connection at max.connections",
-            victim.peer,
-            victim.listener_name,
-        )
-        victim.close()
-        return True
-
     async def _reap_idle(self) -> None:
         idle_ms = self.config.connections_max_idle_ms
         if idle_ms <= 0:
@@ -531,7 +481,7 @@ class BrokerServer:
         )
         if self.zk_broker is None:
             try:
-                self._make_local_logs(info, range(info.partitions))
+                make_local_logs(self, info, range(info.partitions))
             except TopicStorageError:
                 try:  # nothing of the half-made topic stays: no metadata entry, no logs
                     self.metadata_store.delete_topic(name)
@@ -568,11 +518,11 @@ class BrokerServer:
             raise MetadataError(f"Topic '{name}' does not exist")
         new = range(current.partitions, count)
         if count > current.partitions:
-            self._make_local_logs(current, new)
+            make_local_logs(self, current, new)
         try:
             info = self.metadata_store.set_partitions(name, count, assignment)
         except (MetadataError, OSError):
-            self._drop_local_logs(name, new)
+            drop_local_logs(self, name, new)
             raise
         self._publish_local_topic(info)
         return info

@@ -11,7 +11,7 @@ from typing import Any
 
 from kafkalite.broker.apis.create_topics import await_leaders
 from kafkalite.broker.context import RequestContext
-from kafkalite.broker.topic_storage_errors import TopicStorageError
+from kafkalite.broker.local_logs import TopicStorageError
 from kafkalite.cluster.metadata import MetadataError
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.admin import CREATE_PARTITIONS, CreatePartitionsResponse

@@ -14,8 +14,8 @@ from typing import Any
 
 from kafkalite.broker.apis.metadata import may_create_topic
 from kafkalite.broker.context import RequestContext
+from kafkalite.broker.local_logs import TopicStorageError
 from kafkalite.broker.topic_configs import check_topic_overrides, topic_entries
-from kafkalite.broker.topic_storage_errors import TopicStorageError
 from kafkalite.cluster.controller.election import check_assignment
 from kafkalite.cluster.metadata import MetadataError, topic_name_error
 from kafkalite.protocol.errors import ErrorCode
