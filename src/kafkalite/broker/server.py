@@ -230,7 +230,10 @@ class BrokerServer:
         if any(listener_override_def(k) for k in self.dynamic_config.per_broker):
             # listener certificates changed at runtime earlier (AlterConfigs) outlive a restart
             self.install_listener_tls(self.build_listener_tls(self.dynamic_config.per_broker))
-        self.connection_quotas.reconfigure(self.dynamic_config.connection_limits())
+        try:
+            self.connection_quotas.reconfigure(self.dynamic_config.connection_limits())
+        except ConfigError as exc:
+            log.error("ignoring the dynamic connection quotas (%s); the static ones apply", exc)
         default_config = self.dynamic_config.log_config()
         cfg = self.config
         flush_check = int(cfg.get("log.flush.scheduler.interval.ms"))

@@ -59,6 +59,8 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
 @contextlib.contextmanager
 def limits(b: Broker, **configs: str) -> Iterator[None]:
     def set_to(props: dict[str, str]) -> None:
+        # connections the test closed count until the broker has seen them close
+        wait_until(lambda: b.server.connection_quotas.total == 0)
         with wire(b) as admin:
             assert _alter(admin, props) == 0
         wait_until(lambda: b.server.connection_quotas.total == 0)
@@ -148,6 +150,19 @@ def test_bad_values_are_refused_by_alter_configs(shared: Broker) -> None:
         assert _alter(admin, {"max.connections.per.ip.overrides": "x:y"}) != 0
         assert _alter(admin, {"listener.name.plaintext.max.connections": "many"}) != 0
     assert shared.server.connection_quotas.limits.per_ip == 2**31 - 1
+
+
+def test_limits_are_described_as_dynamic(shared: Broker) -> None:
+    d = APIS[32].request
+    res = d.DescribeConfigsResource(
+        resource_type=BROKER, resource_name="0", configuration_keys=None
+    )
+    with wire(shared) as admin:
+        entries = {c.name: c for c in admin.send(d(resources=[res])).results[0].configs}
+    for name in ("max.connections", "max.connections.per.ip", "max.connection.creation.rate"):
+        assert entries[name].value == "2147483647"
+        assert not entries[name].read_only
+    assert not entries["max.connections.per.ip.overrides"].read_only
 
 
 def test_inter_broker_listener_is_protected_at_max_connections(tmp_path: Path) -> None:
