@@ -20,6 +20,9 @@ from kafkalite.testing import Broker
 ck = pytest.importorskip("confluent_kafka")
 admin_mod = pytest.importorskip("confluent_kafka.admin")
 
+# a real client nobody here wrote (confluent-kafka's AdminClient), so marked as the compat tests are
+pytestmark = pytest.mark.compat
+
 
 def fail_nth_open(monkeypatch: pytest.MonkeyPatch, topic: str, n: int) -> list[int]:
     """Make the n-th (0-based) log opened for `topic` fail as a process out of descriptors does,
