@@ -47,6 +47,7 @@ __all__ = [
     "GROUP_COORDINATOR_CONFIG_DEFS",
     "BROKER_CONFIGS",
     "DYNAMIC_BROKER_CONFIGS",
+    "CONNECTION_QUOTA_CONFIGS",
     "STATIC_KAFKA_CONFIGS",
     "IGNORED_KAFKA_CONFIGS",
     "BROKER_SYNONYM_GROUPS",
@@ -249,6 +250,40 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "600000",
             "Close connections idle for longer than this.",
             at_least=-1,
+        ),
+        _d(
+            "max.connections",
+            T_INT,
+            "2147483647",
+            "Most connections the broker keeps open at once; at the limit listeners stop "
+            "accepting until one closes (the inter-broker listener, when there are several, "
+            "still accepts and the least recently active client connection is closed). "
+            "listener.name.<listener>.max.connections limits one listener.",
+            at_least=0,
+        ),
+        _d(
+            "max.connections.per.ip",
+            T_INT,
+            "2147483647",
+            "Most connections from one address; a new one past it is closed at once. May be "
+            "0 only with max.connections.per.ip.overrides.",
+            at_least=0,
+        ),
+        _d(
+            "max.connections.per.ip.overrides",
+            T_STRING,
+            "",
+            "Per-address (or host name) limits over max.connections.per.ip, e.g. "
+            "hostName:100,127.0.0.1:200.",
+        ),
+        _d(
+            "max.connection.creation.rate",
+            T_INT,
+            "2147483647",
+            "New connections per second the broker accepts; past it accepting is delayed "
+            "(not on the inter-broker listener when there are several). "
+            "listener.name.<listener>.max.connection.creation.rate limits one listener.",
+            at_least=0,
         ),
         _d(
             "queued.max.request.bytes",
@@ -756,6 +791,17 @@ TOPIC_CONFIGS: dict[str, tuple[tuple[str, ...], int]] = {
 # minutes spellings (log.retention.hours, log.roll.hours...) stay read-only, as in Kafka.
 DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(syns[0] for syns, _ in TOPIC_CONFIGS.values())
 
+# connection quotas (broker.connection_quotas), dynamic as in Kafka; so are their per-listener
+# spellings listener.name.<listener>.max.connections / .max.connection.creation.rate
+CONNECTION_QUOTA_CONFIGS: frozenset[str] = frozenset(
+    {
+        "max.connections",
+        "max.connections.per.ip",
+        "max.connections.per.ip.overrides",
+        "max.connection.creation.rate",
+    }
+)
+
 # Kafka's own broker settings that kafkalite accepts and deliberately ignores, with the reason: a
 # server.properties written for Kafka starts, and the log names each of these once
 IGNORED_KAFKA_CONFIGS: dict[str, str] = {
@@ -782,8 +828,6 @@ IGNORED_KAFKA_CONFIGS: dict[str, str] = {
     "metrics.num.samples": "metrics are served at /metrics of http.listeners",
     "metrics.sample.window.ms": "metrics are served at /metrics of http.listeners",
     "kafka.metrics.reporters": "metrics are served at /metrics of http.listeners",
-    "max.connections": "connections are not capped",
-    "max.connections.per.ip": "connections are not capped",
     "process.roles": "KRaft is not offered; clusters use ZooKeeper (zookeeper.connect)",
     "controller.quorum.voters": "KRaft is not offered; clusters use ZooKeeper (zookeeper.connect)",
     "controller.listener.names": "KRaft is not offered; clusters use ZooKeeper (zookeeper.connect)",
@@ -818,8 +862,12 @@ def broker_synonyms(name: str) -> tuple[str, ...]:
 
 def is_read_only_broker_config(name: str) -> bool:
     """A broker config that only server.properties (and a restart) can change."""
-    if name in DYNAMIC_BROKER_CONFIGS:
+    if name in DYNAMIC_BROKER_CONFIGS or name in CONNECTION_QUOTA_CONFIGS:
         return False
+    if name.startswith("listener.name.") and name.endswith(
+        (".max.connections", ".max.connection.creation.rate")
+    ):
+        return False  # per-listener connection quotas are dynamic, as in Kafka
     if name.startswith("listener.name.") and (
         ".sasl." in name or name.endswith(".connections.max.reauth.ms")
     ):

@@ -32,6 +32,7 @@ from kafkalite.broker.config import (
     is_read_only_broker_config,
     listener_override_def,
 )
+from kafkalite.broker.connection_quotas import ConnectionLimits
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.storage.config import LogConfig
 from kafkalite.storage.errors import InvalidConfig
@@ -272,10 +273,29 @@ class DynamicBrokerConfig:
                 f"Invalid config value for resource ConfigResource(type=BROKER, "
                 f"name='{resource_name}'): {exc}",
             ) from None
+        self._check_connection_limits(resource_name, new)
         unknown = sorted(k for k in new if k not in BROKER_CONFIGS)
         if unknown:
             # Kafka keeps custom (unknown) broker properties; they change nothing here
             log.info("dynamic broker configs %s are not kafkalite settings; kept as given", unknown)
+
+    def _check_connection_limits(self, resource_name: str, new: Mapping[str, str]) -> None:
+        """max.connections* / max.connection.creation.rate (and per listener) must parse."""
+        try:
+            if resource_name:
+                ConnectionLimits.from_props(self.effective_props(per_broker=new))
+            else:
+                ConnectionLimits.from_props(self.effective_props(cluster_default=new))
+        except ConfigError as exc:
+            raise DynamicConfigError(
+                ErrorCode.INVALID_REQUEST,
+                f"Invalid config value for resource ConfigResource(type=BROKER, "
+                f"name='{resource_name}'): {exc}",
+            ) from None
+
+    def connection_limits(self) -> ConnectionLimits:
+        """The connection quotas the effective (static + dynamic) properties set."""
+        return ConnectionLimits.from_props(self.effective_props())
 
     def replace(self, resource_name: str, new: Mapping[str, str]) -> LogConfig:
         """Make `new` the resource's whole dynamic set (validated), persist it; the new log defaults."""
@@ -338,6 +358,7 @@ def alter_broker(
         log.info("broker config change on %r refused: %s", resource_name, exc.message)
         return exc.code, exc.message
     broker.log_manager.update_default_config(cfg)
+    broker.connection_quotas.reconfigure(dyn.connection_limits())
     if tls_contexts is not None:
         broker.install_listener_tls(tls_contexts)
     where = f"broker {resource_name}" if resource_name else "cluster default"

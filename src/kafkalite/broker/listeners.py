@@ -1,5 +1,5 @@
-"""The broker's listeners: one server socket per configured listener, the TLS handshake of connections
-on SSL listeners (failures logged in one line), and the address each listener advertises.
+"""The broker's listeners: one server socket and accept loop per configured listener under the
+connection quotas, the TLS handshake of connections on SSL listeners, and the address each advertises.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from kafkalite.broker.config import (
     Listener,
 )
 from kafkalite.broker.connection import Connection
+from kafkalite.broker.connection_quotas import ConnectionSlot
 from kafkalite.broker.tls import handshake_failure_reason, server_context, ssl_settings
 from kafkalite.cluster.metadata_cache import ListenerEndpoint
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafkalite.broker.listeners")
 
 TLS_HANDSHAKE_TIMEOUT_S = 10.0
+ACCEPT_BATCH = 64  # connections accepted per wake-up of a listener, at most
 
 
 @dataclass
@@ -69,25 +71,12 @@ def configure_listeners(
 
 async def bind_listeners(broker: BrokerServer, listeners: list[ListenerRuntime]) -> None:
     """Open the server sockets; an ephemeral port (0) is advertised as the one bound."""
-    loop = asyncio.get_running_loop()
     for lr in listeners:
-        if lr.ssl_context is None:
-
-            def plain(lr: ListenerRuntime = lr) -> asyncio.BaseProtocol:
-                return Connection(broker, lr.name, lr.security_protocol)
-
-            try:
-                srv: Any = await loop.create_server(
-                    plain, lr.bind.host, lr.bind.port, reuse_address=True, backlog=1024
-                )
-            except OSError as exc:
-                raise ListenError.of(lr.bind, exc) from None
-        else:
-            try:
-                sock = _listen_socket(lr.bind.host, lr.bind.port)
-            except OSError as exc:
-                raise ListenError.of(lr.bind, exc) from None
-            srv = TlsServer(broker, lr, sock)
+        try:
+            sock = _listen_socket(lr.bind.host, lr.bind.port)
+        except OSError as exc:
+            raise ListenError.of(lr.bind, exc) from None
+        srv = Acceptor(broker, lr, sock)
         lr.server = srv
         port = srv.sockets[0].getsockname()[1]
         a = lr.advertised
@@ -155,10 +144,12 @@ def advertised_host_name() -> str:
     return name if addrs else "127.0.0.1"
 
 
-class TlsServer:
-    """A TLS listener's accept loop. Each accepted socket's server-side handshake runs on its own;
-    one that fails is a warning naming the peer, the listener and why, and only that socket closes.
-    (An asyncio server with `ssl=` would drop handshake failures silently.)"""
+class Acceptor:
+    """A listener's accept loop under the connection quotas (broker.connection_quotas): it waits
+    for a free slot (max.connections) and for the creation rates before accepting, closes at once a
+    connection whose address is at max.connections.per.ip, and hands the rest to a Connection. On
+    TLS listeners each handshake runs on its own; one that fails is a warning naming the peer, the
+    listener and why, and only that socket closes."""
 
     def __init__(
         self, broker: BrokerServer, listener: ListenerRuntime, sock: socket.socket
@@ -173,7 +164,14 @@ class TlsServer:
 
     async def _accept_loop(self) -> None:
         loop = asyncio.get_running_loop()
+        quotas = self.broker.connection_quotas
+        name = self.listener.name
         while True:
+            await quotas.wait_for_slot(name)
+            delay = quotas.accept_delay(name)
+            if delay > 0:
+                await asyncio.sleep(delay)
+                continue
             try:
                 sock, addr = await loop.sock_accept(self._sock)
             except asyncio.CancelledError:
@@ -181,27 +179,59 @@ class TlsServer:
             except OSError as exc:
                 if self._sock.fileno() < 0:
                     return
-                log.warning("listener %s: accept failed: %s", self.listener.name, exc)
+                # EMFILE / ENFILE: nothing more can be opened; the client waits in the backlog
+                quotas.refusals.warn(
+                    "accept:" + name,
+                    "listener %s: accept failed: %s (%d connections open; raise the open-file "
+                    "limit or lower max.connections)",
+                    name,
+                    exc,
+                    quotas.total,
+                )
                 await asyncio.sleep(0.1)
                 continue
-            task = loop.create_task(self._handshake(sock, addr))
-            self.listener.handshakes.add(task)
-            task.add_done_callback(self.listener.handshakes.discard)
+            self._admit(sock, addr)
+            # take what else waits in the backlog without a round through the loop per socket
+            for _ in range(ACCEPT_BATCH):
+                if not quotas.may_accept(name) or quotas.accept_delay(name) > 0:
+                    break
+                try:
+                    sock, addr = self._sock.accept()
+                except OSError:  # BlockingIOError: the backlog is empty; others: next round
+                    quotas.give_back(name)
+                    break
+                self._admit(sock, addr)
 
-    async def _handshake(self, sock: socket.socket, addr: Any) -> None:
-        where = f"{addr[0]}:{addr[1]}" if isinstance(addr, tuple) else str(addr)
+    def _admit(self, sock: socket.socket, addr: Any) -> None:
+        quotas = self.broker.connection_quotas
+        ip, where = _peer_of(addr)
+        slot = quotas.admit(self.listener.name, ip, where)
+        if slot is None:
+            _close_now(sock)
+            return
+        task = asyncio.get_running_loop().create_task(self._open(sock, where, slot))
+        self.listener.handshakes.add(task)
+        task.add_done_callback(self.listener.handshakes.discard)
+
+    async def _open(self, sock: socket.socket, where: str, slot: ConnectionSlot) -> None:
         lr = self.listener
         try:
             await asyncio.get_running_loop().connect_accepted_socket(
-                lambda: Connection(self.broker, lr.name, lr.security_protocol),
+                lambda: Connection(self.broker, lr.name, lr.security_protocol, slot),
                 sock,
                 ssl=lr.ssl_context,
-                ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S,
+                ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S if lr.ssl_context else None,
             )
         except asyncio.CancelledError:
+            slot.release()
             sock.close()
             raise
         except Exception as exc:
+            slot.release()
+            sock.close()
+            if lr.ssl_context is None:
+                log.info("connection from %s on listener %s failed: %s", where, lr.name, exc)
+                return
             log.debug("TLS handshake of %s failed", where, exc_info=True)
             log.warning(
                 "closing %s on listener %s: TLS handshake failed: %s",
@@ -209,7 +239,6 @@ class TlsServer:
                 lr.name,
                 handshake_failure_reason(exc),
             )
-            sock.close()
 
     def close(self) -> None:
         self._accepting.cancel()
@@ -218,6 +247,19 @@ class TlsServer:
     async def wait_closed(self) -> None:
         with contextlib.suppress(asyncio.CancelledError):
             await self._accepting
+
+
+def _peer_of(addr: Any) -> tuple[str, str]:
+    """The address (for per-IP counts) and `address:port` (for log lines) of an accepted socket."""
+    if isinstance(addr, tuple) and addr:
+        return str(addr[0]), f"{addr[0]}:{addr[1]}"
+    return str(addr), str(addr)
+
+
+def _close_now(sock: socket.socket) -> None:
+    """Close a refused connection before reading anything from it (the client sees end of file)."""
+    with contextlib.suppress(OSError):
+        sock.close()
 
 
 def _listen_socket(host: str, port: int) -> socket.socket:

@@ -27,6 +27,11 @@ from kafkalite.broker.config import (
     log_startup_config,
 )
 from kafkalite.broker.connection import CloseConnection, Connection
+from kafkalite.broker.connection_quotas import (
+    ConnectionLimits,
+    ConnectionQuotas,
+    close_least_recently_active,
+)
 from kafkalite.broker.context import DeferredResponse, RequestContext, SlicedResponse
 from kafkalite.broker.dispatch import DispatchTable
 from kafkalite.broker.dynamic_config import DynamicBrokerConfig
@@ -39,6 +44,7 @@ from kafkalite.broker.group_configs import (
 )
 from kafkalite.broker.groups import GroupCoordinatorComponent
 from kafkalite.broker.listeners import ListenerRuntime, bind_listeners, configure_listeners
+from kafkalite.broker.local_logs import TopicStorageError, drop_local_logs, make_local_logs
 from kafkalite.broker.log_config import log_request, request_log
 from kafkalite.broker.purgatory import DelayedOperations
 from kafkalite.broker.sasl_auth import (
@@ -171,6 +177,14 @@ class BrokerServer:
             raise ConfigError(f"ssl.principal.mapping.rules: {exc}") from None
         self.cluster_id = ""
         self.connections: set[Connection] = set()
+        # max.connections(.per.ip), max.connection.creation.rate: the listeners' accept loops
+        # consult these (a bad value stops startup here)
+        self.connection_quotas = ConnectionQuotas(
+            ConnectionLimits.from_props(config.props),
+            [lr.name for lr in self.listeners],
+            self.inter_broker_listener,
+            lambda listener: close_least_recently_active(self.connections, listener),
+        )
         self.advertised: list[Listener] = []
         self.sendfile_enabled = (
             str(config.get("kafkalite.sendfile.enable", "true")).lower() != "false"
@@ -216,6 +230,10 @@ class BrokerServer:
         if any(listener_override_def(k) for k in self.dynamic_config.per_broker):
             # listener certificates changed at runtime earlier (AlterConfigs) outlive a restart
             self.install_listener_tls(self.build_listener_tls(self.dynamic_config.per_broker))
+        try:
+            self.connection_quotas.reconfigure(self.dynamic_config.connection_limits())
+        except ConfigError as exc:
+            log.error("ignoring the dynamic connection quotas (%s); the static ones apply", exc)
         default_config = self.dynamic_config.log_config()
         cfg = self.config
         flush_check = int(cfg.get("log.flush.scheduler.interval.ms"))
@@ -331,6 +349,9 @@ class BrokerServer:
         """Single-node mode: lead every partition of `info` here and publish it in the cache."""
         for part in range(info.partitions):
             self.replica_manager.create_local_leader(info.name, part, info.topic_id, info.configs)
+        self._publish_local_topic(info)
+
+    def _publish_local_topic(self, info: TopicInfo) -> None:
         self.metadata_cache.put_topic(
             local_topic_metadata(info.name, info.topic_id, info.partitions, self.broker_id)
         )
@@ -462,7 +483,16 @@ class BrokerServer:
             assignment=assignment,
         )
         if self.zk_broker is None:
-            self._host_local_topic(info)
+            try:
+                make_local_logs(self, info, range(info.partitions))
+            except TopicStorageError:
+                try:  # nothing of the half-made topic stays: no metadata entry, no logs
+                    self.metadata_store.delete_topic(name)
+                    self.replica_manager.delete_topic(name)
+                except (OSError, MetadataError) as exc:
+                    log.error("rolling back topic %s: %s (remove it with DeleteTopics)", name, exc)
+                raise
+            self._publish_local_topic(info)
         log.info(
             "created topic %s with %d partitions (id %s)", name, info.partitions, info.topic_id
         )
@@ -482,9 +512,22 @@ class BrokerServer:
     def add_partitions(
         self, name: str, count: int, assignment: dict[int, tuple[int, ...]] | None = None
     ) -> TopicInfo:
-        info = self.metadata_store.set_partitions(name, count, assignment)
-        if self.zk_broker is None:
-            self._host_local_topic(info)
+        """Grow a topic (raises MetadataError, TopicStorageError). A single node makes the new
+        partitions' logs first and records the new count only once they all exist."""
+        if self.zk_broker is not None:
+            return self.metadata_store.set_partitions(name, count, assignment)
+        current = self.metadata_store.get(name)
+        if current is None:
+            raise MetadataError(f"Topic '{name}' does not exist")
+        new = range(current.partitions, count)
+        if count > current.partitions:
+            make_local_logs(self, current, new)
+        try:
+            info = self.metadata_store.set_partitions(name, count, assignment)
+        except (MetadataError, OSError):
+            drop_local_logs(self, name, new)
+            raise
+        self._publish_local_topic(info)
         return info
 
     def get_log(self, topic: str, partition: int) -> Log | None:

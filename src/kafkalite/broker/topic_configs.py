@@ -10,13 +10,13 @@ from typing import Any
 
 from kafkalite.broker.config import (
     BROKER_CONFIGS,
-    DYNAMIC_BROKER_CONFIGS,
     SOURCE_DEFAULT,
     SOURCE_DYNAMIC_BROKER,
     SOURCE_DYNAMIC_DEFAULT_BROKER,
     SOURCE_STATIC_BROKER,
     SOURCE_TOPIC,
     TOPIC_CONFIGS,
+    is_read_only_broker_config,
 )
 from kafkalite.broker.config_defs import is_sensitive_config
 from kafkalite.broker.context import RequestContext
@@ -115,7 +115,7 @@ def broker_entries(broker: Any, resource_name: str = "") -> list[ConfigEntry]:
         synonyms = dyn.synonyms(name, per_broker)
         value = synonyms[0][1] if synonyms else None
         source = synonyms[0][2] if synonyms else SOURCE_DEFAULT
-        read_only = name not in DYNAMIC_BROKER_CONFIGS
+        read_only = is_read_only_broker_config(name)
         config_type = defn.type if defn is not None else 0
         doc = defn.doc if defn is not None else None
         if is_sensitive_config(name):  # passwords and private keys are never shown (Kafka's way)

@@ -6,16 +6,19 @@ request's assignment) in ZooKeeper, and the answer waits until the controller ha
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from kafkalite.broker.apis.create_topics import await_leaders
 from kafkalite.broker.context import RequestContext
+from kafkalite.broker.local_logs import TopicStorageError
 from kafkalite.cluster.metadata import MetadataError
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.admin import CREATE_PARTITIONS, CreatePartitionsResponse
 from kafkalite.security.acl import AclOperation, ResourceType
 
 API = CREATE_PARTITIONS
+log = logging.getLogger("kafkalite.broker.create_partitions")
 _Result = CreatePartitionsResponse.CreatePartitionsTopicResult
 
 
@@ -61,6 +64,16 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             except MetadataError as exc:
                 r.error_code = int(ErrorCode.INVALID_REPLICATION_ASSIGNMENT)
                 r.error_message = str(exc)
+            except TopicStorageError as exc:
+                r.error_code = int(ErrorCode.KAFKA_STORAGE_ERROR)
+                r.error_message = str(exc)
+                log.error(
+                    "CreatePartitions %s to %d from %s failed and was rolled back: %s",
+                    t.name,
+                    t.count,
+                    ctx.client_id,
+                    exc,
+                )
     if grown and broker.zk_broker is not None:
         await await_leaders(ctx, grown, request.timeout_ms)
     return CreatePartitionsResponse(throttle_time_ms=0, results=results)

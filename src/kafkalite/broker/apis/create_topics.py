@@ -14,6 +14,7 @@ from typing import Any
 
 from kafkalite.broker.apis.metadata import may_create_topic
 from kafkalite.broker.context import RequestContext
+from kafkalite.broker.local_logs import TopicStorageError
 from kafkalite.broker.topic_configs import check_topic_overrides, topic_entries
 from kafkalite.cluster.controller.election import check_assignment
 from kafkalite.cluster.metadata import MetadataError, topic_name_error
@@ -101,6 +102,16 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 )
             except MetadataError as exc:
                 r.error_code, r.error_message = int(ErrorCode.INVALID_TOPIC_EXCEPTION), str(exc)
+                continue
+            except TopicStorageError as exc:
+                r.error_code, r.error_message = int(ErrorCode.KAFKA_STORAGE_ERROR), str(exc)
+                log.error(
+                    "CreateTopics %s (%d partitions) from %s failed and was rolled back: %s",
+                    t.name,
+                    partitions,
+                    ctx.client_id,
+                    exc,
+                )
                 continue
             r.topic_id = info.topic_id
             created.append(t.name)
