@@ -8,6 +8,8 @@ import asyncio
 import concurrent.futures
 import logging
 import random
+import socket
+import ssl
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine
@@ -19,19 +21,26 @@ from kafkalite.client.errors import (
     KafkaConnectionError,
     KafkaTimeoutError,
     NoBrokersAvailable,
+    SaslAuthenticationError,
+    SslAuthenticationError,
     UnsupportedFeatureError,
 )
 from kafkalite.client.metadata import ClusterMetadata
+from kafkalite.client.security import security_settings
 from kafkalite.protocol.client_connection import ClientConnection, ProtocolError
 from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.framing import DEFAULT_MAX_FRAME
 from kafkalite.protocol.primitives import Buffer
+from kafkalite.protocol.sasl_client import SaslAuthenticationError as SaslExchangeError
+from kafkalite.protocol.sasl_client import SaslClientExchange, SaslLogin
 from kafkalite.protocol.schema import APIS
 
 log = logging.getLogger("kafkalite.client.network")
 T = TypeVar("T")
 API_VERSIONS = 18
 METADATA = 3
+SASL_HANDSHAKE = 17
+SASL_AUTHENTICATE = 36
 BOOTSTRAP_BASE = -1000  # pseudo node ids for bootstrap servers: -1000, -1001, ...
 
 
@@ -134,21 +143,98 @@ class BrokerConnection:
         return len(self._waiters)
 
     async def connect(self) -> None:
-        protocol = str(self.client.config.get("security.protocol", "PLAINTEXT")).upper()
-        if protocol != "PLAINTEXT":
-            # the hook for the security issue: TLS wrapping and SaslHandshake/SaslAuthenticate go here
-            raise UnsupportedFeatureError(f"security.protocol={protocol} is not implemented yet")
+        """TCP (and TLS for SSL / SASL_SSL), ApiVersions, then SASL for SASL_PLAINTEXT / SASL_SSL."""
+        security = self.client.security
         timeout = self.client.config["socket.connection.setup.timeout.ms"] / 1000
+        tls = security.ssl_context
         try:
             self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port, limit=1 << 22), timeout
+                asyncio.open_connection(
+                    self.host,
+                    self.port,
+                    limit=1 << 22,
+                    ssl=tls,
+                    server_hostname=self.host if tls is not None else None,
+                    ssl_handshake_timeout=timeout if tls is not None else None,
+                ),
+                timeout,
             )
+        except ssl.SSLError as exc:
+            raise SslAuthenticationError(
+                f"TLS handshake with {self.host}:{self.port} failed: {_tls_reason(exc)}"
+            ) from None
         except (TimeoutError, OSError) as exc:
             raise KafkaConnectionError(
                 f"cannot connect to {self.host}:{self.port}: {exc}"
             ) from None
+        self._set_socket_buffers()
         self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
-        await self._negotiate()
+        try:
+            await self._negotiate()
+        except KafkaConnectionError as exc:
+            if tls is not None and "SSL" in str(exc).upper():
+                # TLS 1.3: the broker's refusal of our certificate arrives after the handshake
+                raise SslAuthenticationError(
+                    f"TLS with {self.host}:{self.port} failed (does the broker require a client "
+                    f"certificate, ssl.certificate.location?): {exc}"
+                ) from None
+            raise
+        if security.login is not None:
+            await self._authenticate(security.login)
+
+    def _set_socket_buffers(self) -> None:
+        """receive.buffer.bytes / send.buffer.bytes, when not -1 (the operating system's sizes)."""
+        assert self._writer is not None
+        sock = self._writer.get_extra_info("socket")
+        if sock is None:
+            return
+        for name, opt in (
+            ("receive.buffer.bytes", socket.SO_RCVBUF),
+            ("send.buffer.bytes", socket.SO_SNDBUF),
+        ):
+            size = int(self.client.config.get(name, -1))
+            if size > 0:
+                sock.setsockopt(socket.SOL_SOCKET, opt, size)
+
+    async def _authenticate(self, login: SaslLogin) -> None:
+        """SaslHandshake v1, then SaslAuthenticate until the mechanism's exchange is done; a refusal
+        raises SaslAuthenticationError with the broker's error code and message (never retried).
+        KIP-368 re-authentication is not done: a broker with connections.max.reauth.ms closes the
+        connection when the session expires, and the client connects again."""
+        where = f"{self.host}:{self.port}"
+        if SASL_HANDSHAKE not in self.versions or SASL_AUTHENTICATE not in self.versions:
+            raise SaslAuthenticationError(
+                ErrorCode.ILLEGAL_SASL_STATE,
+                f"the broker at {where} offers no SaslHandshake v1 / SaslAuthenticate: is this a "
+                "SASL listener (security.protocol)?",
+            )
+        hs = await self.send(APIS[SASL_HANDSHAKE].request(mechanism=login.mechanism), version=1)
+        if hs.error_code:
+            raise SaslAuthenticationError(
+                hs.error_code,
+                f"the broker at {where} does not enable SASL mechanism {login.mechanism} "
+                f"(enabled: {', '.join(hs.mechanisms) or 'none'})",
+            )
+        exchange = SaslClientExchange(login)
+        version = self.version(SASL_AUTHENTICATE)
+        token: bytes | None = exchange.first_token()
+        while token is not None:
+            resp = await self.send(
+                APIS[SASL_AUTHENTICATE].request(auth_bytes=token), version=version
+            )
+            if resp.error_code:
+                raise SaslAuthenticationError(
+                    resp.error_code,
+                    resp.error_message
+                    or f"SASL/{login.mechanism} authentication as {login.username} failed",
+                )
+            try:
+                token = exchange.next_token(bytes(resp.auth_bytes))
+            except SaslExchangeError as exc:
+                raise SaslAuthenticationError(
+                    ErrorCode.SASL_AUTHENTICATION_FAILED, f"{exc} (broker at {where})"
+                ) from None
+        log.debug("authenticated to %s with SASL/%s as %s", where, login.mechanism, login.username)
 
     async def _negotiate(self) -> None:
         api = APIS[API_VERSIONS]
@@ -309,6 +395,7 @@ class NetworkClient:
         self.client_id = config["client.id"]
         self.request_timeout = config["request.timeout.ms"] / 1000
         self.bootstrap = parse_servers(config["bootstrap.servers"])
+        self.security = security_settings(config)
         self.metadata = ClusterMetadata(config["metadata.max.age.ms"])
         self._conns: dict[int, BrokerConnection] = {}
         self._connecting: dict[int, asyncio.Future[BrokerConnection]] = {}
@@ -521,6 +608,15 @@ def _merge(md: ClusterMetadata, resp: Any) -> Any:
         cluster_id=resp.cluster_id,
         controller_id=resp.controller_id,
     )
+
+
+def _tls_reason(exc: ssl.SSLError) -> str:
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return (
+            f"the broker's certificate did not verify ({exc.verify_message}); check "
+            "ssl.ca.location and, for a host name mismatch, ssl.endpoint.identification.algorithm"
+        )
+    return exc.reason or str(exc)
 
 
 def error_of(code: int, what: str = "") -> KafkaError | None:

@@ -1,0 +1,212 @@
+"""Secured connections for kafkalite's client: the TLS context and SASL login that Kafka's property
+names ask for (security.protocol, ssl.*, sasl.*), checked once when a client is built.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import ssl
+from dataclasses import dataclass
+from typing import Any
+
+from kafkalite.client.errors import InvalidConfigurationError
+from kafkalite.protocol.sasl_client import PLAIN, SCRAM_MECHANISMS, SaslLogin
+
+PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+MECHANISMS = (PLAIN, *SCRAM_MECHANISMS)
+_LOGIN_MODULES = {
+    "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
+_PEM_ONLY = (
+    "kafkalite's client reads PEM files only: convert a JKS or PKCS12 store to PEM "
+    "(keytool -exportcert -rfc, or openssl pkcs12 -nodes) and set {what}"
+)
+
+
+@dataclass(frozen=True)
+class SecuritySettings:
+    """What one client's connections do after TCP connect: TLS (with this context), then SASL."""
+
+    protocol: str
+    ssl_context: ssl.SSLContext | None
+    login: SaslLogin | None
+
+    @property
+    def description(self) -> str:
+        if self.login is None:
+            return self.protocol
+        return f"{self.protocol}/{self.login.mechanism} as {self.login.username}"
+
+
+def security_settings(config: dict[str, Any]) -> SecuritySettings:
+    """The settings a config asks for; InvalidConfigurationError names the setting that is wrong."""
+    protocol = str(config.get("security.protocol") or "PLAINTEXT").strip().upper()
+    if protocol not in PROTOCOLS:
+        raise InvalidConfigurationError(
+            f"security.protocol={protocol!r} is not one of {', '.join(PROTOCOLS)}"
+        )
+    context = ssl_context(config) if protocol in ("SSL", "SASL_SSL") else None
+    login = sasl_login(config) if protocol.startswith("SASL_") else None
+    return SecuritySettings(protocol, context, login)
+
+
+# -- SASL
+
+
+_JAAS = re.compile(
+    r"\s*(?P<module>[\w.$]+)\s+(?P<flag>required|requisite|sufficient|optional)"
+    r"(?P<options>(?:[^;\"']|\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*')*);\s*",
+    re.DOTALL,
+)
+_JAAS_OPTION = re.compile(
+    r"\s*(?P<key>[\w.$-]+)\s*=\s*(?:\"(?P<dq>(?:[^\"\\]|\\.)*)\"|'(?P<sq>(?:[^'\\]|\\.)*)'"
+    r"|(?P<word>[^\s\"';=]+))",
+    re.DOTALL,
+)
+
+
+def parse_jaas_options(text: str) -> tuple[str, dict[str, str]]:
+    """`<LoginModule> required key="value" ...;` -> (the module's class, its options).
+
+    Error messages name keys, never values (they hold passwords)."""
+    m = _JAAS.fullmatch(text)
+    if m is None:
+        raise InvalidConfigurationError(
+            "sasl.jaas.config must look like '<LoginModule class> required "
+            'username="..." password="...";\''
+        )
+    options: dict[str, str] = {}
+    rest = m["options"]
+    pos = 0
+    while rest[pos:].strip():
+        om = _JAAS_OPTION.match(rest, pos)
+        if om is None:
+            raise InvalidConfigurationError(
+                "sasl.jaas.config: cannot read the options after the login module "
+                '(write them as key="value")'
+            )
+        raw = om["dq"] if om["dq"] is not None else om["sq"] if om["sq"] is not None else om["word"]
+        options[om["key"]] = re.sub(r"\\(.)", r"\1", raw)
+        pos = om.end()
+    return m["module"], options
+
+
+def sasl_login(config: dict[str, Any]) -> SaslLogin:
+    """The mechanism and credentials: librdkafka's sasl.username / sasl.password, else the
+    username and password of Kafka's sasl.jaas.config (PlainLoginModule or ScramLoginModule)."""
+    mechanism = str(config.get("sasl.mechanism") or "GSSAPI").strip().upper()
+    if mechanism not in MECHANISMS:
+        raise InvalidConfigurationError(
+            f"sasl.mechanism={mechanism} is not supported by kafkalite's client; "
+            f"use one of {', '.join(MECHANISMS)}"
+        )
+    username, password = config.get("sasl.username"), config.get("sasl.password")
+    jaas = config.get("sasl.jaas.config")
+    if jaas and (username is None or password is None):
+        module, options = parse_jaas_options(str(jaas))
+        if module not in _LOGIN_MODULES:
+            raise InvalidConfigurationError(
+                f"sasl.jaas.config: login module {module} is not supported by kafkalite's client "
+                f"(use PlainLoginModule or ScramLoginModule with sasl.mechanism={mechanism})"
+            )
+        username = options.get("username") if username is None else username
+        password = options.get("password") if password is None else password
+    if not username or password is None:
+        raise InvalidConfigurationError(
+            f"SASL/{mechanism} needs a user name and a password: set sasl.username and "
+            'sasl.password, or sasl.jaas.config with username="..." password="..."'
+        )
+    return SaslLogin(mechanism, str(username), str(password))
+
+
+# -- TLS
+
+
+def _pem_file(path: str, what: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 16)
+    except OSError as exc:
+        raise InvalidConfigurationError(f"{what}={path!r} cannot be read: {exc}") from None
+    if b"-----BEGIN" not in head:
+        raise InvalidConfigurationError(
+            f"{what}={path!r} is not a PEM file; " + _PEM_ONLY.format(what=what)
+        )
+    return path
+
+
+def _store_type(config: dict[str, Any], name: str, location: str) -> None:
+    kind = config.get(name)
+    if kind is not None and str(kind).strip().upper() not in ("PEM", ""):
+        raise InvalidConfigurationError(
+            f"{name}={kind} is not supported; "
+            + _PEM_ONLY.format(what=f"{location} and {name}=PEM")
+        )
+
+
+def ssl_context(config: dict[str, Any]) -> ssl.SSLContext:
+    """The client's TLS context: the CA (ssl.ca.location / ssl.truststore.location / ssl.ca.pem, else
+    the system's), the client certificate if any, host name check per
+    ssl.endpoint.identification.algorithm (https: check, empty: do not)."""
+    given = config.get("ssl.context")
+    if given is not None:
+        if not isinstance(given, ssl.SSLContext):
+            raise InvalidConfigurationError("ssl.context must be an ssl.SSLContext")
+        return given
+    _store_type(config, "ssl.truststore.type", "ssl.truststore.location")
+    _store_type(config, "ssl.keystore.type", "ssl.keystore.location")
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ca, ca_pem = config.get("ssl.ca.location"), config.get("ssl.ca.pem")
+    try:
+        if ca:
+            ca = str(ca)
+            if os.path.isdir(ca):
+                ctx.load_verify_locations(capath=ca)
+            else:
+                ctx.load_verify_locations(cafile=_pem_file(ca, "ssl.ca.location"))
+        if ca_pem:
+            ctx.load_verify_locations(cadata=str(ca_pem))
+        if not ca and not ca_pem:
+            ctx.load_default_certs(ssl.Purpose.SERVER_AUTH)
+    except ssl.SSLError as exc:
+        raise InvalidConfigurationError(f"the CA certificates cannot be loaded: {exc}") from None
+    password = config.get("ssl.key.password")
+    cert, key = config.get("ssl.certificate.location"), config.get("ssl.key.location")
+    keystore = config.get("ssl.keystore.location")
+    try:
+        if cert:
+            ctx.load_cert_chain(
+                _pem_file(str(cert), "ssl.certificate.location"),
+                _pem_file(str(key), "ssl.key.location") if key else None,
+                password=None if password is None else str(password),
+            )
+        elif keystore:
+            ctx.load_cert_chain(
+                _pem_file(str(keystore), "ssl.keystore.location"),
+                None,
+                password=None if password is None else str(password),
+            )
+        elif key:
+            raise InvalidConfigurationError(
+                "ssl.key.location is set without ssl.certificate.location"
+            )
+    except ssl.SSLError as exc:
+        raise InvalidConfigurationError(
+            f"the client certificate or key cannot be loaded (wrong ssl.key.password?): {exc}"
+        ) from None
+    algorithm = str(config.get("ssl.endpoint.identification.algorithm") or "").strip().lower()
+    if algorithm not in ("https", "", "none"):
+        raise InvalidConfigurationError(
+            f"ssl.endpoint.identification.algorithm={algorithm!r}: use https (check the broker's "
+            "host name) or an empty value (do not)"
+        )
+    verify = config.get("enable.ssl.certificate.verification", True)
+    if verify is False or str(verify).strip().lower() in ("false", "0", "no", "off"):
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    else:
+        ctx.check_hostname = algorithm == "https"
+    return ctx
