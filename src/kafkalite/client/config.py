@@ -138,13 +138,14 @@ def make_config(
             if mapped is None:
                 if k not in unused:
                     unused.append(k)
-                out[key] = v
+                if key not in defaults:  # kept for whoever asks; a default is not overridden
+                    out[key] = v
                 continue
             key, v = mapped
             out[key] = _coerce(key, defaults.get(key), v)
     if unused:
         log.warning(
-            "client configuration with no effect in kafkalite's client (kept, but not used): %s",
+            "client configuration with no effect in kafkalite's client (ignored): %s",
             ", ".join(repr(k) for k in unused),
         )
     servers = out["bootstrap.servers"]

@@ -1,0 +1,220 @@
+"""The client's security settings from Kafka's property names: JAAS parsing, SASL credentials,
+the TLS context (PEM only, with clear refusals), host name checking; no broker needed.
+"""
+
+from __future__ import annotations
+
+import ssl
+from pathlib import Path
+
+import pytest
+
+from kafkalite.client.config import CONSUMER, PRODUCER, make_config
+from kafkalite.client.errors import InvalidConfigurationError
+from kafkalite.client.security import parse_jaas_options, security_settings
+from kafkalite.testing_tls import CertificateAuthority, Issued
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> tuple[CertificateAuthority, Issued, Issued]:
+    ca = CertificateAuthority(tmp_path_factory.mktemp("client-sec-ca"))
+    return ca, ca.issue("app"), ca.issue("locked", password="key-pw")
+
+
+def _settings(**conf: object):  # type: ignore[no-untyped-def]
+    return security_settings(
+        make_config(CONSUMER, {k.replace("_", "."): v for k, v in conf.items()}, {})
+    )
+
+
+def test_plain_and_scram_jaas_forms() -> None:
+    module, opts = parse_jaas_options(
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        'username="u" password="p";'
+    )
+    assert module.endswith("PlainLoginModule") and opts == {"username": "u", "password": "p"}
+    module, opts = parse_jaas_options(
+        "  org.apache.kafka.common.security.scram.ScramLoginModule required\n"
+        'username=\'al ice\' password="p\\"w;d" tokenauth=false ;  '
+    )
+    assert module.endswith("ScramLoginModule")
+    assert opts == {"username": "al ice", "password": 'p"w;d', "tokenauth": "false"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'username="u" password="p";',  # no module
+        'org.Module required username="u"',  # no semicolon
+        'org.Module mandatory username="u";',  # not a control flag
+        "org.Module required username=;",
+    ],
+)
+def test_bad_jaas_is_refused_without_showing_values(text: str) -> None:
+    with pytest.raises(InvalidConfigurationError) as info:
+        parse_jaas_options(text)
+    assert '"u"' not in str(info.value)
+
+
+def test_sasl_login_from_jaas_and_from_librdkafka_names() -> None:
+    jaas = (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="alice" password="s3cret";'
+    )
+    s = _settings(
+        security_protocol="SASL_PLAINTEXT", sasl_mechanism="scram-sha-256", sasl_jaas_config=jaas
+    )
+    assert s.ssl_context is None and s.login is not None
+    assert (s.login.mechanism, s.login.username, s.login.password) == (
+        "SCRAM-SHA-256",
+        "alice",
+        "s3cret",
+    )
+    assert "s3cret" not in repr(s.login)
+    s = _settings(
+        **{
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanisms": "PLAIN",
+            "sasl.username": "bob",
+            "sasl.password": "pw",
+        }
+    )
+    assert s.login is not None and (s.login.mechanism, s.login.username) == ("PLAIN", "bob")
+    assert s.ssl_context is not None
+    # kafka-python's argument names
+    cfg = make_config(
+        PRODUCER,
+        None,
+        {
+            "security_protocol": "SASL_PLAINTEXT",
+            "sasl_mechanism": "PLAIN",
+            "sasl_plain_username": "carl",
+            "sasl_plain_password": "c",
+        },
+    )
+    login = security_settings(cfg).login
+    assert login is not None and (login.username, login.password) == ("carl", "c")
+
+
+def test_sasl_refusals_name_the_setting() -> None:
+    with pytest.raises(InvalidConfigurationError, match=r"sasl.mechanism=GSSAPI is not supported"):
+        _settings(security_protocol="SASL_PLAINTEXT", sasl_username="u", sasl_password="p")
+    with pytest.raises(InvalidConfigurationError, match=r"needs a user name and a password"):
+        _settings(security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN")
+    with pytest.raises(InvalidConfigurationError, match=r"OAuthBearerLoginModule is not supported"):
+        _settings(
+            security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="PLAIN",
+            sasl_jaas_config="org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
+        )
+    with pytest.raises(InvalidConfigurationError, match=r"security.protocol='TLS'"):
+        _settings(security_protocol="TLS")
+
+
+def test_tls_context_ca_and_hostname(pki: tuple[CertificateAuthority, Issued, Issued]) -> None:
+    ca, _, _ = pki
+    s = _settings(security_protocol="SSL", ssl_ca_location=str(ca.cert))
+    ctx = s.ssl_context
+    assert ctx is not None and ctx.check_hostname and ctx.verify_mode == ssl.CERT_REQUIRED
+    assert len(ctx.get_ca_certs()) == 1
+    ctx = _settings(
+        **{
+            "security.protocol": "SSL",
+            "ssl.truststore.location": str(ca.cert),
+            "ssl.endpoint.identification.algorithm": "",
+        }
+    ).ssl_context
+    assert ctx is not None and not ctx.check_hostname and ctx.verify_mode == ssl.CERT_REQUIRED
+    ctx = _settings(
+        **{"security.protocol": "SSL", "ssl.cafile": str(ca.cert), "ssl.check.hostname": "false"}
+    ).ssl_context
+    assert ctx is not None and not ctx.check_hostname
+    ctx = _settings(**{"security.protocol": "SSL", "ssl.ca.pem": ca.cert.read_text()}).ssl_context
+    assert ctx is not None and len(ctx.get_ca_certs()) == 1
+    ctx = _settings(
+        **{"security.protocol": "SSL", "enable.ssl.certificate.verification": "false"}
+    ).ssl_context
+    assert ctx is not None and ctx.verify_mode == ssl.CERT_NONE
+    with pytest.raises(
+        InvalidConfigurationError, match=r"endpoint.identification.algorithm='ldap'"
+    ):
+        _settings(security_protocol="SSL", ssl_endpoint_identification_algorithm="ldap")
+
+
+def test_client_certificate_forms(pki: tuple[CertificateAuthority, Issued, Issued]) -> None:
+    ca, app, locked = pki
+    base = {"security.protocol": "SSL", "ssl.ca.location": str(ca.cert)}
+    assert (
+        _settings(
+            **base, **{"ssl.certificate.location": str(app.cert), "ssl.key.location": str(app.key)}
+        ).ssl_context
+        is not None
+    )
+    assert (
+        _settings(
+            **base,
+            **{
+                "ssl.keystore.location": str(locked.bundle),
+                "ssl.keystore.type": "PEM",
+                "ssl.key.password": "key-pw",
+            },
+        ).ssl_context
+        is not None
+    )
+    assert (
+        _settings(
+            **base,
+            **{
+                "ssl.certfile": str(locked.cert),
+                "ssl.keyfile": str(locked.key),
+                "ssl.password": "key-pw",
+            },
+        ).ssl_context
+        is not None
+    )
+    with pytest.raises(InvalidConfigurationError, match=r"wrong ssl.key.password"):
+        _settings(
+            **base, **{"ssl.keystore.location": str(locked.bundle), "ssl.key.password": "nope"}
+        )
+
+
+def test_jks_and_pkcs12_stores_are_refused_with_the_way_out(tmp_path: Path) -> None:
+    with pytest.raises(
+        InvalidConfigurationError, match=r"ssl.truststore.type=JKS is not supported.*PEM"
+    ):
+        _settings(
+            **{
+                "security.protocol": "SSL",
+                "ssl.truststore.location": "/x.jks",
+                "ssl.truststore.type": "JKS",
+            }
+        )
+    with pytest.raises(
+        InvalidConfigurationError, match=r"ssl.keystore.type=PKCS12 is not supported"
+    ):
+        _settings(
+            **{
+                "security.protocol": "SSL",
+                "ssl.keystore.location": "/x.p12",
+                "ssl.keystore.type": "PKCS12",
+            }
+        )
+    jks = tmp_path / "truststore.jks"
+    jks.write_bytes(b"\xfe\xed\xfe\xed\x00\x00\x00\x02binary")
+    with pytest.raises(InvalidConfigurationError, match=r"is not a PEM file.*keytool"):
+        _settings(
+            **{
+                "security.protocol": "SASL_SSL",
+                "ssl.truststore.location": str(jks),
+                "sasl.mechanism": "PLAIN",
+                "sasl.username": "u",
+                "sasl.password": "p",
+            }
+        )
+    with pytest.raises(InvalidConfigurationError, match=r"cannot be read"):
+        _settings(security_protocol="SSL", ssl_ca_location=str(tmp_path / "missing.pem"))
+
+
+def test_plaintext_needs_nothing() -> None:
+    s = _settings()
+    assert (s.protocol, s.ssl_context, s.login) == ("PLAINTEXT", None, None)
