@@ -1,5 +1,5 @@
 """kafkalite's own client against kafkalite's secured listeners: SSL (CA + host name, client
-certificate), SASL_PLAINTEXT PLAIN, SASL_SSL SCRAM-SHA-512; refusals are quick, clear errors.
+certificate), SASL_PLAINTEXT PLAIN / SCRAM-SHA-256, SASL_SSL SCRAM-SHA-512; refusals are quick, clear errors.
 """
 
 from __future__ import annotations
@@ -104,10 +104,16 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
                 "sasl.password": "admin-secret",
             }
         )
-        upsert = UserScramCredentialUpsertion(
-            "alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), b"alice-secret"
-        )
-        admin.alter_user_scram_credentials([upsert])["alice"].result(15)
+        upserts = [
+            UserScramCredentialUpsertion(
+                "alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), b"alice-secret"
+            ),
+            UserScramCredentialUpsertion(
+                "bob", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"bob-secret"
+            ),
+        ]
+        for f in admin.alter_user_scram_credentials(upserts).values():
+            f.result(15)
         del admin
         yield e
 
@@ -148,14 +154,20 @@ def test_ssl_with_ca_hostname_check_and_client_certificate(env: Env) -> None:
     assert "CN=app,O=kafkalite-tests" in subjects
 
 
-def test_sasl_plaintext_plain_with_librdkafka_names(env: Env) -> None:
+@pytest.mark.parametrize(
+    ("mechanism", "user", "password"),
+    [("PLAIN", "carl", "carl-secret"), ("SCRAM-SHA-256", "bob", "bob-secret")],
+)
+def test_sasl_plaintext_with_librdkafka_names(
+    env: Env, mechanism: str, user: str, password: str
+) -> None:
     _roundtrip(
         {
             "bootstrap.servers": env.sasl_plaintext,
             "security.protocol": "SASL_PLAINTEXT",
-            "sasl.mechanisms": "PLAIN",  # librdkafka's spelling
-            "sasl.username": "carl",
-            "sasl.password": "carl-secret",
+            "sasl.mechanisms": mechanism,  # librdkafka's spelling
+            "sasl.username": user,
+            "sasl.password": password,
         },
         n=100,
     )
@@ -181,6 +193,11 @@ def test_wrong_password_is_a_quick_clear_error(env: Env) -> None:
         c.assign([TopicPartition("anything", 0)])
         with pytest.raises(SaslAuthenticationError):
             c.poll(20000)
+    with (
+        KafkaConsumer("anything", config={**conf, "group.id": "g-wrong"}) as c,
+        pytest.raises(SaslAuthenticationError),
+    ):
+        c.poll(20000)
     assert time.monotonic() - started < 10
 
 

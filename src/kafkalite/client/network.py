@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import kafkalite.protocol.messages  # noqa: F401  (registers every API)
 from kafkalite.client.config import parse_servers
 from kafkalite.client.errors import (
+    AuthenticationError,
     KafkaConnectionError,
     KafkaTimeoutError,
     NoBrokersAvailable,
@@ -164,8 +165,9 @@ class BrokerConnection:
                 f"TLS handshake with {self.host}:{self.port} failed: {_tls_reason(exc)}"
             ) from None
         except (TimeoutError, OSError) as exc:
+            hint = " (TLS handshake: is this an SSL / SASL_SSL listener?)" if tls else ""
             raise KafkaConnectionError(
-                f"cannot connect to {self.host}:{self.port}: {exc}"
+                f"cannot connect to {self.host}:{self.port}: {exc!r}{hint}"
             ) from None
         self._set_socket_buffers()
         self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
@@ -610,13 +612,20 @@ def _merge(md: ClusterMetadata, resp: Any) -> Any:
     )
 
 
+def retrieve_auth_error(task: asyncio.Future[Any]) -> None:
+    """Done-callback for background tasks (a metadata refresh the fetcher or sender started): an
+    AuthenticationError there is raised again by the user's next call, so it is not left unretrieved."""
+    if not task.cancelled() and isinstance(task.exception(), AuthenticationError):
+        log.debug("background task: %s", task.exception())
+
+
 def _tls_reason(exc: ssl.SSLError) -> str:
     if isinstance(exc, ssl.SSLCertVerificationError):
         return (
             f"the broker's certificate did not verify ({exc.verify_message}); check "
             "ssl.ca.location and, for a host name mismatch, ssl.endpoint.identification.algorithm"
         )
-    return exc.reason or str(exc)
+    return f"{exc.reason or exc} (is this an SSL / SASL_SSL listener?)"
 
 
 def error_of(code: int, what: str = "") -> KafkaError | None:
