@@ -154,6 +154,12 @@ def make_config(
     return out
 
 
+def honoured(defaults: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """The entries of `config` a client with these defaults honours (Kafka / librdkafka aliases
+    included, as given): to pass one client's settings to another type without its warning."""
+    return {k: v for k, v in config.items() if translate(normalize_key(k), v, defaults) is not None}
+
+
 def parse_servers(servers: str) -> list[tuple[str, int]]:
     """'host:port,host2:port' (optionally with a PLAINTEXT:// prefix) -> [(host, port), ...]."""
     out = []

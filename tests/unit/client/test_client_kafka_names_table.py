@@ -216,3 +216,20 @@ def test_translate_java_serde_class_names() -> None:
         "ssl.endpoint.identification.algorithm",
         "",
     )
+
+
+def test_honoured_keeps_aliases_for_another_client_type() -> None:
+    from kafkalite.client.config import ADMIN, honoured
+
+    given = {
+        "bootstrap.servers": "b:1",
+        "sasl.mechanisms": "PLAIN",
+        "ssl.truststore.location": "/ca.pem",
+        "fetch.wait.max.ms": "5",  # a consumer setting: not for an admin client
+        "linger.ms": "5",
+    }
+    assert honoured(ADMIN, given) == {
+        "bootstrap.servers": "b:1",
+        "sasl.mechanisms": "PLAIN",
+        "ssl.truststore.location": "/ca.pem",
+    }
