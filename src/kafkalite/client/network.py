@@ -26,7 +26,7 @@ from kafkalite.client.errors import (
     SslAuthenticationError,
     UnsupportedFeatureError,
 )
-from kafkalite.client.metadata import ClusterMetadata
+from kafkalite.client.metadata import ClusterMetadata, merge_partial
 from kafkalite.client.security import security_settings
 from kafkalite.protocol.client_connection import ClientConnection, ProtocolError
 from kafkalite.protocol.errors import ErrorCode, KafkaError
@@ -544,7 +544,7 @@ class NetworkClient:
         if topics is None or names is None:
             md.update(resp)
         else:
-            merged = _merge(md, resp)
+            merged = merge_partial(md, resp)
             md.update(merged)
         return resp
 
@@ -573,43 +573,6 @@ class NetworkClient:
         self.closed = True
         for c in list(self._conns.values()):
             c.close()
-
-
-def _merge(md: ClusterMetadata, resp: Any) -> Any:
-    """Keep the cached topics the response did not mention (a partial refresh)."""
-    from types import SimpleNamespace
-
-    seen = {t.name for t in resp.topics}
-    keep = []
-    for name, ti in md.topics.items():
-        if name in seen:
-            continue
-        parts = [
-            SimpleNamespace(
-                error_code=p.error_code,
-                partition_index=p.partition,
-                leader_id=p.leader,
-                leader_epoch=p.leader_epoch,
-                replica_nodes=list(p.replicas),
-                isr_nodes=list(p.isr),
-            )
-            for p in ti.partitions.values()
-        ]
-        keep.append(
-            SimpleNamespace(
-                name=name,
-                error_code=ti.error_code,
-                is_internal=ti.is_internal,
-                topic_id=ti.topic_id,
-                partitions=parts,
-            )
-        )
-    return SimpleNamespace(
-        brokers=resp.brokers,
-        topics=[*resp.topics, *keep],
-        cluster_id=resp.cluster_id,
-        controller_id=resp.controller_id,
-    )
 
 
 def retrieve_auth_error(task: asyncio.Future[Any]) -> None:
