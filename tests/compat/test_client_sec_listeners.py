@@ -4,6 +4,7 @@ certificate), SASL_PLAINTEXT PLAIN / SCRAM-SHA-256, SASL_SSL SCRAM-SHA-512; refu
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -34,6 +35,7 @@ from kafkalite.testing_tls import CertificateAuthority, Issued
 
 pytestmark = pytest.mark.compat
 
+REAUTH_MS = 1500  # KIP-368 session lifetime on the SASL_PLAINTEXT listener
 PLAIN_JAAS = (
     "org.apache.kafka.common.security.plain.PlainLoginModule required "
     'username="admin" password="admin-secret" user_admin="admin-secret" user_carl="carl-secret";'
@@ -90,6 +92,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
         "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_JAAS,
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
+        "listener.name.sasl_plaintext.connections.max.reauth.ms": str(REAUTH_MS),
         "group.initial.rebalance.delay.ms": "0",
     }
     with Broker(base / "data", config=props) as b:
@@ -171,6 +174,49 @@ def test_sasl_plaintext_with_librdkafka_names(
         },
         n=100,
     )
+
+
+def test_reauthentication_keeps_connections_working(env: Env) -> None:
+    """KIP-368: the broker closes a connection whose session expired; the client logs in again on
+    the same connection before that, while a producer and a long-polling consumer keep going."""
+    conf = {
+        "bootstrap.servers": env.sasl_plaintext,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "SCRAM-SHA-256",
+        "sasl.username": "bob",
+        "sasl.password": "bob-secret",
+    }
+    topic = f"sec-reauth-{uuid.uuid4().hex[:8]}"
+    with KafkaAdminClient(config=conf) as admin:
+        admin.create_topics([NewTopic(topic, 1, 1)])
+    stop = time.monotonic() + 2.5 * REAUTH_MS / 1000
+    futs: list[Any] = []
+    with (
+        KafkaProducer(config={**conf, "linger.ms": 0}) as p,
+        KafkaConsumer(config={**conf, "auto.offset.reset": "earliest"}) as c,
+    ):
+        p.send(topic, b"r0").get(10)
+        c.assign([TopicPartition(topic, 0)])
+        first = {n: conn for n, conn in p._client._conns.items() if n >= 0}
+
+        def produce() -> None:
+            while time.monotonic() < stop:
+                futs.append(p.send(topic, b"r%d" % (len(futs) + 1)))
+                time.sleep(0.02)
+
+        producer = threading.Thread(target=produce)
+        producer.start()
+        seen: list[bytes] = []
+        while producer.is_alive() or len(seen) < len(futs) + 1:
+            for records in c.poll(200).values():
+                seen.extend(r.value for r in records if r.value is not None)
+            assert time.monotonic() < stop + 15, f"read {len(seen)} of {len(futs) + 1}"
+        producer.join()
+        assert all(f.get(10).offset > 0 for f in futs)
+        assert seen == [b"r%d" % i for i in range(len(futs) + 1)]
+        # no reconnect: the same connections, past more than one session lifetime
+        assert first and all(p._client._conns.get(n) is conn for n, conn in first.items())
+        assert not any(conn.closed for conn in first.values())
 
 
 def test_sasl_ssl_scram_sha_512_with_java_names(env: Env) -> None:

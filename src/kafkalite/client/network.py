@@ -136,6 +136,7 @@ class BrokerConnection:
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._read_task: asyncio.Task[None] | None = None
+        self._reauth_task: asyncio.Task[None] | None = None
         self.closed = False
         self.last_used = time.monotonic()
 
@@ -198,11 +199,11 @@ class BrokerConnection:
             if size > 0:
                 sock.setsockopt(socket.SOL_SOCKET, opt, size)
 
-    async def _authenticate(self, login: SaslLogin) -> None:
+    async def _authenticate(self, login: SaslLogin, *, reauthenticating: bool = False) -> None:
         """SaslHandshake v1, then SaslAuthenticate until the mechanism's exchange is done; a refusal
         raises SaslAuthenticationError with the broker's error code and message (never retried).
-        KIP-368 re-authentication is not done: a broker with connections.max.reauth.ms closes the
-        connection when the session expires, and the client connects again."""
+        A session lifetime in the answer (KIP-368) schedules a re-authentication before it ends."""
+        send = self._exchange if reauthenticating else self.send
         where = f"{self.host}:{self.port}"
         if SASL_HANDSHAKE not in self.versions or SASL_AUTHENTICATE not in self.versions:
             raise SaslAuthenticationError(
@@ -210,7 +211,7 @@ class BrokerConnection:
                 f"the broker at {where} offers no SaslHandshake v1 / SaslAuthenticate: is this a "
                 "SASL listener (security.protocol)?",
             )
-        hs = await self.send(APIS[SASL_HANDSHAKE].request(mechanism=login.mechanism), version=1)
+        hs = await send(APIS[SASL_HANDSHAKE].request(mechanism=login.mechanism), version=1)
         if hs.error_code:
             raise SaslAuthenticationError(
                 hs.error_code,
@@ -219,11 +220,10 @@ class BrokerConnection:
             )
         exchange = SaslClientExchange(login)
         version = self.version(SASL_AUTHENTICATE)
+        resp: Any = None
         token: bytes | None = exchange.first_token()
         while token is not None:
-            resp = await self.send(
-                APIS[SASL_AUTHENTICATE].request(auth_bytes=token), version=version
-            )
+            resp = await send(APIS[SASL_AUTHENTICATE].request(auth_bytes=token), version=version)
             if resp.error_code:
                 raise SaslAuthenticationError(
                     resp.error_code,
@@ -237,6 +237,33 @@ class BrokerConnection:
                     ErrorCode.SASL_AUTHENTICATION_FAILED, f"{exc} (broker at {where})"
                 ) from None
         log.debug("authenticated to %s with SASL/%s as %s", where, login.mechanism, login.username)
+        lifetime_ms = 0 if resp is None else int(resp.session_lifetime_ms)
+        if lifetime_ms > 0 and not self.closed:
+            # as Kafka's clients: at 85-95 % of the session, so no request meets an expired one
+            delay = lifetime_ms * random.uniform(0.85, 0.95) / 1000
+            self._reauth_task = asyncio.get_running_loop().create_task(
+                self._reauthenticate(login, delay)
+            )
+
+    async def _reauthenticate(self, login: SaslLogin, delay: float) -> None:
+        """KIP-368: hold every in-flight slot (no request may come between SaslHandshake and the
+        last SaslAuthenticate), log in again on this connection, let requests flow again. A
+        failure closes the connection with the error; the next request connects afresh."""
+        await asyncio.sleep(delay)
+        held = 0
+        try:
+            for _ in range(self.max_in_flight):
+                await self._slots.acquire()
+                held += 1
+            await self._authenticate(login, reauthenticating=True)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.info("re-authentication to node %s failed: %s", self.node_id, exc)
+            self.close(exc)
+        finally:
+            for _ in range(held):
+                self._slots.release()
 
     async def _negotiate(self) -> None:
         api = APIS[API_VERSIONS]
@@ -279,40 +306,49 @@ class BrokerConnection:
         is called once the request is handed to the transport."""
         if self.closed or self._writer is None:
             raise KafkaConnectionError(f"connection to node {self.node_id} is closed")
-        key = request.API_KEY
-        v = self.version(key) if version is None else version
         await self._slots.acquire()
         try:
-            if self.closed:
-                raise KafkaConnectionError(f"connection to node {self.node_id} is closed")
-            try:
-                # large bytes fields (Produce's record batches) are passed through, not copied: the
-                # frame goes out as one vectored write of the encoded pieces and the batches' buffers
-                corr, parts = self._conn.send_request_parts(
-                    request, v, expect_response=expect_response
-                )
-            except ProtocolError as exc:
-                raise KafkaConnectionError(f"connection to node {self.node_id}: {exc}") from None
-            self.last_used = time.monotonic()
-            if not expect_response:
-                self._write(parts, on_written)
-                await self._drain()
-                return None
-            fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-            self._waiters[corr] = fut
-            self._write(parts, on_written)
-            await self._drain()
-            if timeout is None:
-                timeout = self.client.request_timeout
-            try:
-                return await asyncio.wait_for(asyncio.shield(fut), timeout)
-            except TimeoutError:
-                self.close(KafkaTimeoutError(f"request to node {self.node_id} timed out"))
-                raise KafkaTimeoutError(
-                    f"{APIS[key].name} to node {self.node_id} got no response in {timeout} s"
-                ) from None
+            return await self._exchange(request, version, expect_response, timeout, on_written)
         finally:
             self._slots.release()
+
+    async def _exchange(
+        self,
+        request: Any,
+        version: int | None,
+        expect_response: bool = True,
+        timeout: float | None = None,
+        on_written: Callable[[], None] | None = None,
+    ) -> Any:
+        """`send` once its in-flight slot is held (re-authentication holds them all)."""
+        key = request.API_KEY
+        v = self.version(key) if version is None else version
+        if self.closed:
+            raise KafkaConnectionError(f"connection to node {self.node_id} is closed")
+        try:
+            # large bytes fields (Produce's record batches) are passed through, not copied: the
+            # frame goes out as one vectored write of the encoded pieces and the batches' buffers
+            corr, parts = self._conn.send_request_parts(request, v, expect_response=expect_response)
+        except ProtocolError as exc:
+            raise KafkaConnectionError(f"connection to node {self.node_id}: {exc}") from None
+        self.last_used = time.monotonic()
+        if not expect_response:
+            self._write(parts, on_written)
+            await self._drain()
+            return None
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiters[corr] = fut
+        self._write(parts, on_written)
+        await self._drain()
+        if timeout is None:
+            timeout = self.client.request_timeout
+        try:
+            return await asyncio.wait_for(asyncio.shield(fut), timeout)
+        except TimeoutError:
+            self.close(KafkaTimeoutError(f"request to node {self.node_id} timed out"))
+            raise KafkaTimeoutError(
+                f"{APIS[key].name} to node {self.node_id} got no response in {timeout} s"
+            ) from None
 
     def _write(self, parts: list[Buffer], on_written: Callable[[], None] | None) -> None:
         assert self._writer is not None
@@ -375,6 +411,8 @@ class BrokerConnection:
             self._writer.close()
         if self._read_task is not None and self._read_task is not asyncio.current_task():
             self._read_task.cancel()
+        if self._reauth_task is not None and self._reauth_task is not asyncio.current_task():
+            self._reauth_task.cancel()
         err = err or KafkaConnectionError(f"connection to node {self.node_id} closed")
         self._conn.close()
         waiters = list(self._waiters.values())
