@@ -22,26 +22,22 @@ from kafkalite.client.errors import (
     KafkaConnectionError,
     KafkaTimeoutError,
     NoBrokersAvailable,
-    SaslAuthenticationError,
     SslAuthenticationError,
     UnsupportedFeatureError,
 )
 from kafkalite.client.metadata import ClusterMetadata, merge_partial
-from kafkalite.client.security import security_settings
+from kafkalite.client.security import sasl_authenticate, security_settings, tls_failure_reason
 from kafkalite.protocol.client_connection import ClientConnection, ProtocolError
 from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.framing import DEFAULT_MAX_FRAME
 from kafkalite.protocol.primitives import Buffer
-from kafkalite.protocol.sasl_client import SaslAuthenticationError as SaslExchangeError
-from kafkalite.protocol.sasl_client import SaslClientExchange, SaslLogin
+from kafkalite.protocol.sasl_client import SaslLogin
 from kafkalite.protocol.schema import APIS
 
 log = logging.getLogger("kafkalite.client.network")
 T = TypeVar("T")
 API_VERSIONS = 18
 METADATA = 3
-SASL_HANDSHAKE = 17
-SASL_AUTHENTICATE = 36
 BOOTSTRAP_BASE = -1000  # pseudo node ids for bootstrap servers: -1000, -1001, ...
 
 
@@ -163,7 +159,7 @@ class BrokerConnection:
             )
         except ssl.SSLError as exc:
             raise SslAuthenticationError(
-                f"TLS handshake with {self.host}:{self.port} failed: {_tls_reason(exc)}"
+                f"TLS handshake with {self.host}:{self.port} failed: {tls_failure_reason(exc)}"
             ) from None
         except (TimeoutError, OSError) as exc:
             hint = " (TLS handshake: is this an SSL / SASL_SSL listener?)" if tls else ""
@@ -205,39 +201,8 @@ class BrokerConnection:
         A session lifetime in the answer (KIP-368) schedules a re-authentication before it ends."""
         send = self._exchange if reauthenticating else self.send
         where = f"{self.host}:{self.port}"
-        if SASL_HANDSHAKE not in self.versions or SASL_AUTHENTICATE not in self.versions:
-            raise SaslAuthenticationError(
-                ErrorCode.ILLEGAL_SASL_STATE,
-                f"the broker at {where} offers no SaslHandshake v1 / SaslAuthenticate: is this a "
-                "SASL listener (security.protocol)?",
-            )
-        hs = await send(APIS[SASL_HANDSHAKE].request(mechanism=login.mechanism), version=1)
-        if hs.error_code:
-            raise SaslAuthenticationError(
-                hs.error_code,
-                f"the broker at {where} does not enable SASL mechanism {login.mechanism} "
-                f"(enabled: {', '.join(hs.mechanisms) or 'none'})",
-            )
-        exchange = SaslClientExchange(login)
-        version = self.version(SASL_AUTHENTICATE)
-        resp: Any = None
-        token: bytes | None = exchange.first_token()
-        while token is not None:
-            resp = await send(APIS[SASL_AUTHENTICATE].request(auth_bytes=token), version=version)
-            if resp.error_code:
-                raise SaslAuthenticationError(
-                    resp.error_code,
-                    resp.error_message
-                    or f"SASL/{login.mechanism} authentication as {login.username} failed",
-                )
-            try:
-                token = exchange.next_token(bytes(resp.auth_bytes))
-            except SaslExchangeError as exc:
-                raise SaslAuthenticationError(
-                    ErrorCode.SASL_AUTHENTICATION_FAILED, f"{exc} (broker at {where})"
-                ) from None
+        lifetime_ms = await sasl_authenticate(send, self.versions, login, where)
         log.debug("authenticated to %s with SASL/%s as %s", where, login.mechanism, login.username)
-        lifetime_ms = 0 if resp is None else int(resp.session_lifetime_ms)
         if lifetime_ms > 0 and not self.closed:
             # as Kafka's clients: at 85-95 % of the session, so no request meets an expired one
             delay = lifetime_ms * random.uniform(0.85, 0.95) / 1000
@@ -618,15 +583,6 @@ def retrieve_auth_error(task: asyncio.Future[Any]) -> None:
     AuthenticationError there is raised again by the user's next call, so it is not left unretrieved."""
     if not task.cancelled() and isinstance(task.exception(), AuthenticationError):
         log.debug("background task: %s", task.exception())
-
-
-def _tls_reason(exc: ssl.SSLError) -> str:
-    if isinstance(exc, ssl.SSLCertVerificationError):
-        return (
-            f"the broker's certificate did not verify ({exc.verify_message}); check "
-            "ssl.ca.location and, for a host name mismatch, ssl.endpoint.identification.algorithm"
-        )
-    return f"{exc.reason or exc} (is this an SSL / SASL_SSL listener?)"
 
 
 def error_of(code: int, what: str = "") -> KafkaError | None:

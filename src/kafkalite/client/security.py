@@ -1,5 +1,5 @@
 """Secured connections for kafkalite's client: the TLS context and SASL login that Kafka's property
-names ask for (security.protocol, ssl.*, sasl.*), checked once when a client is built.
+names ask for (security.protocol, ssl.*, sasl.*), checked once per client, and the SASL exchange.
 """
 
 from __future__ import annotations
@@ -7,12 +7,19 @@ from __future__ import annotations
 import os
 import re
 import ssl
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kafkalite.client.errors import InvalidConfigurationError
-from kafkalite.protocol.sasl_client import PLAIN, SCRAM_MECHANISMS, SaslLogin
+import kafkalite.protocol.messages  # noqa: F401  (registers every API)
+from kafkalite.client.errors import InvalidConfigurationError, SaslAuthenticationError
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.sasl_client import PLAIN, SCRAM_MECHANISMS, SaslClientExchange, SaslLogin
+from kafkalite.protocol.sasl_client import SaslAuthenticationError as SaslExchangeError
+from kafkalite.protocol.schema import APIS
 
+SASL_HANDSHAKE = 17
+SASL_AUTHENTICATE = 36
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = (PLAIN, *SCRAM_MECHANISMS)
 _LOGIN_MODULES = {
@@ -210,3 +217,58 @@ def ssl_context(config: dict[str, Any]) -> ssl.SSLContext:
     else:
         ctx.check_hostname = algorithm == "https"
     return ctx
+
+
+# -- the SASL exchange on a connection
+
+
+Send = Callable[..., Awaitable[Any]]
+
+
+async def sasl_authenticate(
+    send: Send, versions: dict[int, int], login: SaslLogin, where: str
+) -> int:
+    """SaslHandshake v1, then SaslAuthenticate until the mechanism's exchange is done, through
+    `send(request, version=...)`; returns the session lifetime (KIP-368, 0: none). A refusal raises
+    SaslAuthenticationError with the broker's error code and message (never retried)."""
+    if SASL_HANDSHAKE not in versions or SASL_AUTHENTICATE not in versions:
+        raise SaslAuthenticationError(
+            ErrorCode.ILLEGAL_SASL_STATE,
+            f"the broker at {where} offers no SaslHandshake v1 / SaslAuthenticate: is this a "
+            "SASL listener (security.protocol)?",
+        )
+    hs = await send(APIS[SASL_HANDSHAKE].request(mechanism=login.mechanism), version=1)
+    if hs.error_code:
+        raise SaslAuthenticationError(
+            hs.error_code,
+            f"the broker at {where} does not enable SASL mechanism {login.mechanism} "
+            f"(enabled: {', '.join(hs.mechanisms) or 'none'})",
+        )
+    exchange = SaslClientExchange(login)
+    version = versions[SASL_AUTHENTICATE]
+    resp: Any = None
+    token: bytes | None = exchange.first_token()
+    while token is not None:
+        resp = await send(APIS[SASL_AUTHENTICATE].request(auth_bytes=token), version=version)
+        if resp.error_code:
+            raise SaslAuthenticationError(
+                resp.error_code,
+                resp.error_message
+                or f"SASL/{login.mechanism} authentication as {login.username} failed",
+            )
+        try:
+            token = exchange.next_token(bytes(resp.auth_bytes))
+        except SaslExchangeError as exc:
+            raise SaslAuthenticationError(
+                ErrorCode.SASL_AUTHENTICATION_FAILED, f"{exc} (broker at {where})"
+            ) from None
+    return 0 if resp is None else int(resp.session_lifetime_ms)
+
+
+def tls_failure_reason(exc: ssl.SSLError) -> str:
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return (
+            f"the broker's certificate did not verify ({exc.verify_message}); check "
+            "ssl.ca.location and, for a host name mismatch, ssl.endpoint.identification.algorithm"
+        )
+    return f"{exc.reason or exc} (is this an SSL / SASL_SSL listener?)"

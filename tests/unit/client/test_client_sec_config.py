@@ -4,14 +4,19 @@ the TLS context (PEM only, with clear refusals), host name checking; no broker n
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import ssl
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kafkalite.client.config import CONSUMER, PRODUCER, make_config
-from kafkalite.client.errors import InvalidConfigurationError
-from kafkalite.client.security import parse_jaas_options, security_settings
+from kafkalite.client.errors import InvalidConfigurationError, SaslAuthenticationError
+from kafkalite.client.security import parse_jaas_options, sasl_authenticate, security_settings
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.sasl_client import SaslLogin
 from kafkalite.testing_tls import CertificateAuthority, Issued
 
 
@@ -218,3 +223,63 @@ def test_jks_and_pkcs12_stores_are_refused_with_the_way_out(tmp_path: Path) -> N
 def test_plaintext_needs_nothing() -> None:
     s = _settings()
     assert (s.protocol, s.ssl_context, s.login) == ("PLAINTEXT", None, None)
+
+
+class _Broker:
+    """The broker's side of SaslHandshake / SaslAuthenticate, on kafkalite's sans-IO SCRAM server."""
+
+    def __init__(self, tamper: bool = False, lifetime_ms: int = 0) -> None:
+        from kafkalite.security.scram import ScramServer, make_credential
+
+        cred = make_credential("SCRAM-SHA-512", "right")
+        self.server = ScramServer("SCRAM-SHA-512", {"alice": cred}.get)
+        self.tamper = tamper
+        self.lifetime_ms = lifetime_ms
+        self.sent: list[str] = []
+
+    async def send(self, request: Any, version: int) -> Any:
+        from kafkalite.protocol.schema import APIS
+        from kafkalite.security.sasl import SaslAuthenticationError as ServerRefusal
+
+        self.sent.append(type(request).__name__)
+        if request.API_KEY == 17:
+            return APIS[17].response(error_code=0, mechanisms=["SCRAM-SHA-512"])
+        try:
+            answer = self.server.evaluate(bytes(request.auth_bytes))
+        except ServerRefusal as exc:
+            return APIS[36].response(error_code=58, error_message=exc.message)
+        if self.tamper and self.server.complete:
+            answer = b"v=" + base64.b64encode(b"\0" * 64)
+        return APIS[36].response(
+            error_code=0, auth_bytes=answer, session_lifetime_ms=self.lifetime_ms
+        )
+
+
+VERSIONS = {17: 1, 36: 2}
+
+
+def _login(password: str) -> SaslLogin:
+    return SaslLogin("SCRAM-SHA-512", "alice", password)
+
+
+def test_sasl_exchange_success_and_session_lifetime() -> None:
+    broker = _Broker(lifetime_ms=60000)
+    lifetime = asyncio.run(sasl_authenticate(broker.send, VERSIONS, _login("right"), "b:1"))
+    assert lifetime == 60000
+    assert broker.sent == [
+        "SaslHandshakeRequest",
+        "SaslAuthenticateRequest",
+        "SaslAuthenticateRequest",
+    ]
+
+
+def test_sasl_exchange_refusals() -> None:
+    with pytest.raises(SaslAuthenticationError, match="invalid credentials") as info:
+        asyncio.run(sasl_authenticate(_Broker().send, VERSIONS, _login("wrong"), "b:1"))
+    assert info.value.code == ErrorCode.SASL_AUTHENTICATION_FAILED
+    # a broker that cannot prove it knows the password is refused by the client
+    with pytest.raises(SaslAuthenticationError, match="server signature"):
+        asyncio.run(sasl_authenticate(_Broker(tamper=True).send, VERSIONS, _login("right"), "b:1"))
+    with pytest.raises(SaslAuthenticationError, match="is this a SASL listener") as info:
+        asyncio.run(sasl_authenticate(_Broker().send, {18: 3}, _login("right"), "b:1"))
+    assert info.value.code == ErrorCode.ILLEGAL_SASL_STATE
