@@ -43,6 +43,7 @@ COMMON: dict[str, Any] = {
     "ssl.keystore.location": None,
     "ssl.keystore.type": None,
     "ssl.endpoint.identification.algorithm": "https",
+    "ssl.enabled.protocols": "TLSv1.2,TLSv1.3",
     "enable.ssl.certificate.verification": True,
     "ssl.context": None,  # an ssl.SSLContext used as it is (kafka-python's ssl_context)
     "client.rack": "",

@@ -153,6 +153,22 @@ def _store_type(config: dict[str, Any], name: str, location: str) -> None:
         )
 
 
+_TLS_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
+
+
+def _tls_versions(value: Any) -> tuple[ssl.TLSVersion, ssl.TLSVersion]:
+    """Java's ssl.enabled.protocols ("TLSv1.2,TLSv1.3") as the lowest and highest version allowed."""
+    names = [n.strip() for n in str(value or "TLSv1.2,TLSv1.3").split(",") if n.strip()]
+    unknown = [n for n in names if n not in _TLS_VERSIONS]
+    if unknown or not names:
+        raise InvalidConfigurationError(
+            f"ssl.enabled.protocols={value!r}: kafkalite's client speaks "
+            f"{' and '.join(_TLS_VERSIONS)} only"
+        )
+    versions = sorted(_TLS_VERSIONS[n] for n in names)
+    return versions[0], versions[-1]
+
+
 def ssl_context(config: dict[str, Any]) -> ssl.SSLContext:
     """The client's TLS context: the CA (ssl.ca.location / ssl.truststore.location / ssl.ca.pem, else
     the system's), the client certificate if any, host name check per
@@ -165,7 +181,7 @@ def ssl_context(config: dict[str, Any]) -> ssl.SSLContext:
     _store_type(config, "ssl.truststore.type", "ssl.truststore.location")
     _store_type(config, "ssl.keystore.type", "ssl.keystore.location")
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.minimum_version, ctx.maximum_version = _tls_versions(config.get("ssl.enabled.protocols"))
     ca, ca_pem = config.get("ssl.ca.location"), config.get("ssl.ca.pem")
     try:
         if ca:

@@ -220,6 +220,19 @@ def test_jks_and_pkcs12_stores_are_refused_with_the_way_out(tmp_path: Path) -> N
         _settings(security_protocol="SSL", ssl_ca_location=str(tmp_path / "missing.pem"))
 
 
+def test_enabled_protocols() -> None:
+    ctx = _settings(security_protocol="SSL").ssl_context
+    assert ctx is not None
+    assert (ctx.minimum_version, ctx.maximum_version) == (
+        ssl.TLSVersion.TLSv1_2,
+        ssl.TLSVersion.TLSv1_3,
+    )
+    ctx = _settings(security_protocol="SSL", ssl_enabled_protocols="TLSv1.3").ssl_context
+    assert ctx is not None and ctx.minimum_version == ssl.TLSVersion.TLSv1_3
+    with pytest.raises(InvalidConfigurationError, match=r"speaks TLSv1.2 and TLSv1.3 only"):
+        _settings(security_protocol="SSL", ssl_enabled_protocols="TLSv1,TLSv1.1")
+
+
 def test_plaintext_needs_nothing() -> None:
     s = _settings()
     assert (s.protocol, s.ssl_context, s.login) == ("PLAINTEXT", None, None)
