@@ -6,8 +6,10 @@ Works against kafkalite and any Kafka broker; config takes Kafka's names (`linge
 from kafkalite.client.admin import KafkaAdminClient, NewTopic
 from kafkalite.client.consumer import KafkaConsumer
 from kafkalite.client.errors import (
+    AuthenticationError,
     CommitFailedError,
     FatalProducerError,
+    InvalidConfigurationError,
     KafkaClientError,
     KafkaConnectionError,
     KafkaError,
@@ -15,6 +17,8 @@ from kafkalite.client.errors import (
     NoBrokersAvailable,
     ProducerFenced,
     ProducerFencedError,
+    SaslAuthenticationError,
+    SslAuthenticationError,
     TransactionAbortableError,
     TransactionAbortedError,
     UnsupportedFeatureError,
@@ -31,12 +35,14 @@ from kafkalite.client.structs import (
 )
 
 __all__ = [
+    "AuthenticationError",
     "CommitFailedError",
     "ConsumerGroupMetadata",
     "ConsumerRebalanceListener",
     "ConsumerRecord",
     "FatalProducerError",
     "FutureRecordMetadata",
+    "InvalidConfigurationError",
     "KafkaAdminClient",
     "KafkaClientError",
     "KafkaConnectionError",
@@ -51,6 +57,8 @@ __all__ = [
     "ProducerFenced",
     "ProducerFencedError",
     "RecordMetadata",
+    "SaslAuthenticationError",
+    "SslAuthenticationError",
     "TopicPartition",
     "TransactionAbortableError",
     "TransactionAbortedError",

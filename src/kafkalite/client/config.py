@@ -1,12 +1,15 @@
 """Client configuration: Kafka's property names (`linger.ms` or `linger_ms`), defaults per client type.
 
-`make_config(defaults, config, kwargs)` returns a dict keyed by dotted names with typed values.
+`make_config(defaults, config, kwargs)` returns a dict keyed by dotted names with typed values;
+Java / librdkafka aliases are mapped by client/kafka_names.py, names with no effect warned once.
 """
 
 from __future__ import annotations
 
 import logging
 from typing import Any
+
+from kafkalite.client.kafka_names import translate
 
 log = logging.getLogger("kafkalite.client")
 
@@ -22,10 +25,27 @@ COMMON: dict[str, Any] = {
     "metadata.max.age.ms": 300000,
     "max.in.flight.requests.per.connection": 5,
     "socket.connection.setup.timeout.ms": 10000,
+    # -1: the operating system's socket buffer sizes (Kafka's defaults are 64 KiB / 128 KiB)
+    "receive.buffer.bytes": -1,
+    "send.buffer.bytes": -1,
+    # security (client/security.py reads these): Kafka's Java names and librdkafka's
     "security.protocol": "PLAINTEXT",
-    "sasl.mechanism": None,
-    "sasl.plain.username": None,
-    "sasl.plain.password": None,
+    "sasl.mechanism": "GSSAPI",  # Kafka's default, refused here: name PLAIN or SCRAM-SHA-*
+    "sasl.username": None,
+    "sasl.password": None,
+    "sasl.jaas.config": None,
+    "ssl.ca.location": None,
+    "ssl.ca.pem": None,
+    "ssl.truststore.type": None,
+    "ssl.certificate.location": None,
+    "ssl.key.location": None,
+    "ssl.key.password": None,
+    "ssl.keystore.location": None,
+    "ssl.keystore.type": None,
+    "ssl.endpoint.identification.algorithm": "https",
+    "ssl.enabled.protocols": "TLSv1.2,TLSv1.3",
+    "enable.ssl.certificate.verification": True,
+    "ssl.context": None,  # an ssl.SSLContext used as it is (kafka-python's ssl_context)
     "client.rack": "",
     "api.version.request": True,
 }
@@ -108,18 +128,37 @@ def _coerce(key: str, default: Any, value: Any) -> Any:
 def make_config(
     defaults: dict[str, Any], config: dict[str, Any] | None, kwargs: dict[str, Any]
 ) -> dict[str, Any]:
-    """Merge `config` then `kwargs` over `defaults`; warn (once per name) about unknown names."""
+    """Merge `config` then `kwargs` over `defaults`, Kafka's Java / librdkafka names mapped onto the
+    client's own; one warning names every setting that has no effect here."""
     out = dict(defaults)
+    unused: list[str] = []
     for source in (config or {}, kwargs):
         for k, v in source.items():
             key = normalize_key(k)
-            if key not in defaults:
-                log.warning("unknown client configuration %r (kept, but not used)", k)
+            mapped = translate(key, v, defaults)
+            if mapped is None:
+                if k not in unused:
+                    unused.append(k)
+                if key not in defaults:  # kept for whoever asks; a default is not overridden
+                    out[key] = v
+                continue
+            key, v = mapped
             out[key] = _coerce(key, defaults.get(key), v)
+    if unused:
+        log.warning(
+            "client configuration with no effect in kafkalite's client (ignored): %s",
+            ", ".join(repr(k) for k in unused),
+        )
     servers = out["bootstrap.servers"]
     if isinstance(servers, (list, tuple)):
         out["bootstrap.servers"] = ",".join(servers)
     return out
+
+
+def honoured(defaults: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """The entries of `config` a client with these defaults honours (Kafka / librdkafka aliases
+    included, as given): to pass one client's settings to another type without its warning."""
+    return {k: v for k, v in config.items() if translate(normalize_key(k), v, defaults) is not None}
 
 
 def parse_servers(servers: str) -> list[tuple[str, int]]:

@@ -48,6 +48,30 @@ class UnsupportedFeatureError(KafkaClientError):
     """The broker does not offer an API (or version) a requested feature needs."""
 
 
+class InvalidConfigurationError(KafkaClientError, ValueError):
+    """A setting the client cannot work with (a JKS truststore, an unknown SASL mechanism, ...)."""
+
+
+class AuthenticationError(KafkaClientError):
+    """The broker refused who the client is, or the client refused the broker (TLS): not retried,
+    as in Kafka's clients, since only a configuration change can fix it."""
+
+
+class SaslAuthenticationError(AuthenticationError):
+    """SaslHandshake or SaslAuthenticate failed; `code` is the broker's error code
+    (SASL_AUTHENTICATION_FAILED, UNSUPPORTED_SASL_MECHANISM, ILLEGAL_SASL_STATE)."""
+
+    def __init__(self, code: int, message: str) -> None:
+        self.code = ErrorCode(code) if code in ErrorCode._value2member_map_ else code
+        self.error_message = message
+        super().__init__(f"{ErrorCode.name_of(code)} ({code}): {message}")
+
+
+class SslAuthenticationError(AuthenticationError):
+    """The TLS handshake failed: the broker's certificate did not verify (CA, host name) or the
+    broker refused the client's."""
+
+
 class FatalProducerError(KafkaError):
     """The transactional producer can do nothing more but close: every later call raises this again."""
 

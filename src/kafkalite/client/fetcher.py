@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from kafkalite.client.errors import KafkaConnectionError, KafkaTimeoutError, NoBrokersAvailable
-from kafkalite.client.network import NetworkClient
+from kafkalite.client.network import NetworkClient, retrieve_auth_error
 from kafkalite.client.structs import ConsumerRecord, TopicPartition
 from kafkalite.client.subscription import SubscriptionState
 from kafkalite.protocol.errors import ErrorCode, KafkaError
@@ -166,6 +166,7 @@ class Fetcher:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(retrieve_auth_error)
 
     def _fetchable_by_node(self) -> dict[int, list[tuple[TopicPartition, int, int]]]:
         md = self.client.metadata

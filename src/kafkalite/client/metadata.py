@@ -9,6 +9,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from kafkalite.protocol.errors import ErrorCode
@@ -161,3 +162,38 @@ class ClusterMetadata:
     def failed_update(self) -> None:
         self.last_refresh = time.monotonic() - self.max_age + 0.1  # retry shortly
         self._need_update = True
+
+
+def merge_partial(md: ClusterMetadata, resp: Any) -> Any:
+    """Keep the cached topics the response did not mention (a partial refresh)."""
+    seen = {t.name for t in resp.topics}
+    keep = []
+    for name, ti in md.topics.items():
+        if name in seen:
+            continue
+        parts = [
+            SimpleNamespace(
+                error_code=p.error_code,
+                partition_index=p.partition,
+                leader_id=p.leader,
+                leader_epoch=p.leader_epoch,
+                replica_nodes=list(p.replicas),
+                isr_nodes=list(p.isr),
+            )
+            for p in ti.partitions.values()
+        ]
+        keep.append(
+            SimpleNamespace(
+                name=name,
+                error_code=ti.error_code,
+                is_internal=ti.is_internal,
+                topic_id=ti.topic_id,
+                partitions=parts,
+            )
+        )
+    return SimpleNamespace(
+        brokers=resp.brokers,
+        topics=[*resp.topics, *keep],
+        cluster_id=resp.cluster_id,
+        controller_id=resp.controller_id,
+    )

@@ -8,6 +8,8 @@ import asyncio
 import concurrent.futures
 import logging
 import random
+import socket
+import ssl
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine
@@ -16,16 +18,20 @@ from typing import Any, TypeVar
 import kafkalite.protocol.messages  # noqa: F401  (registers every API)
 from kafkalite.client.config import parse_servers
 from kafkalite.client.errors import (
+    AuthenticationError,
     KafkaConnectionError,
     KafkaTimeoutError,
     NoBrokersAvailable,
+    SslAuthenticationError,
     UnsupportedFeatureError,
 )
-from kafkalite.client.metadata import ClusterMetadata
+from kafkalite.client.metadata import ClusterMetadata, merge_partial
+from kafkalite.client.security import sasl_authenticate, security_settings, tls_failure_reason
 from kafkalite.protocol.client_connection import ClientConnection, ProtocolError
 from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.framing import DEFAULT_MAX_FRAME
 from kafkalite.protocol.primitives import Buffer
+from kafkalite.protocol.sasl_client import SaslLogin
 from kafkalite.protocol.schema import APIS
 
 log = logging.getLogger("kafkalite.client.network")
@@ -126,6 +132,7 @@ class BrokerConnection:
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._read_task: asyncio.Task[None] | None = None
+        self._reauth_task: asyncio.Task[None] | None = None
         self.closed = False
         self.last_used = time.monotonic()
 
@@ -134,21 +141,94 @@ class BrokerConnection:
         return len(self._waiters)
 
     async def connect(self) -> None:
-        protocol = str(self.client.config.get("security.protocol", "PLAINTEXT")).upper()
-        if protocol != "PLAINTEXT":
-            # the hook for the security issue: TLS wrapping and SaslHandshake/SaslAuthenticate go here
-            raise UnsupportedFeatureError(f"security.protocol={protocol} is not implemented yet")
+        """TCP (and TLS for SSL / SASL_SSL), ApiVersions, then SASL for SASL_PLAINTEXT / SASL_SSL."""
+        security = self.client.security
         timeout = self.client.config["socket.connection.setup.timeout.ms"] / 1000
+        tls = security.ssl_context
         try:
             self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port, limit=1 << 22), timeout
+                asyncio.open_connection(
+                    self.host,
+                    self.port,
+                    limit=1 << 22,
+                    ssl=tls,
+                    server_hostname=self.host if tls is not None else None,
+                    ssl_handshake_timeout=timeout if tls is not None else None,
+                ),
+                timeout,
             )
-        except (TimeoutError, OSError) as exc:
-            raise KafkaConnectionError(
-                f"cannot connect to {self.host}:{self.port}: {exc}"
+        except ssl.SSLError as exc:
+            raise SslAuthenticationError(
+                f"TLS handshake with {self.host}:{self.port} failed: {tls_failure_reason(exc)}"
             ) from None
+        except (TimeoutError, OSError) as exc:
+            hint = " (TLS handshake: is this an SSL / SASL_SSL listener?)" if tls else ""
+            raise KafkaConnectionError(
+                f"cannot connect to {self.host}:{self.port}: {exc!r}{hint}"
+            ) from None
+        self._set_socket_buffers()
         self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
-        await self._negotiate()
+        try:
+            await self._negotiate()
+        except KafkaConnectionError as exc:
+            if tls is not None and "SSL" in str(exc).upper():
+                # TLS 1.3: the broker's refusal of our certificate arrives after the handshake
+                raise SslAuthenticationError(
+                    f"TLS with {self.host}:{self.port} failed (does the broker require a client "
+                    f"certificate, ssl.certificate.location?): {exc}"
+                ) from None
+            raise
+        if security.login is not None:
+            await self._authenticate(security.login)
+
+    def _set_socket_buffers(self) -> None:
+        """receive.buffer.bytes / send.buffer.bytes, when not -1 (the operating system's sizes)."""
+        assert self._writer is not None
+        sock = self._writer.get_extra_info("socket")
+        if sock is None:
+            return
+        for name, opt in (
+            ("receive.buffer.bytes", socket.SO_RCVBUF),
+            ("send.buffer.bytes", socket.SO_SNDBUF),
+        ):
+            size = int(self.client.config.get(name, -1))
+            if size > 0:
+                sock.setsockopt(socket.SOL_SOCKET, opt, size)
+
+    async def _authenticate(self, login: SaslLogin, *, reauthenticating: bool = False) -> None:
+        """SaslHandshake v1, then SaslAuthenticate until the mechanism's exchange is done; a refusal
+        raises SaslAuthenticationError with the broker's error code and message (never retried).
+        A session lifetime in the answer (KIP-368) schedules a re-authentication before it ends."""
+        send = self._exchange if reauthenticating else self.send
+        where = f"{self.host}:{self.port}"
+        lifetime_ms = await sasl_authenticate(send, self.versions, login, where)
+        log.debug("authenticated to %s with SASL/%s as %s", where, login.mechanism, login.username)
+        if lifetime_ms > 0 and not self.closed:
+            # as Kafka's clients: at 85-95 % of the session, so no request meets an expired one
+            delay = lifetime_ms * random.uniform(0.85, 0.95) / 1000
+            self._reauth_task = asyncio.get_running_loop().create_task(
+                self._reauthenticate(login, delay)
+            )
+
+    async def _reauthenticate(self, login: SaslLogin, delay: float) -> None:
+        """KIP-368: hold every in-flight slot (no request may come between SaslHandshake and the
+        last SaslAuthenticate), log in again on this connection, let requests flow again. A
+        failure closes the connection with the error; the next request connects afresh."""
+        await asyncio.sleep(delay)
+        held = 0
+        try:
+            for _ in range(self.max_in_flight):
+                await self._slots.acquire()
+                held += 1
+            await self._authenticate(login, reauthenticating=True)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.info("re-authentication to node %s failed: %s", self.node_id, exc)
+            self.close(exc)
+        finally:
+            for _ in range(held):
+                self._slots.release()
 
     async def _negotiate(self) -> None:
         api = APIS[API_VERSIONS]
@@ -191,40 +271,49 @@ class BrokerConnection:
         is called once the request is handed to the transport."""
         if self.closed or self._writer is None:
             raise KafkaConnectionError(f"connection to node {self.node_id} is closed")
-        key = request.API_KEY
-        v = self.version(key) if version is None else version
         await self._slots.acquire()
         try:
-            if self.closed:
-                raise KafkaConnectionError(f"connection to node {self.node_id} is closed")
-            try:
-                # large bytes fields (Produce's record batches) are passed through, not copied: the
-                # frame goes out as one vectored write of the encoded pieces and the batches' buffers
-                corr, parts = self._conn.send_request_parts(
-                    request, v, expect_response=expect_response
-                )
-            except ProtocolError as exc:
-                raise KafkaConnectionError(f"connection to node {self.node_id}: {exc}") from None
-            self.last_used = time.monotonic()
-            if not expect_response:
-                self._write(parts, on_written)
-                await self._drain()
-                return None
-            fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-            self._waiters[corr] = fut
-            self._write(parts, on_written)
-            await self._drain()
-            if timeout is None:
-                timeout = self.client.request_timeout
-            try:
-                return await asyncio.wait_for(asyncio.shield(fut), timeout)
-            except TimeoutError:
-                self.close(KafkaTimeoutError(f"request to node {self.node_id} timed out"))
-                raise KafkaTimeoutError(
-                    f"{APIS[key].name} to node {self.node_id} got no response in {timeout} s"
-                ) from None
+            return await self._exchange(request, version, expect_response, timeout, on_written)
         finally:
             self._slots.release()
+
+    async def _exchange(
+        self,
+        request: Any,
+        version: int | None,
+        expect_response: bool = True,
+        timeout: float | None = None,
+        on_written: Callable[[], None] | None = None,
+    ) -> Any:
+        """`send` once its in-flight slot is held (re-authentication holds them all)."""
+        key = request.API_KEY
+        v = self.version(key) if version is None else version
+        if self.closed:
+            raise KafkaConnectionError(f"connection to node {self.node_id} is closed")
+        try:
+            # large bytes fields (Produce's record batches) are passed through, not copied: the
+            # frame goes out as one vectored write of the encoded pieces and the batches' buffers
+            corr, parts = self._conn.send_request_parts(request, v, expect_response=expect_response)
+        except ProtocolError as exc:
+            raise KafkaConnectionError(f"connection to node {self.node_id}: {exc}") from None
+        self.last_used = time.monotonic()
+        if not expect_response:
+            self._write(parts, on_written)
+            await self._drain()
+            return None
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiters[corr] = fut
+        self._write(parts, on_written)
+        await self._drain()
+        if timeout is None:
+            timeout = self.client.request_timeout
+        try:
+            return await asyncio.wait_for(asyncio.shield(fut), timeout)
+        except TimeoutError:
+            self.close(KafkaTimeoutError(f"request to node {self.node_id} timed out"))
+            raise KafkaTimeoutError(
+                f"{APIS[key].name} to node {self.node_id} got no response in {timeout} s"
+            ) from None
 
     def _write(self, parts: list[Buffer], on_written: Callable[[], None] | None) -> None:
         assert self._writer is not None
@@ -287,6 +376,8 @@ class BrokerConnection:
             self._writer.close()
         if self._read_task is not None and self._read_task is not asyncio.current_task():
             self._read_task.cancel()
+        if self._reauth_task is not None and self._reauth_task is not asyncio.current_task():
+            self._reauth_task.cancel()
         err = err or KafkaConnectionError(f"connection to node {self.node_id} closed")
         self._conn.close()
         waiters = list(self._waiters.values())
@@ -309,6 +400,7 @@ class NetworkClient:
         self.client_id = config["client.id"]
         self.request_timeout = config["request.timeout.ms"] / 1000
         self.bootstrap = parse_servers(config["bootstrap.servers"])
+        self.security = security_settings(config)
         self.metadata = ClusterMetadata(config["metadata.max.age.ms"])
         self._conns: dict[int, BrokerConnection] = {}
         self._connecting: dict[int, asyncio.Future[BrokerConnection]] = {}
@@ -455,7 +547,7 @@ class NetworkClient:
         if topics is None or names is None:
             md.update(resp)
         else:
-            merged = _merge(md, resp)
+            merged = merge_partial(md, resp)
             md.update(merged)
         return resp
 
@@ -486,41 +578,11 @@ class NetworkClient:
             c.close()
 
 
-def _merge(md: ClusterMetadata, resp: Any) -> Any:
-    """Keep the cached topics the response did not mention (a partial refresh)."""
-    from types import SimpleNamespace
-
-    seen = {t.name for t in resp.topics}
-    keep = []
-    for name, ti in md.topics.items():
-        if name in seen:
-            continue
-        parts = [
-            SimpleNamespace(
-                error_code=p.error_code,
-                partition_index=p.partition,
-                leader_id=p.leader,
-                leader_epoch=p.leader_epoch,
-                replica_nodes=list(p.replicas),
-                isr_nodes=list(p.isr),
-            )
-            for p in ti.partitions.values()
-        ]
-        keep.append(
-            SimpleNamespace(
-                name=name,
-                error_code=ti.error_code,
-                is_internal=ti.is_internal,
-                topic_id=ti.topic_id,
-                partitions=parts,
-            )
-        )
-    return SimpleNamespace(
-        brokers=resp.brokers,
-        topics=[*resp.topics, *keep],
-        cluster_id=resp.cluster_id,
-        controller_id=resp.controller_id,
-    )
+def retrieve_auth_error(task: asyncio.Future[Any]) -> None:
+    """Done-callback for background tasks (a metadata refresh the fetcher or sender started): an
+    AuthenticationError there is raised again by the user's next call, so it is not left unretrieved."""
+    if not task.cancelled() and isinstance(task.exception(), AuthenticationError):
+        log.debug("background task: %s", task.exception())
 
 
 def error_of(code: int, what: str = "") -> KafkaError | None:

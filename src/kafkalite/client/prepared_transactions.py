@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kafkalite.client.config import ADMIN, make_config, normalize_key
+from kafkalite.client.config import ADMIN, honoured, make_config
 from kafkalite.client.coordinator import TRANSACTION_KEY, find_coordinator
 from kafkalite.client.errors import (
     KafkaConnectionError,
@@ -123,8 +123,7 @@ def end_prepared_transactions(
     todo = list(transactions)
     if not todo:
         return
-    known = {k: v for k, v in config.items() if normalize_key(k) in ADMIN}
-    cfg = make_config(ADMIN, known, {})
+    cfg = make_config(ADMIN, honoured(ADMIN, config), {})
     io = IOThread("kafkalite-end-prepared-txn")
     client = NetworkClient(cfg, io)
     deadline = time.monotonic() + timeout

@@ -19,7 +19,7 @@ from kafkalite.client.errors import (
     NoBrokersAvailable,
     UnsupportedFeatureError,
 )
-from kafkalite.client.network import NetworkClient
+from kafkalite.client.network import NetworkClient, retrieve_auth_error
 from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.schema import APIS
 
@@ -191,6 +191,7 @@ class Sender:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(retrieve_auth_error)
 
     async def _connect(self, node: int) -> None:
         try:

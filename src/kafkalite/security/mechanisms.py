@@ -6,18 +6,21 @@ SaslHandshake's answer (the enabled list) and its UNSUPPORTED_SASL_MECHANISM ref
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass, field
 
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.security.sasl import (
-    PLAIN,
-    LookupPassword,
-    PlainServer,
-    SaslAuthenticationError,
-    SaslServer,
-    plain_client_token,
-)
-from kafkalite.security.scram import SCRAM_MECHANISMS, LookupCredential, ScramClient, ScramServer
+
+# the client side lives in protocol/ (kafkalite's client may not import security/); named here too
+from kafkalite.protocol.sasl_client import SaslClientExchange, SaslLogin
+from kafkalite.security.sasl import PLAIN, LookupPassword, PlainServer, SaslServer
+from kafkalite.security.scram import SCRAM_MECHANISMS, LookupCredential, ScramServer
+
+__all__ = [
+    "SUPPORTED_MECHANISMS",
+    "SaslClientExchange",
+    "SaslLogin",
+    "UnsupportedSaslMechanismError",
+    "create_sasl_server",
+]
 
 SUPPORTED_MECHANISMS: tuple[str, ...] = (PLAIN, *SCRAM_MECHANISMS)
 
@@ -54,42 +57,3 @@ def create_sasl_server(
             else f"; supported: {list(SUPPORTED_MECHANISMS)}"
         )
     )
-
-
-@dataclass(frozen=True)
-class SaslLogin:
-    """What a client logs in with: a mechanism, a user name and a password (never shown)."""
-
-    mechanism: str
-    username: str
-    password: str = field(repr=False)
-
-
-class SaslClientExchange:
-    """The client side of one exchange, sans-IO: send `first_token()`, then for each server token
-    send what `next_token` returns until it returns None (done; SCRAM has verified the server)."""
-
-    def __init__(self, login: SaslLogin) -> None:
-        self.login = login
-        self._scram: ScramClient | None = None
-        self._step = 0
-        if login.mechanism in SCRAM_MECHANISMS:
-            self._scram = ScramClient(login.mechanism, login.username, login.password)
-        elif login.mechanism != PLAIN:
-            raise ValueError(f"no SASL client for mechanism {login.mechanism}")
-
-    def first_token(self) -> bytes:
-        if self._scram is None:
-            return plain_client_token(self.login.username, self.login.password)
-        return self._scram.first_message()
-
-    def next_token(self, server_token: bytes) -> bytes | None:
-        self._step += 1
-        if self._scram is None:
-            return None
-        if self._step == 1:
-            return self._scram.final_message(server_token)
-        if self._step == 2:
-            self._scram.verify(server_token)
-            return None
-        raise SaslAuthenticationError("unexpected SASL token after the SCRAM exchange completed")

@@ -10,19 +10,20 @@ import hmac
 from collections.abc import Callable
 
 from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.sasl_client import SaslAuthenticationError, plain_client_token
 from kafkalite.security.principal import KafkaPrincipal
 
 PLAIN = "PLAIN"
-
-
-class SaslAuthenticationError(Exception):
-    """Authentication failed; `str(e)` is safe to send to the client (no secrets, no stored data)."""
-
-    error_code = ErrorCode.SASL_AUTHENTICATION_FAILED
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
+__all__ = [
+    "PLAIN",
+    "IllegalSaslStateError",
+    "LookupPassword",
+    "PlainServer",
+    "SaslAuthenticationError",
+    "SaslServer",
+    "invalid_credentials",
+    "plain_client_token",
+]
 
 
 class IllegalSaslStateError(Exception):
@@ -128,15 +129,3 @@ class PlainServer(SaslServer):
             )
         self._succeed(username)
         return b""
-
-
-def plain_client_token(username: str, password: str, authorization_id: str = "") -> bytes:
-    """The client's single PLAIN message; NUL may appear in none of the three parts."""
-    for part, what in (
-        (username, "username"),
-        (password, "password"),
-        (authorization_id, "authzid"),
-    ):
-        if "\0" in part:
-            raise ValueError(f"SASL/PLAIN {what} must not contain NUL")
-    return f"{authorization_id}\0{username}\0{password}".encode()

@@ -7,46 +7,47 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import hmac
 import re
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kafkalite.protocol.sasl_client import (
+    SCRAM_MECHANISMS,
+    SCRAM_SHA_256,
+    SCRAM_SHA_512,
+    ScramClient,
+    ScramMechanism,
+    b64encode_str,
+    client_key,
+    new_nonce,
+    salted_password,
+    scram_attributes,
+    scram_hmac,
+    scram_mechanism,
+    server_key,
+    stored_key,
+    xor_bytes,
+)
 from kafkalite.security.sasl import SaslAuthenticationError, SaslServer, invalid_credentials
 
-
-@dataclass(frozen=True, slots=True)
-class ScramMechanism:
-    """A SCRAM mechanism: its SASL name, the hash it is built on, Kafka's iteration bounds."""
-
-    mechanism_name: str
-    hash_name: str
-    min_iterations: int = 4096
-    max_iterations: int = 16384  # the most AlterUserScramCredentials accepts
-
-    @property
-    def digest_size(self) -> int:
-        return hashlib.new(self.hash_name).digest_size
-
-
-SCRAM_SHA_256 = ScramMechanism("SCRAM-SHA-256", "sha256")
-SCRAM_SHA_512 = ScramMechanism("SCRAM-SHA-512", "sha512")
-SCRAM_MECHANISMS: dict[str, ScramMechanism] = {
-    m.mechanism_name: m for m in (SCRAM_SHA_256, SCRAM_SHA_512)
-}
-
-
-def scram_mechanism(mechanism: str | ScramMechanism) -> ScramMechanism:
-    if isinstance(mechanism, ScramMechanism):
-        return mechanism
-    try:
-        return SCRAM_MECHANISMS[mechanism]
-    except KeyError:
-        raise ValueError(
-            f"Unsupported SCRAM mechanism {mechanism!r}; supported: {sorted(SCRAM_MECHANISMS)}"
-        ) from None
+__all__ = [
+    "SCRAM_MECHANISMS",
+    "SCRAM_SHA_256",
+    "SCRAM_SHA_512",
+    "LookupCredential",
+    "ScramClient",
+    "ScramCredential",
+    "ScramMechanism",
+    "ScramServer",
+    "client_key",
+    "make_credential",
+    "salted_password",
+    "scram_mechanism",
+    "server_key",
+    "stored_key",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +64,7 @@ class ScramCredential:
 
     def to_config_string(self) -> str:
         """Kafka's stored form, e.g. the value of `SCRAM-SHA-256` in /config/users/<user>."""
-        b64 = _b64encode
+        b64 = b64encode_str
         return (
             f"salt={b64(self.salt)},stored_key={b64(self.stored_key)},"
             f"server_key={b64(self.server_key)},iterations={self.iterations}"
@@ -93,37 +94,6 @@ class ScramCredential:
             raise ValueError(f"Invalid SCRAM credential: {e}") from None
 
 
-def _b64encode(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
-
-
-def _hmac(mechanism: ScramMechanism, key: bytes, data: bytes) -> bytes:
-    return hmac.new(key, data, mechanism.hash_name).digest()
-
-
-def salted_password(
-    mechanism: ScramMechanism, password: str, salt: bytes, iterations: int
-) -> bytes:
-    """Hi(password, salt, i) of RFC 5802: PBKDF2 with HMAC of the mechanism's hash."""
-    return hashlib.pbkdf2_hmac(mechanism.hash_name, password.encode("utf-8"), salt, iterations)
-
-
-def client_key(mechanism: ScramMechanism, salted: bytes) -> bytes:
-    return _hmac(mechanism, salted, b"Client Key")
-
-
-def server_key(mechanism: ScramMechanism, salted: bytes) -> bytes:
-    return _hmac(mechanism, salted, b"Server Key")
-
-
-def stored_key(mechanism: ScramMechanism, client_key_: bytes) -> bytes:
-    return hashlib.new(mechanism.hash_name, client_key_).digest()
-
-
-def _xor(a: bytes, b: bytes) -> bytes:
-    return bytes(x ^ y for x, y in zip(a, b, strict=True))
-
-
 def make_credential(
     mechanism: str | ScramMechanism,
     password: str,
@@ -144,18 +114,10 @@ def make_credential(
     )
 
 
-def _escape_sasl_name(name: str) -> str:
-    return name.replace("=", "=3D").replace(",", "=2C")
-
-
 def _unescape_sasl_name(name: str) -> str:
     if re.search(r"=(?!2C|3D)", name):
         raise SaslAuthenticationError("Invalid SCRAM username: bad '=' escape")
     return name.replace("=2C", ",").replace("=3D", "=")
-
-
-def _new_nonce() -> str:
-    return secrets.token_urlsafe(24)  # printable, never a comma
 
 
 _NONCE = re.compile(r"[\x21-\x2b\x2d-\x7e]+")
@@ -163,15 +125,6 @@ _CLIENT_FIRST = re.compile(r"(?P<cbind>[^,]*),(?P<authzid>[^,]*),(?P<bare>.*)", 
 _CLIENT_FINAL = re.compile(
     r"c=(?P<cbind>[^,]*),r=(?P<nonce>[^,]*)(?P<ext>(?:,[^,]*)*?),p=(?P<proof>[^,]*)"
 )
-
-
-def _attributes(text: str, what: str) -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
-    for part in text.split(","):
-        if len(part) < 2 or part[1] != "=":
-            raise SaslAuthenticationError(f"Invalid SCRAM {what} message format")
-        out.append((part[0], part[2:]))
-    return out
 
 
 LookupCredential = Callable[[str], ScramCredential | None]
@@ -185,7 +138,7 @@ class ScramServer(SaslServer):
         mechanism: str | ScramMechanism,
         lookup_credential: LookupCredential,
         *,
-        server_nonce: Callable[[], str] = _new_nonce,
+        server_nonce: Callable[[], str] = new_nonce,
     ) -> None:
         super().__init__()
         self._mech = scram_mechanism(mechanism)
@@ -220,7 +173,7 @@ class ScramServer(SaslServer):
         parts = m["bare"].split(",")
         if parts[0].startswith("m="):
             raise SaslAuthenticationError("Unsupported mandatory SCRAM extension")
-        attrs = _attributes(",".join(parts[:2]), "client first")
+        attrs = scram_attributes(",".join(parts[:2]), "client first")
         if len(attrs) < 2 or attrs[0][0] != "n" or attrs[1][0] != "r":
             raise SaslAuthenticationError("Invalid SCRAM client first message format")
         username = _unescape_sasl_name(attrs[0][1])
@@ -254,7 +207,7 @@ class ScramServer(SaslServer):
         self._client_first_bare = m["bare"]
         self._nonce = client_nonce + self._server_nonce()
         self._server_first = (
-            f"r={self._nonce},s={_b64encode(credential.salt)},i={credential.iterations}"
+            f"r={self._nonce},s={b64encode_str(credential.salt)},i={credential.iterations}"
         )
         self._credential = credential
         return self._server_first.encode()
@@ -265,7 +218,7 @@ class ScramServer(SaslServer):
         m = _CLIENT_FINAL.fullmatch(text)
         if m is None:
             raise SaslAuthenticationError("Invalid SCRAM client final message format")
-        if m["cbind"] != _b64encode(self._gs2_header.encode()):
+        if m["cbind"] != b64encode_str(self._gs2_header.encode()):
             raise SaslAuthenticationError(
                 "Invalid SCRAM channel binding in the final client message"
             )
@@ -281,74 +234,10 @@ class ScramServer(SaslServer):
             raise invalid_credentials(self.mechanism)
         without_proof = text[: m.start("proof") - len(",p=")]
         auth_message = f"{self._client_first_bare},{self._server_first},{without_proof}".encode()
-        signature = _hmac(self._mech, credential.stored_key, auth_message)
-        computed_stored_key = stored_key(self._mech, _xor(proof, signature))
+        signature = scram_hmac(self._mech, credential.stored_key, auth_message)
+        computed_stored_key = stored_key(self._mech, xor_bytes(proof, signature))
         if not hmac.compare_digest(computed_stored_key, credential.stored_key):
             raise invalid_credentials(self.mechanism)
-        verifier = _hmac(self._mech, credential.server_key, auth_message)
+        verifier = scram_hmac(self._mech, credential.server_key, auth_message)
         self._succeed(self._username)
-        return f"v={_b64encode(verifier)}".encode()
-
-
-class ScramClient:
-    """Client side: `first_message()`, then `final_message(server_first)`, then `verify(server_final)`."""
-
-    def __init__(
-        self,
-        mechanism: str | ScramMechanism,
-        username: str,
-        password: str,
-        *,
-        nonce: str | None = None,
-        extensions: dict[str, str] | None = None,
-    ) -> None:
-        self._mech = scram_mechanism(mechanism)
-        self.mechanism = self._mech.mechanism_name
-        self._username = username
-        self._password = password
-        self._nonce = _new_nonce() if nonce is None else nonce
-        ext = "".join(f",{k}={v}" for k, v in (extensions or {}).items())
-        self._client_first_bare = f"n={_escape_sasl_name(username)},r={self._nonce}{ext}"
-        self._server_signature: bytes | None = None
-        self.complete = False
-
-    def first_message(self) -> bytes:
-        return f"n,,{self._client_first_bare}".encode()
-
-    def final_message(self, server_first: bytes) -> bytes:
-        text = server_first.decode("utf-8")
-        attrs = dict(_attributes(text, "server first"))
-        if "e" in attrs:
-            raise SaslAuthenticationError(f"SCRAM server error: {attrs['e']}")
-        try:
-            nonce, salt, iterations = attrs["r"], base64.b64decode(attrs["s"]), int(attrs["i"])
-        except (KeyError, ValueError, binascii.Error):
-            raise SaslAuthenticationError("Invalid SCRAM server first message format") from None
-        if not nonce.startswith(self._nonce) or len(nonce) == len(self._nonce):
-            raise SaslAuthenticationError("Invalid server nonce: does not start with client nonce")
-        if iterations < self._mech.min_iterations:
-            raise SaslAuthenticationError(
-                f"Requested iterations {iterations} is less than the minimum "
-                f"{self._mech.min_iterations} for {self.mechanism}"
-            )
-        salted = salted_password(self._mech, self._password, salt, iterations)
-        without_proof = f"c={_b64encode(b'n,,')},r={nonce}"
-        auth_message = f"{self._client_first_bare},{text},{without_proof}".encode()
-        key = client_key(self._mech, salted)
-        signature = _hmac(self._mech, stored_key(self._mech, key), auth_message)
-        self._server_signature = _hmac(self._mech, server_key(self._mech, salted), auth_message)
-        return f"{without_proof},p={_b64encode(_xor(key, signature))}".encode()
-
-    def verify(self, server_final: bytes) -> None:
-        if self._server_signature is None:
-            raise SaslAuthenticationError("SCRAM server final message before the client final")
-        attrs = dict(_attributes(server_final.decode("utf-8"), "server final"))
-        if "e" in attrs:
-            raise SaslAuthenticationError(f"SCRAM server error: {attrs['e']}")
-        try:
-            verifier = base64.b64decode(attrs["v"], validate=True)
-        except (KeyError, binascii.Error):
-            raise SaslAuthenticationError("Invalid SCRAM server final message format") from None
-        if not hmac.compare_digest(verifier, self._server_signature):
-            raise SaslAuthenticationError("Invalid SCRAM server signature")
-        self.complete = True
+        return f"v={b64encode_str(verifier)}".encode()
