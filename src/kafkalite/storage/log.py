@@ -201,8 +201,8 @@ class Log(LogReads, LogProducers, LogRetention):
         cache = LeaderEpochFileCache(self.dir, entries)
         cache.truncate_from_end(self._leo)
         cache.truncate_from_start(self._log_start)
-        if (entries and cache.entries() != entries) or not cache.path.exists():
-            cache.flush()
+        if entries and (cache.entries() != entries or not cache.path.exists()):
+            cache.flush()  # (no entries, no file: the first assign writes it)
         self.leader_epoch_cache = cache
         self._latest_epoch = cache.latest_epoch
 

@@ -288,6 +288,8 @@ class LogManager:
         return {t for t, _ in self._logs}
 
     def _pick_dir(self) -> Path:
+        if len(self.log_dirs) == 1:
+            return self.log_dirs[0]
         counts = {d: 0 for d in self.log_dirs}
         for d in self._log_dir_of.values():
             counts[d] = counts.get(d, 0) + 1
