@@ -331,6 +331,7 @@ def _pipeline_rate(
         SparkSession.builder.master(master)
         .appName("kafkalite-bench-pipeline")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", "1g")
@@ -369,6 +370,7 @@ def pipeline_cluster_main(argv: list[str]) -> int:
 
     from kafkalite.spark.pipeline import encode_events, generate_page_views, page_view
 
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # driver, master, workers: loopback only
     ap = argparse.ArgumentParser(prog="bench_spark.py --pipeline-cluster")
     ap.add_argument("--events", type=int, default=20_000, help="page views in the timed run")
     ap.add_argument("--max-offsets-per-trigger", type=int, default=5_000)

@@ -33,7 +33,6 @@ def main(argv: list[str]) -> int:
             )
 
         batch = read(source)
-        count = batch.count()
         values = sorted(int(r.value) for r in batch.select("value").collect())
         (
             batch.selectExpr("key", "value")
@@ -48,7 +47,6 @@ def main(argv: list[str]) -> int:
             .option("kafka.bootstrap.servers", bootstrap)
             .option("subscribe", source)
             .option("startingOffsets", "earliest")
-            .option("maxOffsetsPerTrigger", "40")
             .load()
             .selectExpr("key", "value")
             .writeStream.format("kafkalite")
@@ -66,7 +64,6 @@ def main(argv: list[str]) -> int:
             json.dumps(
                 {
                     "session": type(spark).__module__,
-                    "count": count,
                     "values": values,
                     "stream_finished": bool(finished),
                     "stream_error": None if error is None else str(error),

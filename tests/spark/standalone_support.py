@@ -245,16 +245,17 @@ def connect_server(
     python_path: str | None = None,
     timeout: float = 120,
 ) -> Iterator[str]:
-    """A Spark Connect server (pyspark ships its jar) on 127.0.0.1; yields its `sc://` URL and kills
-    its process group on the way out. Its Python workers run the data sources clients register, so they
+    """A Spark Connect server from pyspark's own `sbin/start-connect-server.sh` (in the foreground:
+    `--wait`; the wheel ships the spark-connect jar) on 127.0.0.1; yields its `sc://` URL and kills its
+    process group on the way out. Its Python workers run the data sources clients register, so they
     need kafkalite importable (`python_path`)."""
     work_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+    env["SPARK_LOG_DIR"] = env["SPARK_PID_DIR"] = str(work_dir)
     if python_path is not None:
         env["PYTHONPATH"] = python_path
-    cmd = [str(spark_home() / "bin" / "spark-submit")]
-    cmd += ["--class", "org.apache.spark.sql.connect.service.SparkConnectServer"]
+    cmd = [str(spark_home() / "sbin" / "start-connect-server.sh"), "--wait"]
     cmd += ["--master", master, "--driver-memory", "512m"]
     for key, value in (
         ("spark.connect.grpc.binding.address", "127.0.0.1"),
