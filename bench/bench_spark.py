@@ -280,13 +280,12 @@ def _standalone_cluster(work: Path, workers: int, cores: int) -> tuple[str, list
     url = f"spark://127.0.0.1:{port}"
     daemon = [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1"]
     daemon += ["--port", str(port), "--webui-port", str(web)]
-    procs = [subprocess.Popen(daemon, env=env, stdout=subprocess.DEVNULL, start_new_session=True)]
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    procs = [subprocess.Popen(daemon, env=env, start_new_session=True, **quiet)]
     for _ in range(workers):
         worker = [spark_class, "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1"]
         worker += ["--cores", str(cores), "--memory", "1g", "--webui-port", str(free_port())]
-        procs.append(
-            subprocess.Popen(worker, env=env, stdout=subprocess.DEVNULL, start_new_session=True)
-        )
+        procs.append(subprocess.Popen(worker, env=env, start_new_session=True, **quiet))
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         try:
