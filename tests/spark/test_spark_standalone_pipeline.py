@@ -83,3 +83,12 @@ def test_pipeline_exact_after_a_worker_is_killed_mid_batch(broker, tmp_path):
     assert parquet_aggregates(work / run_id / "table") == expected
     sink = consume_committed(broker, f"clickstream-aggregates-{run_id}")
     assert parse_topic_aggregates([r.value for r in sink]) == expected
+
+
+def test_pipeline_conf_must_be_key_value(tmp_path, capsys):
+    from kafkalite.cli.main import main as cli
+
+    args = ["pipeline", "--work-dir", str(tmp_path), "--conf", "spark.executor.memory"]
+    assert cli(args) == 1
+    assert "--conf takes KEY=VALUE" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())  # refused before a broker or a session was started
