@@ -55,8 +55,8 @@ def test_pipeline_exact_after_a_worker_is_killed_mid_batch(broker, tmp_path):
                         b for c in ckpts for b in batch_ids(c, "offsets") - batch_ids(c, "commits")
                     }
                     victim = next((w for w in (0, 1) if cl.executors(w)), None)
-                    # past the first batch (the executors are warm, tasks hold state and shuffle
-                    # files), a batch planned and not committed: its tasks are running now
+                    # once a batch is committed (the executors are warm and hold state and shuffle
+                    # files), a batch planned and not yet committed: its tasks are running now
                     if committed >= 1 and in_flight and victim is not None:
                         cl.kill_worker(victim)
                         killed = (victim, in_flight, committed)
