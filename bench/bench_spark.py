@@ -3,6 +3,8 @@
 client against the same broker (a `kafkalite serve` subprocess) in the same run.
 
 Usage: python bench/bench_spark.py [--records 1000000] [--partitions 4] [--repeat 2]
+       python bench/bench_spark.py --pipeline-cluster [--events 20000] [--workers 2] [--cores 1]
+       (the clickstream pipeline on a standalone cluster against local[N], same run)
 """
 
 from __future__ import annotations
@@ -260,5 +262,168 @@ def main() -> int:
     return 0
 
 
+# -- the clickstream pipeline: standalone cluster against local[2] ---------------------------------
+
+
+def _standalone_cluster(work: Path, workers: int, cores: int) -> tuple[str, list]:
+    """A master and `workers` workers from pyspark's own bin/spark-class, each in its own process
+    group; returns (spark:// URL, processes). Executors inherit this environment (PYTHONPATH)."""
+    import json
+    import urllib.request
+
+    import pyspark
+
+    spark_class = str(Path(pyspark.__file__).parent / "bin" / "spark-class")
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_DAEMON_MEMORY": "256m"}
+    env["SPARK_WORKER_DIR"] = str(work / "worker")
+    port, web = free_port(), free_port()
+    url = f"spark://127.0.0.1:{port}"
+    daemon = [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1"]
+    daemon += ["--port", str(port), "--webui-port", str(web)]
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    procs = [subprocess.Popen(daemon, env=env, start_new_session=True, **quiet)]
+    for _ in range(workers):
+        worker = [spark_class, "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1"]
+        worker += ["--cores", str(cores), "--memory", "1g", "--webui-port", str(free_port())]
+        procs.append(subprocess.Popen(worker, env=env, start_new_session=True, **quiet))
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{web}/json/", timeout=2) as r:
+                alive = [w for w in json.load(r)["workers"] if w["state"] == "ALIVE"]
+            if len(alive) == workers:
+                return url, procs
+        except OSError:
+            pass
+        time.sleep(0.5)
+    _stop_groups(procs)
+    raise RuntimeError(f"{workers} Spark workers did not register")
+
+
+def _stop_groups(procs: list) -> None:
+    import signal
+
+    for proc in reversed(procs):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(30)
+
+
+def _pipeline_rate(
+    master: str, servers: str, topics: dict[str, str], work: Path, events: list, per_trigger: int
+) -> tuple[float, float]:
+    """One session on `master`: a warm-up pipeline run on a small topic, then the timed one on the full
+    topic (fresh checkpoints); checks the Parquet table is exact. Returns (records/s, seconds)."""
+    from pyspark.sql import SparkSession
+
+    import kafkalite.spark
+    from kafkalite.spark.pipeline import (
+        PipelineConfig,
+        read_parquet_aggregates,
+        run_available_now,
+        window_aggregates,
+    )
+
+    builder = (
+        SparkSession.builder.master(master)
+        .appName("kafkalite-bench-pipeline")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "1g")
+        .config("spark.executor.memory", "512m")
+    )
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    kafkalite.spark.register(spark)
+    tag = "local" if master.startswith("local") else "cluster"
+    try:
+        timed = 0.0
+        for name in ("warmup", "timed"):
+            cfg = PipelineConfig(
+                bootstrap_servers=servers,
+                input_topic=topics[name],
+                output_topic=f"{topics[name]}-out-{tag}",
+                parquet_path=str(work / tag / name / "table"),
+                checkpoint_dir=str(work / tag / name / "ckpt"),
+                max_offsets_per_trigger=per_trigger,
+            )
+            t0 = time.perf_counter()
+            run_available_now(spark, cfg, timeout=1800)
+            timed = time.perf_counter() - t0
+        got = read_parquet_aggregates(spark, str(work / tag / "timed" / "table"))
+        if got != window_aggregates(events[:-1], 60):  # the last event only moves the watermark
+            raise RuntimeError(f"the pipeline on {master} produced wrong aggregates")
+    finally:
+        spark.stop()
+    return len(events) / timed, timed
+
+
+def pipeline_cluster_main(argv: list[str]) -> int:
+    """The clickstream pipeline (both sinks, availableNow) on a standalone cluster of `--workers`
+    workers x `--cores` against local[N] with the same total cores, same broker and input, one run."""
+    from datetime import UTC, datetime, timedelta
+
+    from kafkalite.spark.pipeline import encode_events, generate_page_views, page_view
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # driver, master, workers: loopback only
+    ap = argparse.ArgumentParser(prog="bench_spark.py --pipeline-cluster")
+    ap.add_argument("--events", type=int, default=20_000, help="page views in the timed run")
+    ap.add_argument("--max-offsets-per-trigger", type=int, default=5_000)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--cores", type=int, default=1, help="cores per worker")
+    args = ap.parse_args(argv)
+    cores = args.workers * args.cores
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    events = generate_page_views(args.events, start, timedelta(minutes=30))
+    events.append(page_view("user-flush", "/home", start + timedelta(hours=2)))
+    warmup = generate_page_views(500, start, timedelta(minutes=5), seed=3)
+    warmup.append(page_view("user-flush", "/home", start + timedelta(hours=2)))
+    with tempfile.TemporaryDirectory(prefix="kafkalite-bench-pipeline-") as tmp:
+        work = Path(tmp)
+        broker, servers = start_broker(work / "broker")
+        procs: list = []
+        try:
+            run = uuid.uuid4().hex[:8]
+            topics = {"warmup": f"clicks-warmup-{run}", "timed": f"clicks-{run}"}
+            with KafkaAdminClient(bootstrap_servers=servers) as admin:
+                admin.create_topics([NewTopic(t, 3) for t in topics.values()])
+            with KafkaProducer(bootstrap_servers=servers, linger_ms=5) as producer:
+                for name, evs in (("warmup", warmup), ("timed", events)):
+                    for key, value in encode_events(evs):
+                        producer.send(topics[name], value=value, key=key)
+                producer.flush(120)
+            print(
+                f"{len(events):,} page views in 3 partitions; maxOffsetsPerTrigger "
+                f"{args.max_offsets_per_trigger:,}; both sinks (Parquet, exactly-once topic)"
+            )
+            local = _pipeline_rate(
+                f"local[{cores}]", servers, topics, work, events, args.max_offsets_per_trigger
+            )
+            print(f"local[{cores}]: {local[0]:,.0f} records/s ({local[1]:.1f} s)")
+            url, procs = _standalone_cluster(work / "spark", args.workers, args.cores)
+            cluster = _pipeline_rate(
+                url, servers, topics, work, events, args.max_offsets_per_trigger
+            )
+            print(
+                f"standalone {args.workers} x {args.cores} core(s): {cluster[0]:,.0f} records/s "
+                f"({cluster[1]:.1f} s)"
+            )
+        finally:
+            _stop_groups(procs)
+            broker.terminate()
+            broker.wait(30)
+    print(f"\n{'master':<34}{'records/s':>12}{'vs local':>10}")
+    print(f"{f'local[{cores}]':<34}{local[0]:>12,.0f}{1.0:>9.2f}x")
+    name = f"standalone, {args.workers} workers x {args.cores} core"
+    print(f"{name:<34}{cluster[0]:>12,.0f}{cluster[0] / local[0]:>9.2f}x")
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--pipeline-cluster"]:
+        sys.exit(pipeline_cluster_main(sys.argv[2:]))
     sys.exit(main())

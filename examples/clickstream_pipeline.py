@@ -5,6 +5,7 @@ Parquet table (both checkpointed; stop it any time and start it again: it resume
     kafkalite serve &                                  # a broker on 127.0.0.1:9092
     python examples/clickstream_pipeline.py --generate 5000 --available-now
     python examples/clickstream_pipeline.py            # keeps running; Ctrl-C to stop
+    python examples/clickstream_pipeline.py --master spark://HOST:7077 --conf spark.executor.memory=1g
 
 `kafkalite pipeline` runs the same job against an embedded broker, end to end, with a restart.
 """
@@ -25,6 +26,13 @@ def main() -> int:
         "--master",
         default=os.environ.get("SPARK_MASTER", "local[2]"),
         help="Spark master as spark-submit takes it (local[N], spark://HOST:PORT)",
+    )
+    parser.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark property, as spark-submit's --conf (repeatable)",
     )
     parser.add_argument("--bootstrap-servers", default="127.0.0.1:9092")
     parser.add_argument("--input-topic", default="clickstream")
@@ -58,14 +66,19 @@ def main() -> int:
                 producer.send(args.input_topic, value=value, key=key)
             producer.flush(60)
 
-    spark = (
+    builder = (
         SparkSession.builder.master(args.master)
         .appName("clickstream")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
     )
+    for pair in args.conf:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            parser.error(f"--conf takes KEY=VALUE, got {pair!r}")
+        builder = builder.config(key.strip(), value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     kafkalite.spark.register(spark)
     cfg = PipelineConfig(

@@ -44,6 +44,13 @@ def add_parser(subparsers: Any) -> None:
         help="Spark master, as spark-submit takes it (local[N], spark://HOST:PORT; default "
         "$SPARK_MASTER or local[2])",
     )
+    p.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark property, as spark-submit's --conf (repeatable; e.g. spark.executor.memory=1g)",
+    )
     p.add_argument("--input-topic", help="default clickstream-<run id>")
     p.add_argument("--output-topic", help="default clickstream-aggregates-<run id>")
     p.add_argument("--max-offsets-per-trigger", type=int, default=1000)
@@ -53,7 +60,17 @@ def add_parser(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _spark(master: str) -> tuple[Any, bool]:
+def _spark_conf(pairs: list[str]) -> dict[str, str]:
+    conf: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise CliError(f"--conf takes KEY=VALUE, got {pair!r}")
+        conf[key.strip()] = value
+    return conf
+
+
+def _spark(master: str, conf: dict[str, str]) -> tuple[Any, bool]:
     """The session to run on and whether this command made it (then it stops it at the end)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -65,14 +82,16 @@ def _spark(master: str) -> tuple[Any, bool]:
     if existing is not None:
         kafkalite.spark.register(existing)
         return existing, False
-    spark = (
+    builder = (
         SparkSession.builder.master(master)
         .appName("kafkalite-clickstream")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
     )
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     kafkalite.spark.register(spark)
     return spark, True
@@ -152,6 +171,7 @@ def run(args: argparse.Namespace) -> int:
             "Spark needs a Java runtime (17 or newer) and none was found: install one "
             "(e.g. apt-get install openjdk-17-jre-headless) or set JAVA_HOME"
         )
+    conf = _spark_conf(args.conf)
     run_id = args.run_id or _new_run_id()
     work = Path(args.work_dir).resolve() / run_id
     if args.run_id and (work / "checkpoints").exists():
@@ -192,7 +212,7 @@ def run(args: argparse.Namespace) -> int:
         start = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(hours=2)
         span = timedelta(minutes=args.minutes)
         print(f"starting Spark ({args.master}) ...")
-        spark, owned = _spark(args.master)
+        spark, owned = _spark(args.master, conf)
 
         def send(events: list[dict[str, str]]) -> None:
             with KafkaProducer(bootstrap_servers=servers) as producer:
@@ -223,9 +243,14 @@ def run(args: argparse.Namespace) -> int:
             _print_table(table, "Parquet table after phase 2")
         _print_summary(table, "Parquet table")
 
-        with KafkaConsumer(
-            bootstrap_servers=servers, auto_offset_reset="earliest", enable_auto_commit=False
-        ) as consumer:
+        with (
+            KafkaConsumer(  # the sink is transactional: what an aborted attempt wrote is not output
+                bootstrap_servers=servers,
+                auto_offset_reset="earliest",
+                enable_auto_commit=False,
+                isolation_level="read_committed",
+            ) as consumer
+        ):
             tp = TopicPartition(output_topic, 0)
             end = consumer.end_offsets([tp])[tp]
             consumer.assign([tp])
