@@ -334,6 +334,26 @@ class KafkaZkClient:
     ) -> None:
         self.zk.set(zd.topic_path(name), zd.encode_topic(topic_id, assignment))
 
+    def write_topic_assignment_as_controller(
+        self, topic: zd.TopicAssignment, controller_epoch_version: int
+    ) -> None:
+        """The controller rewrites a topic's replicas (and moves in flight), fenced like its
+        partition-state writes: a controller that lost its office gets ControllerMovedError."""
+        tx = self.zk.transaction()
+        tx.check(zd.CONTROLLER_EPOCH, controller_epoch_version)
+        tx.set_data(
+            zd.topic_path(topic.topic),
+            zd.encode_topic(topic.topic_id, topic.partitions, topic.adding, topic.removing),
+        )
+        res = tx.commit()
+        if isinstance(res[0], BadVersionError):
+            raise ControllerMovedError(
+                f"/controller_epoch moved past version {controller_epoch_version}: another broker "
+                "became controller; this one steps down"
+            )
+        if isinstance(res[1], Exception):
+            raise ZkError(f"cannot write the assignment of topic {topic.topic}: {res[1]!r}")
+
     def topic_config(self, name: str) -> dict[str, str]:
         path = zd.topic_config_path(name)
         try:

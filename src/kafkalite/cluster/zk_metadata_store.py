@@ -116,6 +116,9 @@ class ZkMetadataStore:
         if a is None:
             raise MetadataError(f"Topic '{name}' does not exist")
         current = len(a.partitions)
+        if a.adding or a.removing:
+            # as Kafka (REASSIGNMENT_IN_PROGRESS): the controller owns the znode during a move
+            raise MetadataError(f"A partition reassignment of topic '{name}' is in progress.")
         if count <= current:
             raise MetadataError(
                 f"Topic currently has {current} partitions, {count} would not be an increase"
