@@ -31,6 +31,7 @@ from kafkalite.cluster.controller.machine import (
     DeleteTopicZNodes,
     Effect,
     Event,
+    LegacyReassignmentRequested,
     PartitionInfo,
     PartitionStatesReloaded,
     PartitionStatesWritten,
@@ -46,6 +47,7 @@ from kafkalite.cluster.controller.machine import (
     TopicDeletionRequested,
     TopicInfo,
     TopicsChanged,
+    WriteLegacyReassignments,
     WritePartitionStates,
     WriteTopicAssignment,
 )
@@ -73,6 +75,7 @@ _ELECT = "elect"
 _BROKERS = "brokers"
 _TOPICS = "topics"
 _DELETIONS = "deletions"
+_LEGACY_REASSIGN = "reassign_partitions"
 
 
 class KafkaController:
@@ -210,6 +213,19 @@ class KafkaController:
             if not names:
                 return
             event = TopicDeletionRequested(frozenset(names))
+        elif item == _LEGACY_REASSIGN:
+            data = await asyncio.to_thread(self.zk.reassignment_request)
+            if data is None:
+                return
+            try:
+                targets = zd.decode_reassignment_request(data)
+            except zd.ZkDataError as exc:
+                log.error("ignoring and deleting %s: %s", zd.REASSIGN_PARTITIONS, exc)
+                await asyncio.to_thread(
+                    self.zk.write_reassignment_request, {}, self._epoch_zk_version
+                )
+                return
+            event = LegacyReassignmentRequested(targets)
         else:
             event = item
         await self._execute(self.machine.handle(event))
@@ -251,6 +267,7 @@ class KafkaController:
         self.active = True
         await self._watch()
         await self._execute(self.machine.handle(Startup(epoch, brokers, topics, states, deleting)))
+        self._queue.put_nowait(_LEGACY_REASSIGN)  # a pending /admin/reassign_partitions resumes
 
     async def _watch(self) -> None:
         if self._watching:
@@ -265,6 +282,14 @@ class KafkaController:
             await asyncio.to_thread(
                 self.zk.watch_children, path, asyncio_callback(loop, self._enqueue(what))
             )
+
+        def on_reassign_znode(data: bytes | None) -> None:
+            if data is not None:
+                self._queue.put_nowait(_LEGACY_REASSIGN)
+
+        await asyncio.to_thread(
+            self.zk.watch_data, zd.REASSIGN_PARTITIONS, asyncio_callback(loop, on_reassign_znode)
+        )
 
     async def _load_brokers(self) -> dict[int, BrokerInfo]:
         regs = await asyncio.to_thread(self.zk.live_brokers)
@@ -386,6 +411,10 @@ class KafkaController:
                     self.zk.write_topic_assignment_as_controller,
                     zd.TopicAssignment(t.name, t.topic_id, t.assignment, t.adding, t.removing),
                     self._epoch_zk_version,
+                )
+            elif isinstance(eff, WriteLegacyReassignments):
+                await asyncio.to_thread(
+                    self.zk.write_reassignment_request, eff.targets, self._epoch_zk_version
                 )
             elif isinstance(eff, (ReplyControlledShutdown, ReplyAlterPartition, ReplyReassignment)):
                 self._resolve(eff.request_id, eff)

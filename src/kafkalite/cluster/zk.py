@@ -354,6 +354,41 @@ class KafkaZkClient:
         if isinstance(res[1], Exception):
             raise ZkError(f"cannot write the assignment of topic {topic.topic}: {res[1]!r}")
 
+    def reassignment_request(self) -> bytes | None:
+        """/admin/reassign_partitions as it is (None: absent)."""
+        try:
+            data, _ = self.zk.get(zd.REASSIGN_PARTITIONS)
+        except NoNodeError:
+            return None
+        return bytes(data)
+
+    def write_reassignment_request(
+        self, targets: dict[TopicPartition, tuple[int, ...]], controller_epoch_version: int
+    ) -> None:
+        """The controller rewrites /admin/reassign_partitions with the moves still running, or
+        deletes it when none are (fenced by the controller epoch like its other writes)."""
+        exists = self.zk.exists(zd.REASSIGN_PARTITIONS) is not None
+        if not exists and not targets:
+            return
+        tx = self.zk.transaction()
+        tx.check(zd.CONTROLLER_EPOCH, controller_epoch_version)
+        if not targets:
+            tx.delete(zd.REASSIGN_PARTITIONS)
+        elif exists:
+            tx.set_data(zd.REASSIGN_PARTITIONS, zd.encode_reassignment_request(targets))
+        else:
+            tx.create(zd.REASSIGN_PARTITIONS, zd.encode_reassignment_request(targets))
+        res = tx.commit()
+        if isinstance(res[0], BadVersionError):
+            raise ControllerMovedError(
+                f"/controller_epoch moved past version {controller_epoch_version}: another broker "
+                "became controller; this one steps down"
+            )
+        if isinstance(res[1], NoNodeError) and not targets:
+            return  # someone deleted it first
+        if isinstance(res[1], Exception):
+            raise ZkError(f"cannot write {zd.REASSIGN_PARTITIONS}: {res[1]!r}")
+
     def topic_config(self, name: str) -> dict[str, str]:
         path = zd.topic_config_path(name)
         try:

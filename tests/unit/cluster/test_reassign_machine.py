@@ -15,6 +15,7 @@ from kafkalite.cluster.controller.machine import (
     AlterPartitionRequested,
     BrokerInfo,
     ControllerMachine,
+    LegacyReassignmentRequested,
     PartitionStatesWritten,
     ReassignmentRequested,
     ReplyReassignment,
@@ -24,6 +25,7 @@ from kafkalite.cluster.controller.machine import (
     Startup,
     TopicInfo,
     TopicsChanged,
+    WriteLegacyReassignments,
     WritePartitionStates,
     WriteTopicAssignment,
 )
@@ -198,3 +200,31 @@ def test_a_new_controller_resumes_a_move_from_the_topic_znode(
         assert h.m.reassignments() == {TP: ReplicaAssignment((2, 3, 4, 1), (4,), (1,))}
         h.isr((1, 2, 3, 4))
         assert h.znode() == ReplicaAssignment((2, 3, 4))
+
+
+def legacy_writes(h: Harness) -> list[dict[Any, Any]]:
+    return [e.targets for e in h.last if isinstance(e, WriteLegacyReassignments)]
+
+
+def test_the_legacy_znode_starts_moves_and_is_deleted_when_they_are_done() -> None:
+    h = on_123()
+    p1 = ("orders", 1)
+    h.run(LegacyReassignmentRequested({TP: (2, 3, 4), p1: (2, 3, 9)}))
+    # the refused partition (no broker 9) leaves the znode; the other runs
+    assert legacy_writes(h) == [{TP: (2, 3, 4)}]
+    assert h.znode() == ReplicaAssignment((2, 3, 4, 1), (4,), (1,))
+    assert h.znode(p1) == ReplicaAssignment((2, 3, 4))
+    # the controller's own rewrite fires the watch again: nothing new to do
+    h.run(LegacyReassignmentRequested({TP: (2, 3, 4)}))
+    assert h.last == []
+    h.isr((1, 2, 3, 4))
+    assert h.znode() == ReplicaAssignment((2, 3, 4))
+    assert legacy_writes(h) == [{}]  # all done: the znode is deleted
+
+
+def test_an_api_request_takes_a_partition_over_from_the_legacy_znode() -> None:
+    h = on_123()
+    h.run(LegacyReassignmentRequested({TP: (2, 3, 4), ("orders", 1): (1, 2, 3)}))
+    assert h.reassign({TP: (2, 3, 5)}) == {TP: ErrorCode.NO_ERROR}
+    assert legacy_writes(h) == [{("orders", 1): (1, 2, 3)}]
+    assert h.znode() == ReplicaAssignment((2, 3, 5, 1), (5,), (1,))

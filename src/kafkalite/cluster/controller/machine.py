@@ -140,6 +140,13 @@ class ReassignmentRequested:
     request_id: int
 
 
+@dataclass(frozen=True)
+class LegacyReassignmentRequested:
+    """/admin/reassign_partitions as it is now (Kafka's pre-KIP-455 request): partition -> target."""
+
+    targets: dict[TopicPartition, tuple[int, ...]]
+
+
 Event = (
     Startup
     | BrokersChanged
@@ -151,6 +158,7 @@ Event = (
     | AlterPartitionRequested
     | PreferredLeaderElectionRequested
     | ReassignmentRequested
+    | LegacyReassignmentRequested
 )
 
 
@@ -212,6 +220,14 @@ class WriteTopicAssignment:
 
 
 @dataclass(frozen=True)
+class WriteLegacyReassignments:
+    """Rewrite /admin/reassign_partitions with the moves it asked for that still run (empty:
+    delete it, as Kafka's controller does once they are all done)."""
+
+    targets: dict[TopicPartition, tuple[int, ...]]
+
+
+@dataclass(frozen=True)
 class ReplyReassignment:
     request_id: int
     results: dict[TopicPartition, tuple[ErrorCode, str | None]]
@@ -247,6 +263,7 @@ Effect = (
     | ReplyAlterPartition
     | WriteTopicAssignment
     | ReplyReassignment
+    | WriteLegacyReassignments
 )
 
 
@@ -297,6 +314,8 @@ class ControllerMachine:
         self._writing: set[TopicPartition] = set()  # partitions with a ZooKeeper write in flight
         # reassignment steps held back by a write in flight: partition -> replicas to drop
         self._reassign_later: dict[TopicPartition, set[int]] = {}
+        # moves asked for through /admin/reassign_partitions that still run: partition -> target
+        self.legacy: dict[TopicPartition, tuple[int, ...]] = {}
         self._next_tag = 0
 
     # -- queries ---------------------------------------------------------------------------------------
@@ -355,6 +374,8 @@ class ControllerMachine:
             return self._alter_partition(event)
         if isinstance(event, ReassignmentRequested):
             return self._reassign(event)
+        if isinstance(event, LegacyReassignmentRequested):
+            return self._legacy_reassign(event)
         return self._preferred_election(event.partitions)
 
     # -- startup and membership -----------------------------------------------------------------------------
@@ -369,6 +390,7 @@ class ControllerMachine:
         self._pending.clear()
         self._writing.clear()
         self._reassign_later.clear()
+        self.legacy.clear()
         self.partition_states.clear()
         self.replica_states.clear()
         live = self.live
@@ -808,13 +830,47 @@ class ControllerMachine:
 
     # -- partition reassignment (KIP-455) ------------------------------------------------------------------
     def _reassign(self, ev: ReassignmentRequested) -> list[Effect]:
-        """Validate every partition first (Kafka's order and codes); then, per accepted partition,
-        record the new assignment (union of original and target) in the topic znode, stop the
-        replicas an earlier target added that this one drops, and take the move's next step."""
+        """AlterPartitionReassignments: the latest request wins over /admin/reassign_partitions."""
+        results, accepted = self._check_reassignments(ev.targets)
+        effects: list[Effect] = []
+        if any(tp in self.legacy for tp in accepted):
+            for tp in accepted:
+                self.legacy.pop(tp, None)
+            effects.append(WriteLegacyReassignments(dict(self.legacy)))
+        effects += self._start_reassignments(accepted)
+        effects.append(ReplyReassignment(ev.request_id, results))
+        return effects
+
+    def _legacy_reassign(self, ev: LegacyReassignmentRequested) -> list[Effect]:
+        """/admin/reassign_partitions: partitions not seen yet start (or replace) their move; those
+        refused leave the znode, as Kafka's controller removes them."""
+        fresh = {tp: t for tp, t in ev.targets.items() if self.legacy.get(tp) != t}
+        if not fresh:
+            return []
+        results, accepted = self._check_reassignments(dict(fresh))
+        for tp, (code, why) in results.items():
+            if code != ErrorCode.NO_ERROR:
+                log.warning(
+                    "/admin/reassign_partitions: %s-%d refused (%s): %s",
+                    tp[0], tp[1], ErrorCode.name_of(code), why,
+                )  # fmt: skip
+        self.legacy = {
+            tp: t
+            for tp, t in ev.targets.items()
+            if tp in accepted or (tp in self.legacy and tp not in fresh)
+        }
+        return [WriteLegacyReassignments(dict(self.legacy)), *self._start_reassignments(accepted)]
+
+    def _check_reassignments(
+        self, targets: dict[TopicPartition, tuple[int, ...] | None]
+    ) -> tuple[
+        dict[TopicPartition, tuple[ErrorCode, str | None]], dict[TopicPartition, ReplicaAssignment]
+    ]:
+        """Validate every partition (Kafka's order and codes): (results, accepted assignments)."""
         results: dict[TopicPartition, tuple[ErrorCode, str | None]] = {}
         accepted: dict[TopicPartition, ReplicaAssignment] = {}
         live = self.live
-        for tp, target in ev.targets.items():
+        for tp, target in targets.items():
             current = self.assignment(tp)
             why = validate_target(current, target, live) if target is not None else None
             if why is not None:
@@ -834,6 +890,13 @@ class ControllerMachine:
             else:
                 accepted[tp] = new
                 results[tp] = (ErrorCode.NO_ERROR, None)
+        return results, accepted
+
+    def _start_reassignments(
+        self, accepted: dict[TopicPartition, ReplicaAssignment]
+    ) -> list[Effect]:
+        """Per partition: record the new assignment (union of original and target) in the topic
+        znode, stop the replicas an earlier target added that this one drops, take the next step."""
         effects: list[Effect] = []
         topics: set[str] = set()
         for tp, new in accepted.items():
@@ -853,7 +916,6 @@ class ControllerMachine:
             self._reassign_later.setdefault(tp, set()).update(unneeded)
         effects += [WriteTopicAssignment(self.topics[t]) for t in sorted(topics)]
         effects += self._progress(list(accepted), start=True)
-        effects.append(ReplyReassignment(ev.request_id, results))
         return effects
 
     def _progress(self, tps: Iterable[TopicPartition], start: bool = False) -> list[Effect]:
@@ -910,7 +972,11 @@ class ControllerMachine:
         """The move is done (its leadership written): the replicas become the target."""
         log.info("reassignment of %s-%d complete: replicas %s", tp[0], tp[1], list(final.replicas))
         self._set_assignment(tp, final)
-        return [WriteTopicAssignment(self.topics[tp[0]]), *self._stop_replicas(tp, stop)]
+        effects: list[Effect] = [WriteTopicAssignment(self.topics[tp[0]])]
+        effects += self._stop_replicas(tp, stop)
+        if self.legacy.pop(tp, None) is not None:
+            effects.append(WriteLegacyReassignments(dict(self.legacy)))
+        return effects
 
     def _stop_replicas(self, tp: TopicPartition, replicas: tuple[int, ...]) -> list[Effect]:
         """Replicas that left the assignment: offline, then deleted (StopReplica with delete)."""
