@@ -1,6 +1,7 @@
 """Partition reassignment on a real cluster: four brokers, a topic on {1,2,3} written by an idempotent
-acks=all producer; one partition moves to {2,3,4} (listed in flight, then done, broker 1's copy gone),
-another move is cancelled; every acknowledged record is read back exactly once. kafka-python's admin.
+acks=all producer; one partition moves to {2,3,4} (listed in flight, a controller change in the middle,
+then done, broker 1's copy gone), another move is cancelled, then moved through the legacy
+/admin/reassign_partitions znode; every acknowledged record is read back exactly once.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaAdminClient
 from kafka import TopicPartition as KpTopicPartition
 from kafka import errors as kerrors
+from kazoo.client import KazooClient
 
+from kafkalite.cluster import zk_data as zd
 from kafkalite.local_cluster import LocalCluster
 from kafkalite.zkserver import ZooKeeperServer
 
@@ -115,14 +118,34 @@ def _dirs(cluster: LocalCluster, broker: int, partition: int) -> list[Path]:
     return [d for d in base.rglob(f"{TOPIC}-{partition}") if d.is_dir()]
 
 
+def _controller_epoch(raw: KazooClient) -> int:
+    return zd.decode_controller_epoch(raw.get(zd.CONTROLLER_EPOCH)[0])
+
+
+def _controller(raw: KazooClient) -> int:
+    return zd.decode_controller(raw.get(zd.CONTROLLER)[0])
+
+
+def _listed(kadmin: KafkaAdminClient) -> dict[Any, Any]:
+    try:
+        return dict(kadmin.list_partition_reassignments())
+    except (RuntimeError, kerrors.KafkaError):  # no controller yet
+        return {}
+
+
+T0 = [time.monotonic()]
+
+
 def _wait(what: str, check: Any, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while not check():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.2)
+    print(f"  {time.monotonic() - T0[0]:5.1f} s: {what}")
 
 
 def test_move_a_partition_under_load_and_cancel_another(cluster: LocalCluster) -> None:
+    T0[0] = time.monotonic()
     bs = cluster.bootstrap_servers
     admin = AdminClient({"bootstrap.servers": bs, **QUIET})
     # the broker that joins is held still (SIGSTOP) while the moves are listed: it must not be the
@@ -136,6 +159,9 @@ def test_move_a_partition_under_load_and_cancel_another(cluster: LocalCluster) -
     for f in admin.create_topics([new], operation_timeout=20).values():
         f.result()
     kadmin = KafkaAdminClient(bootstrap_servers=bs, request_timeout_ms=20_000)
+    raw = KazooClient(hosts=cluster.zookeeper_connect)
+    raw.start()
+    epoch = _controller_epoch(raw)
     writer = Writer(bs)
     writer.start()
     try:
@@ -177,22 +203,33 @@ def test_move_a_partition_under_load_and_cancel_another(cluster: LocalCluster) -
             }
             assert kadmin.alter_partition_reassignments({P1: None}) == {P1: None}  # cancel
             assert list(kadmin.list_partition_reassignments()) == [P0]
+            # a controller change in the middle: the next controller resumes from the znodes
+            raw.delete(zd.CONTROLLER)
+            _wait("a new controller term", lambda: _controller_epoch(raw) > epoch, 5)
+            _wait("the move listed again", lambda: list(_listed(kadmin)) == [P0], 5)
         finally:
             cluster.brokers[joining].resume()
         _wait("the move to finish", lambda: kadmin.list_partition_reassignments() == {})
         print(f"move of {TOPIC}-0: {time.monotonic() - started:.1f} s from request to done")
         _wait("metadata of the move", lambda: sorted(_replicas(admin)[0]) == sorted(target), 15)
-        time.sleep(1.0)  # keep writing against the new replica set
+        # the cancelled partition moves too, asked for the pre-KIP-455 way
+        raw.create(zd.REASSIGN_PARTITIONS, zd.encode_reassignment_request({(TOPIC, 1): target}))
+        _wait("the legacy znode to go", lambda: raw.exists(zd.REASSIGN_PARTITIONS) is None)
+        _wait("metadata of that move", lambda: sorted(_replicas(admin)[1]) == sorted(target), 15)
+        time.sleep(1.0)  # keep writing against the new replica sets
     finally:
         writer.stop.set()
         writer.join(90)
     replicas = _replicas(admin)
-    assert sorted(replicas[0]) == sorted(target)
-    assert sorted(replicas[1]) == sorted(origin)
-    _wait("the leaving broker to delete its copy", lambda: not _dirs(cluster, leaving, 0), 15)
-    _wait("the cancelled copy to go", lambda: not _dirs(cluster, joining, 1), 15)
-    assert _dirs(cluster, joining, 0)
-    print(f"controller {controller}: moved {TOPIC}-0 {origin} -> {target}, cancelled {TOPIC}-1")
+    assert sorted(replicas[0]) == sorted(target) and sorted(replicas[1]) == sorted(target)
+    for p in (0, 1):
+        _wait("the leaving broker to delete its copy", lambda p=p: not _dirs(cluster, leaving, p))
+    assert _dirs(cluster, joining, 0) and _dirs(cluster, joining, 1)
+    print(
+        f"controller {controller} then {_controller(raw)}: {TOPIC}-0 and (after a cancel) "
+        f"{TOPIC}-1 moved {origin} -> {target}"
+    )
+    raw.stop()
 
     got = _read_all(bs)
     seen: dict[bytes, int] = {}
