@@ -21,8 +21,14 @@ from kafka import TopicPartition as KpTopicPartition
 from kafka import errors as kerrors
 from kazoo.client import KazooClient
 
+from kafkalite.cli.wire import WireClient
 from kafkalite.cluster import zk_data as zd
 from kafkalite.local_cluster import LocalCluster
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.messages.reassignments import (
+    AlterPartitionReassignmentsRequest,
+    ListPartitionReassignmentsRequest,
+)
 from kafkalite.zkserver import ZooKeeperServer
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -179,6 +185,11 @@ def test_move_a_partition_under_load_and_cancel_another(cluster: LocalCluster) -
             P0: kerrors.NoReassignmentInProgressError
         }
         assert kadmin.list_partition_reassignments() == {}
+        # only the controller answers (Kafka's ZooKeeper mode): the others say NOT_CONTROLLER
+        with WireClient(cluster.brokers[joining].bootstrap, timeout=10) as wc:
+            listed = wc.send(ListPartitionReassignmentsRequest(topics=None))
+            altered = wc.send(AlterPartitionReassignmentsRequest(topics=[]))
+        assert listed.error_code == altered.error_code == ErrorCode.NOT_CONTROLLER
         assert _dirs(cluster, leaving, 0) and not _dirs(cluster, joining, 0)
 
         # the joining broker is held still so both moves are surely in flight when listed
