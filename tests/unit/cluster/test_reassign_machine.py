@@ -228,3 +228,21 @@ def test_an_api_request_takes_a_partition_over_from_the_legacy_znode() -> None:
     assert h.reassign({TP: (2, 3, 5)}) == {TP: ErrorCode.NO_ERROR}
     assert legacy_writes(h) == [{("orders", 1): (1, 2, 3)}]
     assert h.znode() == ReplicaAssignment((2, 3, 5, 1), (5,), (1,))
+
+
+def test_a_request_arriving_while_the_switch_is_written_is_not_overwritten() -> None:
+    h = on_123()
+    h.reassign({TP: (2, 3, 4)})
+    st = h.m.leadership[TP]
+    item = AlterPartitionItem(TP, st.leader_epoch, (1, 2, 3, 4), st.partition_epoch)
+    # drive by hand: the ISR grows, the completion write goes out but has not come back yet
+    effects = h.m.handle(AlterPartitionRequested(1, 101, (item,), 7))
+    (isr_write,) = [e for e in effects if isinstance(e, WritePartitionStates)]
+    follow = h.m.handle(PartitionStatesWritten(isr_write.tag, {TP: st.partition_epoch + 1}))
+    (switch,) = [e for e in follow if isinstance(e, WritePartitionStates)]
+    h.versions[TP] = st.partition_epoch + 1
+    assert h.reassign({TP: (2, 3, 5)}) == {TP: ErrorCode.NO_ERROR}  # replaces the move
+    h.versions[TP] += 1
+    h.run(PartitionStatesWritten(switch.tag, {TP: h.versions[TP]}))
+    assert h.m.assignment(TP) == ReplicaAssignment((2, 3, 5, 1), (5,), (1,))
+    assert h.m.reassignments() == {TP: ReplicaAssignment((2, 3, 5, 1), (5,), (1,))}

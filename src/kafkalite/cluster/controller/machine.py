@@ -114,6 +114,7 @@ class _Pending:
     # "reassign": the assignment each partition takes once written, and the replicas to delete
     final: dict[TopicPartition, ReplicaAssignment] = field(default_factory=dict)
     stop: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
+    base: dict[TopicPartition, ReplicaAssignment] = field(default_factory=dict)  # decided from
     new: frozenset[TopicPartition] = frozenset()
     request_id: int = -1
     broker_id: int = -1
@@ -573,7 +574,10 @@ class ControllerMachine:
             proposed = pending.states.get(tp)
             if proposed is None or tp[0] not in self.topics:
                 continue
-            if tp in pending.final:
+            if tp in pending.final and self.assignment(tp) != pending.base.get(tp):
+                # a newer request changed the move while this was written: decided again below
+                log.info("%s-%d: the move changed while its switch was written", tp[0], tp[1])
+            elif tp in pending.final:
                 stops += self._switch_assignment(tp, pending.final[tp], pending.stop.get(tp, ()))
             elif tp in pending.stop:
                 stops += self._stop_replicas(tp, pending.stop[tp])
@@ -780,6 +784,7 @@ class ControllerMachine:
             step = reassignment_step(st, assignment, unneeded, live)
             self._reassign_later.pop(tp, None)
             proposals[tp] = step.state
+            pending.base[tp] = assignment
             if step.final is not None:
                 pending.final[tp] = step.final
             if step.stop:
