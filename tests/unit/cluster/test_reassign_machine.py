@@ -14,6 +14,7 @@ from kafkalite.cluster.controller.machine import (
     AlterPartitionItem,
     AlterPartitionRequested,
     BrokerInfo,
+    BrokersChanged,
     ControllerMachine,
     LegacyReassignmentRequested,
     PartitionStatesWritten,
@@ -246,3 +247,23 @@ def test_a_request_arriving_while_the_switch_is_written_is_not_overwritten() -> 
     h.run(PartitionStatesWritten(switch.tag, {TP: h.versions[TP]}))
     assert h.m.assignment(TP) == ReplicaAssignment((2, 3, 5, 1), (5,), (1,))
     assert h.m.reassignments() == {TP: ReplicaAssignment((2, 3, 5, 1), (5,), (1,))}
+
+
+def test_brokers_dying_and_returning_mid_move() -> None:
+    h = on_123()
+    h.reassign({TP: (2, 3, 4)})
+    h.isr((1, 2, 3))
+    # the leader dies: the union's order (target first) picks an in-sync replica of the target
+    h.run(BrokersChanged({i: broker(i) for i in (2, 3, 4, 5)}))
+    st = h.m.leadership[TP]
+    assert st.leader == 2 and 1 not in st.isr
+    assert h.m.reassignments() == {TP: ReplicaAssignment((2, 3, 4, 1), (4,), (1,))}
+    # the joining broker restarts: it hears of the partition again and the move goes on
+    h.run(BrokersChanged({i: broker(i) for i in (2, 3, 5)}))
+    back = {**{i: broker(i) for i in (2, 3, 5)}, 4: BrokerInfo(4, "127.0.0.1", 9004, None, 999)}
+    h.run(BrokersChanged(back))
+    assert TP in next(e for e in h.sent(SendLeaderAndIsr) if e.broker_id == 4).partitions
+    h.isr((2, 3, 4))
+    assert h.znode() == ReplicaAssignment((2, 3, 4)) and h.m.leadership[TP].leader == 2
+    # broker 1 was down when the move finished: nothing can be sent to it
+    assert not h.sent(SendStopReplica)
