@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka import TopicPartition as CkTopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from kafka import KafkaAdminClient
 from kafka import TopicPartition as KpTopicPartition
 from kafka import errors as kerrors
@@ -214,6 +214,10 @@ def test_move_a_partition_under_load_and_cancel_another(cluster: LocalCluster) -
             }
             assert kadmin.alter_partition_reassignments({P1: None}) == {P1: None}  # cancel
             assert list(kadmin.list_partition_reassignments()) == [P0]
+            # the controller owns the topic znode while a move runs: CreatePartitions waits
+            grow = admin.create_partitions([NewPartitions(TOPIC, 3)])[TOPIC]
+            with pytest.raises(KafkaException, match="reassignment"):
+                grow.result(10)
             # a controller change in the middle: the next controller resumes from the znodes
             raw.delete(zd.CONTROLLER)
             _wait("a new controller term", lambda: _controller_epoch(raw) > epoch, 5)
@@ -227,12 +231,14 @@ def test_move_a_partition_under_load_and_cancel_another(cluster: LocalCluster) -
         raw.create(zd.REASSIGN_PARTITIONS, zd.encode_reassignment_request({(TOPIC, 1): target}))
         _wait("the legacy znode to go", lambda: raw.exists(zd.REASSIGN_PARTITIONS) is None)
         _wait("metadata of that move", lambda: sorted(_replicas(admin)[1]) == sorted(target), 15)
+        admin.create_partitions([NewPartitions(TOPIC, 3)])[TOPIC].result(20)
         time.sleep(1.0)  # keep writing against the new replica sets
     finally:
         writer.stop.set()
         writer.join(90)
     replicas = _replicas(admin)
     assert sorted(replicas[0]) == sorted(target) and sorted(replicas[1]) == sorted(target)
+    assert len(replicas) == 3  # the partition added after the moves
     for p in (0, 1):
         _wait("the leaving broker to delete its copy", lambda p=p: not _dirs(cluster, leaving, p))
     assert _dirs(cluster, joining, 0) and _dirs(cluster, joining, 1)

@@ -303,10 +303,10 @@ class KafkaZkClient:
 
     def topic(self, name: str) -> zd.TopicAssignment | None:
         try:
-            data, _ = self.zk.get(zd.topic_path(name))
+            data, stat = self.zk.get(zd.topic_path(name))
         except NoNodeError:
             return None
-        return zd.decode_topic(name, data)
+        return zd.decode_topic(name, data, int(stat.version))
 
     def create_topic(
         self,
@@ -330,9 +330,18 @@ class KafkaZkClient:
             raise ZkError(f"Topic '{name}' already exists.") from None
 
     def set_topic_assignment(
-        self, name: str, topic_id: uuid.UUID, assignment: dict[int, tuple[int, ...]]
+        self,
+        name: str,
+        topic_id: uuid.UUID,
+        assignment: dict[int, tuple[int, ...]],
+        version: int = -1,
     ) -> None:
-        self.zk.set(zd.topic_path(name), zd.encode_topic(topic_id, assignment))
+        """Rewrite a topic's replicas; with `version`, only if the znode is still at it (the
+        controller may have started a move meanwhile): ZkError otherwise."""
+        try:
+            self.zk.set(zd.topic_path(name), zd.encode_topic(topic_id, assignment), version=version)
+        except BadVersionError:
+            raise ZkError(f"topic {name} changed meanwhile; try again") from None
 
     def write_topic_assignment_as_controller(
         self, topic: zd.TopicAssignment, controller_epoch_version: int

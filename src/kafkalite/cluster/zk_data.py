@@ -239,6 +239,7 @@ class TopicAssignment:
     # the union of the original and the target set while the move runs
     adding: dict[int, tuple[int, ...]] = field(default_factory=dict)
     removing: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    version: int = field(default=-1, compare=False)  # the znode's, for a compare-and-set
 
 
 def encode_topic(
@@ -274,7 +275,7 @@ def _replica_map(path: str, doc: dict[str, Any], key: str) -> dict[int, tuple[in
     return out
 
 
-def decode_topic(topic: str, data: bytes) -> TopicAssignment:
+def decode_topic(topic: str, data: bytes, version: int = -1) -> TopicAssignment:
     path = topic_path(topic)
     doc = _load(path, data)
     parts = doc.get("partitions")
@@ -296,6 +297,7 @@ def decode_topic(topic: str, data: bytes) -> TopicAssignment:
         out,
         _replica_map(path, doc, "adding_replicas"),
         _replica_map(path, doc, "removing_replicas"),
+        version,
     )
 
 

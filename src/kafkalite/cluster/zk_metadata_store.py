@@ -135,7 +135,10 @@ class ZkMetadataStore:
         else:
             rf = len(next(iter(a.partitions.values()), ())) or 1
             added = self.assignment_for(count - current, rf, start_partition=current)
-        self.zk.set_topic_assignment(name, a.topic_id, {**a.partitions, **added})
+        try:
+            self.zk.set_topic_assignment(name, a.topic_id, {**a.partitions, **added}, a.version)
+        except ZkError as exc:
+            raise MetadataError(str(exc)) from None
         return TopicInfo(name, a.topic_id, count, self.zk.topic_config(name))
 
     def set_configs(self, name: str, configs: dict[str, str]) -> TopicInfo:
