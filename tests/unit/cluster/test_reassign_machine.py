@@ -210,8 +210,8 @@ def legacy_writes(h: Harness) -> list[dict[Any, Any]]:
 def test_the_legacy_znode_starts_moves_and_is_deleted_when_they_are_done() -> None:
     h = on_123()
     p1 = ("orders", 1)
-    h.run(LegacyReassignmentRequested({TP: (2, 3, 4), p1: (2, 3, 9)}))
-    # the refused partition (no broker 9) leaves the znode; the other runs
+    h.run(LegacyReassignmentRequested({TP: (2, 3, 4), p1: (2, 3, 9), ("orders", 2): (1,)}))
+    # the refused partitions (no broker 9, no partition 2) leave the znode; the other runs
     assert legacy_writes(h) == [{TP: (2, 3, 4)}]
     assert h.znode() == ReplicaAssignment((2, 3, 4, 1), (4,), (1,))
     assert h.znode(p1) == ReplicaAssignment((2, 3, 4))
@@ -267,3 +267,10 @@ def test_brokers_dying_and_returning_mid_move() -> None:
     assert h.znode() == ReplicaAssignment((2, 3, 4)) and h.m.leadership[TP].leader == 2
     # broker 1 was down when the move finished: nothing can be sent to it
     assert not h.sent(SendStopReplica)
+
+
+def test_a_legacy_target_that_is_already_the_assignment_is_done_at_once() -> None:
+    h = on_123()
+    h.run(LegacyReassignmentRequested({("orders", 1): (2, 3, 4)}))
+    assert legacy_writes(h) == [{}]
+    assert h.m.reassignments() == {}

@@ -696,10 +696,12 @@ class ControllerMachine:
                     "/admin/reassign_partitions: %s-%d refused (%s): %s",
                     tp[0], tp[1], ErrorCode.name_of(code), why,
                 )  # fmt: skip
+        # a target that is already the assignment (nothing to move) is done at once
         self.legacy = {
             tp: t
             for tp, t in ev.targets.items()
-            if tp in accepted or (tp in self.legacy and tp not in fresh)
+            if (tp in accepted and accepted[tp].is_being_reassigned)
+            or (tp in self.legacy and tp not in fresh)
         }
         return [WriteLegacyReassignments(dict(self.legacy)), *self._start_reassignments(accepted)]
 
