@@ -31,12 +31,15 @@ from kafkalite.cluster.controller.machine import (
     DeleteTopicZNodes,
     Effect,
     Event,
+    LegacyReassignmentRequested,
     PartitionInfo,
     PartitionStatesReloaded,
     PartitionStatesWritten,
     ReadPartitionStates,
+    ReassignmentRequested,
     ReplyAlterPartition,
     ReplyControlledShutdown,
+    ReplyReassignment,
     SendLeaderAndIsr,
     SendStopReplica,
     SendUpdateMetadata,
@@ -44,8 +47,11 @@ from kafkalite.cluster.controller.machine import (
     TopicDeletionRequested,
     TopicInfo,
     TopicsChanged,
+    WriteLegacyReassignments,
     WritePartitionStates,
+    WriteTopicAssignment,
 )
+from kafkalite.cluster.controller.reassignment import ReplicaAssignment
 from kafkalite.cluster.controller.states import LeaderIsr
 from kafkalite.cluster.metadata_cache import SECURITY_PROTOCOL_IDS as _PROTOCOL_IDS
 from kafkalite.cluster.metadata_cache import ListenerEndpoint
@@ -69,6 +75,7 @@ _ELECT = "elect"
 _BROKERS = "brokers"
 _TOPICS = "topics"
 _DELETIONS = "deletions"
+_LEGACY_REASSIGN = "reassign_partitions"
 
 
 class KafkaController:
@@ -191,7 +198,9 @@ class KafkaController:
             await self._elect()
             return
         if not self.active:
-            if isinstance(item, (ControlledShutdownRequested, AlterPartitionRequested)):
+            if isinstance(
+                item, (ControlledShutdownRequested, AlterPartitionRequested, ReassignmentRequested)
+            ):
                 self._resolve(item.request_id, None)
             return
         event: Event
@@ -204,6 +213,19 @@ class KafkaController:
             if not names:
                 return
             event = TopicDeletionRequested(frozenset(names))
+        elif item == _LEGACY_REASSIGN:
+            data = await asyncio.to_thread(self.zk.reassignment_request)
+            if data is None:
+                return
+            try:
+                targets = zd.decode_reassignment_request(data)
+            except zd.ZkDataError as exc:
+                log.error("ignoring and deleting %s: %s", zd.REASSIGN_PARTITIONS, exc)
+                await asyncio.to_thread(
+                    self.zk.write_reassignment_request, {}, self._epoch_zk_version
+                )
+                return
+            event = LegacyReassignmentRequested(targets)
         else:
             event = item
         await self._execute(self.machine.handle(event))
@@ -245,6 +267,7 @@ class KafkaController:
         self.active = True
         await self._watch()
         await self._execute(self.machine.handle(Startup(epoch, brokers, topics, states, deleting)))
+        self._queue.put_nowait(_LEGACY_REASSIGN)  # a pending /admin/reassign_partitions resumes
 
     async def _watch(self) -> None:
         if self._watching:
@@ -259,6 +282,14 @@ class KafkaController:
             await asyncio.to_thread(
                 self.zk.watch_children, path, asyncio_callback(loop, self._enqueue(what))
             )
+
+        def on_reassign_znode(data: bytes | None) -> None:
+            if data is not None:
+                self._queue.put_nowait(_LEGACY_REASSIGN)
+
+        await asyncio.to_thread(
+            self.zk.watch_data, zd.REASSIGN_PARTITIONS, asyncio_callback(loop, on_reassign_znode)
+        )
 
     async def _load_brokers(self) -> dict[int, BrokerInfo]:
         regs = await asyncio.to_thread(self.zk.live_brokers)
@@ -282,7 +313,10 @@ class KafkaController:
                     zd.topic_path(name),
                     asyncio_callback(loop, self._enqueue(_TOPICS)),
                 )
-        return {n: TopicInfo(n, t.topic_id, dict(t.partitions)) for n, t in topics.items()}
+        return {
+            n: TopicInfo(n, t.topic_id, dict(t.partitions), dict(t.adding), dict(t.removing))
+            for n, t in topics.items()
+        }
 
     # -- requests from brokers (ControlledShutdown, AlterPartition) -----------------------------------------
     async def controlled_shutdown(
@@ -304,6 +338,23 @@ class KafkaController:
             return ReplyAlterPartition(rid, ErrorCode.NOT_CONTROLLER, {})
         assert isinstance(reply, ReplyAlterPartition)
         return reply
+
+    async def alter_partition_reassignments(
+        self, targets: dict[TopicPartition, tuple[int, ...] | None]
+    ) -> ReplyReassignment | None:
+        """AlterPartitionReassignments; None: this broker is not (or no longer) the controller."""
+        rid = next(self._ids)
+        reply = await self._ask(ReassignmentRequested(dict(targets), rid), rid)
+        assert reply is None or isinstance(reply, ReplyReassignment)
+        return reply
+
+    def list_partition_reassignments(
+        self, partitions: list[TopicPartition] | None
+    ) -> dict[TopicPartition, ReplicaAssignment] | None:
+        """ListPartitionReassignments from the controller's state; None: not the controller."""
+        if not self.active:
+            return None
+        return self.machine.reassignments(partitions)
 
     async def _ask(self, event: Any, rid: int) -> Any:
         if not self.active:
@@ -354,7 +405,18 @@ class KafkaController:
                 self._topic_watches.discard(eff.topic)
                 self.topic_configs.pop(eff.topic, None)
                 log.info("deleted topic %s", eff.topic)
-            elif isinstance(eff, (ReplyControlledShutdown, ReplyAlterPartition)):
+            elif isinstance(eff, WriteTopicAssignment):
+                t = eff.topic
+                await asyncio.to_thread(
+                    self.zk.write_topic_assignment_as_controller,
+                    zd.TopicAssignment(t.name, t.topic_id, t.assignment, t.adding, t.removing),
+                    self._epoch_zk_version,
+                )
+            elif isinstance(eff, WriteLegacyReassignments):
+                await asyncio.to_thread(
+                    self.zk.write_reassignment_request, eff.targets, self._epoch_zk_version
+                )
+            elif isinstance(eff, (ReplyControlledShutdown, ReplyAlterPartition, ReplyReassignment)):
                 self._resolve(eff.request_id, eff)
             elif isinstance(eff, SendLeaderAndIsr):
                 self._post(eff.broker_id, self._leader_and_isr(eff), LEADER_AND_ISR_VERSION)
@@ -415,6 +477,7 @@ class KafkaController:
         by_topic: dict[str, list[Any]] = {}
         leaders: set[int] = set()
         for (topic, part), info in sorted(eff.partitions.items()):
+            moving = self.machine.assignment((topic, part))
             by_topic.setdefault(topic, []).append(
                 P(
                     partition_index=part,
@@ -424,8 +487,8 @@ class KafkaController:
                     isr=list(info.state.isr),
                     partition_epoch=info.state.partition_epoch,
                     replicas=list(info.replicas),
-                    adding_replicas=[],
-                    removing_replicas=[],
+                    adding_replicas=list(moving.adding),
+                    removing_replicas=list(moving.removing),
                     is_new=info.is_new,
                     leader_recovery_state=0,
                 )

@@ -125,6 +125,10 @@ class ReplicaManager:
     def stop_replica(self, topic: str, partition: int, delete: bool) -> bool:
         """StopReplica: forget the replica (deleting its log when asked); waiters are woken."""
         p = self._partitions.pop((topic, partition), None)
+        if p is not None:
+            # waiters on it (acks=all produce, long-poll fetch) answer now, as a replica that lost
+            # leadership does (NOT_LEADER_OR_FOLLOWER), instead of sitting out their timeout
+            p.is_leader = False
         if delete:
             self.log_manager.delete_log(topic, partition)
         self._notify((topic, partition))

@@ -303,10 +303,10 @@ class KafkaZkClient:
 
     def topic(self, name: str) -> zd.TopicAssignment | None:
         try:
-            data, _ = self.zk.get(zd.topic_path(name))
+            data, stat = self.zk.get(zd.topic_path(name))
         except NoNodeError:
             return None
-        return zd.decode_topic(name, data)
+        return zd.decode_topic(name, data, int(stat.version))
 
     def create_topic(
         self,
@@ -330,9 +330,73 @@ class KafkaZkClient:
             raise ZkError(f"Topic '{name}' already exists.") from None
 
     def set_topic_assignment(
-        self, name: str, topic_id: uuid.UUID, assignment: dict[int, tuple[int, ...]]
+        self,
+        name: str,
+        topic_id: uuid.UUID,
+        assignment: dict[int, tuple[int, ...]],
+        version: int = -1,
     ) -> None:
-        self.zk.set(zd.topic_path(name), zd.encode_topic(topic_id, assignment))
+        """Rewrite a topic's replicas; with `version`, only if the znode is still at it (the
+        controller may have started a move meanwhile): ZkError otherwise."""
+        try:
+            self.zk.set(zd.topic_path(name), zd.encode_topic(topic_id, assignment), version=version)
+        except BadVersionError:
+            raise ZkError(f"topic {name} changed meanwhile; try again") from None
+
+    def write_topic_assignment_as_controller(
+        self, topic: zd.TopicAssignment, controller_epoch_version: int
+    ) -> None:
+        """The controller rewrites a topic's replicas (and moves in flight), fenced like its
+        partition-state writes: a controller that lost its office gets ControllerMovedError."""
+        tx = self.zk.transaction()
+        tx.check(zd.CONTROLLER_EPOCH, controller_epoch_version)
+        tx.set_data(
+            zd.topic_path(topic.topic),
+            zd.encode_topic(topic.topic_id, topic.partitions, topic.adding, topic.removing),
+        )
+        res = tx.commit()
+        if isinstance(res[0], BadVersionError):
+            raise ControllerMovedError(
+                f"/controller_epoch moved past version {controller_epoch_version}: another broker "
+                "became controller; this one steps down"
+            )
+        if isinstance(res[1], Exception):
+            raise ZkError(f"cannot write the assignment of topic {topic.topic}: {res[1]!r}")
+
+    def reassignment_request(self) -> bytes | None:
+        """/admin/reassign_partitions as it is (None: absent)."""
+        try:
+            data, _ = self.zk.get(zd.REASSIGN_PARTITIONS)
+        except NoNodeError:
+            return None
+        return bytes(data)
+
+    def write_reassignment_request(
+        self, targets: dict[TopicPartition, tuple[int, ...]], controller_epoch_version: int
+    ) -> None:
+        """The controller rewrites /admin/reassign_partitions with the moves still running, or
+        deletes it when none are (fenced by the controller epoch like its other writes)."""
+        exists = self.zk.exists(zd.REASSIGN_PARTITIONS) is not None
+        if not exists and not targets:
+            return
+        tx = self.zk.transaction()
+        tx.check(zd.CONTROLLER_EPOCH, controller_epoch_version)
+        if not targets:
+            tx.delete(zd.REASSIGN_PARTITIONS)
+        elif exists:
+            tx.set_data(zd.REASSIGN_PARTITIONS, zd.encode_reassignment_request(targets))
+        else:
+            tx.create(zd.REASSIGN_PARTITIONS, zd.encode_reassignment_request(targets))
+        res = tx.commit()
+        if isinstance(res[0], BadVersionError):
+            raise ControllerMovedError(
+                f"/controller_epoch moved past version {controller_epoch_version}: another broker "
+                "became controller; this one steps down"
+            )
+        if isinstance(res[1], NoNodeError) and not targets:
+            return  # someone deleted it first
+        if isinstance(res[1], Exception):
+            raise ZkError(f"cannot write {zd.REASSIGN_PARTITIONS}: {res[1]!r}")
 
     def topic_config(self, name: str) -> dict[str, str]:
         path = zd.topic_config_path(name)

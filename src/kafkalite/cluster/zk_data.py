@@ -9,7 +9,7 @@ import base64
 import json
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -235,21 +235,47 @@ class TopicAssignment:
     topic: str
     topic_id: uuid.UUID
     partitions: dict[int, tuple[int, ...]]  # partition -> replicas, preferred leader first
+    # partitions being reassigned (KIP-455): replicas being added / removed; `partitions` holds
+    # the union of the original and the target set while the move runs
+    adding: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    removing: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    version: int = field(default=-1, compare=False)  # the znode's, for a compare-and-set
 
 
-def encode_topic(topic_id: uuid.UUID, partitions: dict[int, tuple[int, ...]]) -> bytes:
+def encode_topic(
+    topic_id: uuid.UUID,
+    partitions: dict[int, tuple[int, ...]],
+    adding: dict[int, tuple[int, ...]] | None = None,
+    removing: dict[int, tuple[int, ...]] | None = None,
+) -> bytes:
+    def lists(m: dict[int, tuple[int, ...]] | None) -> dict[str, list[int]]:
+        return {str(p): list(r) for p, r in sorted((m or {}).items()) if r}
+
     return _dump(
         {
             "version": 3,
             "topic_id": encode_topic_id(topic_id),
             "partitions": {str(p): list(r) for p, r in sorted(partitions.items())},
-            "adding_replicas": {},
-            "removing_replicas": {},
+            "adding_replicas": lists(adding),
+            "removing_replicas": lists(removing),
         }
     )
 
 
-def decode_topic(topic: str, data: bytes) -> TopicAssignment:
+def _replica_map(path: str, doc: dict[str, Any], key: str) -> dict[int, tuple[int, ...]]:
+    v = doc.get(key) or {}
+    if not isinstance(v, dict):
+        raise ZkDataError(path, f"{key!r} is not an object")
+    out: dict[int, tuple[int, ...]] = {}
+    for k, r in v.items():
+        if not k.isdigit() or not isinstance(r, list) or not all(isinstance(x, int) for x in r):
+            raise ZkDataError(path, f"{key!r} of partition {k!r} is not a replica list")
+        if r:
+            out[int(k)] = tuple(r)
+    return out
+
+
+def decode_topic(topic: str, data: bytes, version: int = -1) -> TopicAssignment:
     path = topic_path(topic)
     doc = _load(path, data)
     parts = doc.get("partitions")
@@ -265,7 +291,43 @@ def decode_topic(topic: str, data: bytes) -> TopicAssignment:
         topic_id = decode_topic_id(tid) if isinstance(tid, str) else uuid.UUID(int=0)
     except ValueError:
         raise ZkDataError(path, f"bad topic id {tid!r}") from None
-    return TopicAssignment(topic, topic_id, out)
+    return TopicAssignment(
+        topic,
+        topic_id,
+        out,
+        _replica_map(path, doc, "adding_replicas"),
+        _replica_map(path, doc, "removing_replicas"),
+        version,
+    )
+
+
+# -- /admin/reassign_partitions (the legacy reassignment request, Kafka before KIP-455) ------------------
+def encode_reassignment_request(targets: dict[tuple[str, int], tuple[int, ...]]) -> bytes:
+    return _dump(
+        {
+            "version": 1,
+            "partitions": [
+                {"topic": t, "partition": p, "replicas": list(r)}
+                for (t, p), r in sorted(targets.items())
+            ],
+        }
+    )
+
+
+def decode_reassignment_request(data: bytes) -> dict[tuple[str, int], tuple[int, ...]]:
+    doc = _load(REASSIGN_PARTITIONS, data)
+    parts = doc.get("partitions")
+    if not isinstance(parts, list):
+        raise ZkDataError(REASSIGN_PARTITIONS, "no partitions")
+    out: dict[tuple[str, int], tuple[int, ...]] = {}
+    for e in parts:
+        if not isinstance(e, dict):
+            raise ZkDataError(REASSIGN_PARTITIONS, "a partition entry is not an object")
+        t, p = e.get("topic"), e.get("partition")
+        if not isinstance(t, str) or isinstance(p, bool) or not isinstance(p, int):
+            raise ZkDataError(REASSIGN_PARTITIONS, "a partition entry has no topic or partition")
+        out[(t, p)] = _int_list(REASSIGN_PARTITIONS, e, "replicas")
+    return out
 
 
 # -- /brokers/topics/<topic>/partitions/<p>/state ------------------------------------------------------------

@@ -116,6 +116,9 @@ class ZkMetadataStore:
         if a is None:
             raise MetadataError(f"Topic '{name}' does not exist")
         current = len(a.partitions)
+        if a.adding or a.removing:
+            # as Kafka (REASSIGNMENT_IN_PROGRESS): the controller owns the znode during a move
+            raise MetadataError(f"A partition reassignment of topic '{name}' is in progress.")
         if count <= current:
             raise MetadataError(
                 f"Topic currently has {current} partitions, {count} would not be an increase"
@@ -132,7 +135,10 @@ class ZkMetadataStore:
         else:
             rf = len(next(iter(a.partitions.values()), ())) or 1
             added = self.assignment_for(count - current, rf, start_partition=current)
-        self.zk.set_topic_assignment(name, a.topic_id, {**a.partitions, **added})
+        try:
+            self.zk.set_topic_assignment(name, a.topic_id, {**a.partitions, **added}, a.version)
+        except ZkError as exc:
+            raise MetadataError(str(exc)) from None
         return TopicInfo(name, a.topic_id, count, self.zk.topic_config(name))
 
     def set_configs(self, name: str, configs: dict[str, str]) -> TopicInfo:

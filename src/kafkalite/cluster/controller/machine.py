@@ -18,6 +18,43 @@ from kafkalite.cluster.controller.election import (
     offline_partition_leader,
     preferred_replica_leader,
 )
+from kafkalite.cluster.controller.events import (
+    AlterPartitionItem,
+    AlterPartitionRequested,
+    BrokerInfo,
+    BrokersChanged,
+    ControlledShutdownRequested,
+    DeleteTopicZNodes,
+    Effect,
+    Event,
+    LegacyReassignmentRequested,
+    PartitionInfo,
+    PartitionStatesReloaded,
+    PartitionStatesWritten,
+    PreferredLeaderElectionRequested,
+    ReadPartitionStates,
+    ReassignmentRequested,
+    ReplyAlterPartition,
+    ReplyControlledShutdown,
+    ReplyReassignment,
+    SendLeaderAndIsr,
+    SendStopReplica,
+    SendUpdateMetadata,
+    Startup,
+    TopicDeletionRequested,
+    TopicInfo,
+    TopicsChanged,
+    WriteLegacyReassignments,
+    WritePartitionStates,
+    WriteTopicAssignment,
+)
+from kafkalite.cluster.controller.reassignment import (
+    ReplicaAssignment,
+    build_reassignment,
+    is_complete,
+    reassignment_step,
+    validate_target,
+)
 from kafkalite.cluster.controller.states import (
     NO_LEADER,
     LeaderIsr,
@@ -27,202 +64,57 @@ from kafkalite.cluster.controller.states import (
     partition_transition,
     replica_transition,
 )
-from kafkalite.cluster.metadata_cache import ListenerEndpoint
 from kafkalite.protocol.errors import ErrorCode
 
 log = logging.getLogger("kafkalite.cluster.controller")
 
+__all__ = [
+    "AlterPartitionItem",
+    "AlterPartitionRequested",
+    "BrokerInfo",
+    "BrokersChanged",
+    "ControlledShutdownRequested",
+    "ControllerMachine",
+    "DeleteTopicZNodes",
+    "Effect",
+    "Event",
+    "LEADER_DURING_DELETE",
+    "LegacyReassignmentRequested",
+    "PartitionInfo",
+    "PartitionStatesReloaded",
+    "PartitionStatesWritten",
+    "PreferredLeaderElectionRequested",
+    "ReadPartitionStates",
+    "ReassignmentRequested",
+    "ReplyAlterPartition",
+    "ReplyControlledShutdown",
+    "ReplyReassignment",
+    "SendLeaderAndIsr",
+    "SendStopReplica",
+    "SendUpdateMetadata",
+    "Startup",
+    "TopicDeletionRequested",
+    "TopicInfo",
+    "TopicsChanged",
+    "WriteLegacyReassignments",
+    "WritePartitionStates",
+    "WriteTopicAssignment",
+]
+
 P, R = PartitionState, ReplicaState
 LEADER_DURING_DELETE = -2
-
-
-# -- inputs ------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class BrokerInfo:
-    broker_id: int
-    host: str
-    port: int
-    rack: str | None
-    epoch: int
-    listeners: tuple[ListenerEndpoint, ...] = ()
-
-
-@dataclass(frozen=True)
-class TopicInfo:
-    name: str
-    topic_id: uuid.UUID
-    assignment: dict[int, tuple[int, ...]]
-
-
-@dataclass(frozen=True)
-class Startup:
-    """This broker won the election: the whole cluster as ZooKeeper has it."""
-
-    epoch: int
-    brokers: dict[int, BrokerInfo]
-    topics: dict[str, TopicInfo]
-    states: dict[TopicPartition, LeaderIsr]
-    deleting: frozenset[str] = frozenset()
-
-
-@dataclass(frozen=True)
-class BrokersChanged:
-    brokers: dict[int, BrokerInfo]
-
-
-@dataclass(frozen=True)
-class TopicsChanged:
-    topics: dict[str, TopicInfo]
-
-
-@dataclass(frozen=True)
-class TopicDeletionRequested:
-    names: frozenset[str]
-
-
-@dataclass(frozen=True)
-class PartitionStatesWritten:
-    """What the driver's ZooKeeper write of a WritePartitionStates did: new znode versions, and the
-    partitions whose compare-and-set lost (someone else wrote them)."""
-
-    tag: str
-    done: dict[TopicPartition, int]
-    failed: tuple[TopicPartition, ...] = ()
-
-
-@dataclass(frozen=True)
-class PartitionStatesReloaded:
-    states: dict[TopicPartition, LeaderIsr]
-
-
-@dataclass(frozen=True)
-class ControlledShutdownRequested:
-    broker_id: int
-    broker_epoch: int
-    request_id: int
-
-
-@dataclass(frozen=True)
-class AlterPartitionItem:
-    tp: TopicPartition
-    leader_epoch: int
-    new_isr: tuple[int, ...]
-    partition_epoch: int
-
-
-@dataclass(frozen=True)
-class AlterPartitionRequested:
-    broker_id: int
-    broker_epoch: int
-    items: tuple[AlterPartitionItem, ...]
-    request_id: int
-
-
-@dataclass(frozen=True)
-class PreferredLeaderElectionRequested:
-    partitions: frozenset[TopicPartition] | None = None  # None: every partition
-
-
-Event = (
-    Startup
-    | BrokersChanged
-    | TopicsChanged
-    | TopicDeletionRequested
-    | PartitionStatesWritten
-    | PartitionStatesReloaded
-    | ControlledShutdownRequested
-    | AlterPartitionRequested
-    | PreferredLeaderElectionRequested
-)
-
-
-# -- outputs -----------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class WritePartitionStates:
-    """Write each partition's new LeaderIsr; `partition_epoch` is the version expected (-1: create)."""
-
-    tag: str
-    states: dict[TopicPartition, LeaderIsr]
-    controller_epoch: int
-
-
-@dataclass(frozen=True)
-class ReadPartitionStates:
-    partitions: tuple[TopicPartition, ...]
-
-
-@dataclass(frozen=True)
-class PartitionInfo:
-    """What a broker is told about one partition."""
-
-    state: LeaderIsr
-    replicas: tuple[int, ...]
-    offline: tuple[int, ...] = ()
-    is_new: bool = False
-
-
-@dataclass(frozen=True)
-class SendLeaderAndIsr:
-    broker_id: int
-    controller_epoch: int
-    partitions: dict[TopicPartition, PartitionInfo]
-    topic_ids: dict[str, uuid.UUID]
-
-
-@dataclass(frozen=True)
-class SendUpdateMetadata:
-    broker_ids: tuple[int, ...]
-    controller_epoch: int
-    partitions: dict[TopicPartition, PartitionInfo]
-    brokers: tuple[BrokerInfo, ...]
-    topic_ids: dict[str, uuid.UUID]
-
-
-@dataclass(frozen=True)
-class SendStopReplica:
-    broker_id: int
-    controller_epoch: int
-    partitions: tuple[TopicPartition, ...]
-    delete: bool
-
-
-@dataclass(frozen=True)
-class DeleteTopicZNodes:
-    topic: str
-
-
-@dataclass(frozen=True)
-class ReplyControlledShutdown:
-    request_id: int
-    error: ErrorCode
-    remaining: tuple[TopicPartition, ...]
-
-
-@dataclass(frozen=True)
-class ReplyAlterPartition:
-    request_id: int
-    error: ErrorCode
-    results: dict[TopicPartition, tuple[ErrorCode, LeaderIsr | None]]
-
-
-Effect = (
-    WritePartitionStates
-    | ReadPartitionStates
-    | SendLeaderAndIsr
-    | SendUpdateMetadata
-    | SendStopReplica
-    | DeleteTopicZNodes
-    | ReplyControlledShutdown
-    | ReplyAlterPartition
-)
 
 
 @dataclass
 class _Pending:
     """What to do once a WritePartitionStates comes back."""
 
-    kind: str  # "elect" | "alter" | "shutdown"
+    kind: str  # "elect" | "alter" | "shutdown" | "reassign"
     states: dict[TopicPartition, LeaderIsr]
+    # "reassign": the assignment each partition takes once written, and the replicas to delete
+    final: dict[TopicPartition, ReplicaAssignment] = field(default_factory=dict)
+    stop: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)
+    base: dict[TopicPartition, ReplicaAssignment] = field(default_factory=dict)  # decided from
     new: frozenset[TopicPartition] = frozenset()
     request_id: int = -1
     broker_id: int = -1
@@ -259,12 +151,36 @@ class ControllerMachine:
         self.deletion_waits: dict[str, set[int]] = {}
         self._pending: dict[str, _Pending] = {}
         self._writing: set[TopicPartition] = set()  # partitions with a ZooKeeper write in flight
+        # reassignment steps held back by a write in flight: partition -> replicas to drop
+        self._reassign_later: dict[TopicPartition, set[int]] = {}
+        # moves asked for through /admin/reassign_partitions that still run: partition -> target
+        self.legacy: dict[TopicPartition, tuple[int, ...]] = {}
         self._next_tag = 0
 
     # -- queries ---------------------------------------------------------------------------------------
     def replicas(self, tp: TopicPartition) -> tuple[int, ...]:
         t = self.topics.get(tp[0])
         return t.assignment.get(tp[1], ()) if t is not None else ()
+
+    def assignment(self, tp: TopicPartition) -> ReplicaAssignment:
+        t = self.topics.get(tp[0])
+        if t is None:
+            return ReplicaAssignment(())
+        p = tp[1]
+        return ReplicaAssignment(
+            t.assignment.get(p, ()), t.adding.get(p, ()), t.removing.get(p, ())
+        )
+
+    def reassignments(
+        self, tps: Iterable[TopicPartition] | None = None
+    ) -> dict[TopicPartition, ReplicaAssignment]:
+        """ListPartitionReassignments: the partitions (of `tps`, or all) with a move in flight."""
+        out: dict[TopicPartition, ReplicaAssignment] = {}
+        for tp in tps if tps is not None else self.all_partitions():
+            a = self.assignment(tp)
+            if a.is_being_reassigned and tp[0] not in self.deleting:
+                out[tp] = a
+        return out
 
     def all_partitions(self) -> list[TopicPartition]:
         return [(t.name, p) for t in self.topics.values() for p in sorted(t.assignment)]
@@ -295,6 +211,10 @@ class ControllerMachine:
             return self._controlled_shutdown(event)
         if isinstance(event, AlterPartitionRequested):
             return self._alter_partition(event)
+        if isinstance(event, ReassignmentRequested):
+            return self._reassign(event)
+        if isinstance(event, LegacyReassignmentRequested):
+            return self._legacy_reassign(event)
         return self._preferred_election(event.partitions)
 
     # -- startup and membership -----------------------------------------------------------------------------
@@ -308,6 +228,8 @@ class ControllerMachine:
         self.shutting_down.clear()
         self._pending.clear()
         self._writing.clear()
+        self._reassign_later.clear()
+        self.legacy.clear()
         self.partition_states.clear()
         self.replica_states.clear()
         live = self.live
@@ -337,6 +259,9 @@ class ControllerMachine:
         effects += self._elect(self._needing_leader())
         if self.deleting:
             effects += self._delete_topics(frozenset(self.deleting))
+        # moves in flight resume from the topic znodes: every replica of the union was just told
+        # its state; those whose target is in sync finish now, the others when their ISR grows
+        effects += self._progress(self.reassignments())
         return effects
 
     def _needing_leader(self) -> list[TopicPartition]:
@@ -506,6 +431,7 @@ class ControllerMachine:
             return
         for p in info.assignment:
             tp = (name, p)
+            self._reassign_later.pop(tp, None)
             self.leadership.pop(tp, None)
             self.partition_states.pop(tp, None)
             for r in info.assignment[p]:
@@ -643,10 +569,18 @@ class ControllerMachine:
             return []
         self._writing.difference_update(pending.states)
         changed: list[TopicPartition] = []
+        stops: list[Effect] = []
         for tp, version in ev.done.items():
             proposed = pending.states.get(tp)
             if proposed is None or tp[0] not in self.topics:
                 continue
+            if tp in pending.final and self.assignment(tp) != pending.base.get(tp):
+                # a newer request changed the move while this was written: decided again below
+                log.info("%s-%d: the move changed while its switch was written", tp[0], tp[1])
+            elif tp in pending.final:
+                stops += self._switch_assignment(tp, pending.final[tp], pending.stop.get(tp, ()))
+            elif tp in pending.stop:
+                stops += self._stop_replicas(tp, pending.stop[tp])
             self.leadership[tp] = LeaderIsr(
                 proposed.leader, proposed.leader_epoch, proposed.isr, version
             )
@@ -658,8 +592,13 @@ class ControllerMachine:
             partition_transition(self.partition_states, tp, target)
             changed.append(tp)
         effects: list[Effect] = []
+        for tp in ev.failed:  # dropped replicas not stopped yet: again after the reload
+            gone = [r for r in pending.stop.get(tp, ()) if r not in self.replicas(tp)]
+            if gone:
+                self._reassign_later.setdefault(tp, set()).update(gone)
         if pending.kind != "alter":
             effects += self._send_leader_and_isr(changed, new=pending.new)
+        effects += stops
         if changed:
             effects.append(self._update_metadata(tuple(sorted(self.live)), changed))
         if ev.failed:
@@ -674,6 +613,8 @@ class ControllerMachine:
             effects.append(self._shutdown_reply(pending))
         # a partition left without a leader while its write was in flight gets one now
         effects += self._elect(self._needing_leader())
+        # an ISR that grew may complete a move; steps held back by this write go now
+        effects += self._progress([*changed, *pending.states, *self._reassign_later])
         return effects
 
     def _reloaded(self, states: dict[TopicPartition, LeaderIsr]) -> list[Effect]:
@@ -683,7 +624,8 @@ class ControllerMachine:
             if tp[0] in self.topics:
                 self.leadership[tp] = st
                 self.partition_states[tp] = P.ONLINE if st.leader in self.brokers else P.OFFLINE
-        return self._elect([tp for tp in states if self.partition_states.get(tp) is P.OFFLINE])
+        effects = self._elect([tp for tp in states if self.partition_states.get(tp) is P.OFFLINE])
+        return effects + self._progress(list(states))
 
     def _info(self, tp: TopicPartition, is_new: bool = False) -> PartitionInfo:
         replicas = self.replicas(tp)
@@ -727,3 +669,173 @@ class ControllerMachine:
 
     def _topic_ids(self, parts: Iterable[TopicPartition]) -> dict[str, uuid.UUID]:
         return {t: self.topics[t].topic_id for t, _ in parts if t in self.topics}
+
+    # -- partition reassignment (KIP-455) ------------------------------------------------------------------
+    def _reassign(self, ev: ReassignmentRequested) -> list[Effect]:
+        """AlterPartitionReassignments: the latest request wins over /admin/reassign_partitions."""
+        results, accepted = self._check_reassignments(ev.targets)
+        effects: list[Effect] = []
+        if any(tp in self.legacy for tp in accepted):
+            for tp in accepted:
+                self.legacy.pop(tp, None)
+            effects.append(WriteLegacyReassignments(dict(self.legacy)))
+        effects += self._start_reassignments(accepted)
+        effects.append(ReplyReassignment(ev.request_id, results))
+        return effects
+
+    def _legacy_reassign(self, ev: LegacyReassignmentRequested) -> list[Effect]:
+        """/admin/reassign_partitions: partitions not seen yet start (or replace) their move; those
+        refused leave the znode, as Kafka's controller removes them."""
+        fresh = {tp: t for tp, t in ev.targets.items() if self.legacy.get(tp) != t}
+        if not fresh:
+            return []
+        results, accepted = self._check_reassignments(dict(fresh))
+        for tp, (code, why) in results.items():
+            if code != ErrorCode.NO_ERROR:
+                log.warning(
+                    "/admin/reassign_partitions: %s-%d refused (%s): %s",
+                    tp[0], tp[1], ErrorCode.name_of(code), why,
+                )  # fmt: skip
+        # a target that is already the assignment (nothing to move) is done at once
+        self.legacy = {
+            tp: t
+            for tp, t in ev.targets.items()
+            if (tp in accepted and accepted[tp].is_being_reassigned)
+            or (tp in self.legacy and tp not in fresh)
+        }
+        return [WriteLegacyReassignments(dict(self.legacy)), *self._start_reassignments(accepted)]
+
+    def _check_reassignments(
+        self, targets: dict[TopicPartition, tuple[int, ...] | None]
+    ) -> tuple[
+        dict[TopicPartition, tuple[ErrorCode, str | None]], dict[TopicPartition, ReplicaAssignment]
+    ]:
+        """Validate every partition (Kafka's order and codes): (results, accepted assignments)."""
+        results: dict[TopicPartition, tuple[ErrorCode, str | None]] = {}
+        accepted: dict[TopicPartition, ReplicaAssignment] = {}
+        live = self.live
+        for tp, target in targets.items():
+            current = self.assignment(tp)
+            why = validate_target(current, target, live) if target is not None else None
+            if why is not None:
+                results[tp] = why
+                continue
+            new = build_reassignment(current, target)
+            if new is None:
+                results[tp] = (
+                    ErrorCode.NO_REASSIGNMENT_IN_PROGRESS,
+                    f"No reassignment in progress for {tp[0]}-{tp[1]}",
+                )
+            elif tp[0] in self.deleting or not current.replicas:
+                results[tp] = (
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    "The partition does not exist.",
+                )
+            else:
+                accepted[tp] = new
+                results[tp] = (ErrorCode.NO_ERROR, None)
+        return results, accepted
+
+    def _start_reassignments(
+        self, accepted: dict[TopicPartition, ReplicaAssignment]
+    ) -> list[Effect]:
+        """Per partition: record the new assignment (union of original and target) in the topic
+        znode, stop the replicas an earlier target added that this one drops, take the next step."""
+        effects: list[Effect] = []
+        topics: set[str] = set()
+        for tp, new in accepted.items():
+            current = self.assignment(tp)
+            unneeded = [r for r in current.replicas if r not in new.replicas]
+            if new != current:
+                log.info(
+                    "reassigning %s-%d: %s -> %s (adding %s, removing %s)", tp[0], tp[1],
+                    list(current.replicas), list(new.replicas), list(new.adding), list(new.removing),
+                )  # fmt: skip
+                self._set_assignment(tp, new)
+                topics.add(tp[0])
+                for r in new.adding:
+                    if (tp, r) not in self.replica_states:
+                        replica_transition(self.replica_states, tp, r, R.NEW)
+                        replica_transition(self.replica_states, tp, r, R.ONLINE)
+            self._reassign_later.setdefault(tp, set()).update(unneeded)
+        effects += [WriteTopicAssignment(self.topics[t]) for t in sorted(topics)]
+        effects += self._progress(list(accepted), start=True)
+        return effects
+
+    def _progress(self, tps: Iterable[TopicPartition], start: bool = False) -> list[Effect]:
+        """Take the next step of each partition's move where one is due: the switch to the target
+        once it is in sync, the stop of replicas a new target dropped, or (on a request: `start`)
+        a leader-epoch bump that tells the union of replicas the new replica set."""
+        live = self.live - self.shutting_down
+        proposals: dict[TopicPartition, LeaderIsr] = {}
+        pending = _Pending("reassign", proposals)
+        for tp in dict.fromkeys(tps):
+            assignment = self.assignment(tp)
+            st = self.leadership.get(tp)
+            if tp[0] not in self.topics or tp[0] in self.deleting:
+                self._reassign_later.pop(tp, None)
+                continue
+            unneeded = self._reassign_later.get(tp, set())
+            due = start or unneeded or is_complete(assignment, st.isr if st else ())
+            if not due:
+                self._reassign_later.pop(tp, None)
+                continue
+            if st is None or tp in self._writing:
+                self._reassign_later.setdefault(tp, set())  # decided again after that write
+                continue
+            step = reassignment_step(st, assignment, unneeded, live)
+            self._reassign_later.pop(tp, None)
+            proposals[tp] = step.state
+            pending.base[tp] = assignment
+            if step.final is not None:
+                pending.final[tp] = step.final
+            if step.stop:
+                pending.stop[tp] = step.stop
+        if not proposals:
+            return []
+        tag = self._tag()
+        self._pending[tag] = pending
+        self._writing.update(proposals)
+        return [WritePartitionStates(tag, proposals, self.epoch)]
+
+    def _set_assignment(self, tp: TopicPartition, a: ReplicaAssignment) -> None:
+        t = self.topics[tp[0]]
+        p = tp[1]
+        adding = {k: v for k, v in t.adding.items() if k != p}
+        removing = {k: v for k, v in t.removing.items() if k != p}
+        if a.adding:
+            adding[p] = a.adding
+        if a.removing:
+            removing[p] = a.removing
+        self.topics[tp[0]] = TopicInfo(
+            t.name, t.topic_id, {**t.assignment, p: a.replicas}, adding, removing
+        )
+
+    def _switch_assignment(
+        self, tp: TopicPartition, final: ReplicaAssignment, stop: tuple[int, ...]
+    ) -> list[Effect]:
+        """The move is done (its leadership written): the replicas become the target."""
+        log.info("reassignment of %s-%d complete: replicas %s", tp[0], tp[1], list(final.replicas))
+        self._set_assignment(tp, final)
+        effects: list[Effect] = [WriteTopicAssignment(self.topics[tp[0]])]
+        effects += self._stop_replicas(tp, stop)
+        if self.legacy.pop(tp, None) is not None:
+            effects.append(WriteLegacyReassignments(dict(self.legacy)))
+        return effects
+
+    def _stop_replicas(self, tp: TopicPartition, replicas: tuple[int, ...]) -> list[Effect]:
+        """Replicas that left the assignment: offline, then deleted (StopReplica with delete)."""
+        effects: list[Effect] = []
+        for r in replicas:
+            if (tp, r) in self.replica_states:
+                for target in (R.OFFLINE, R.DELETION_STARTED, R.DELETION_SUCCESSFUL):
+                    replica_transition(self.replica_states, tp, r, target)
+                replica_transition(self.replica_states, tp, r, R.NON_EXISTENT)
+            if r in self.brokers:
+                effects.append(SendStopReplica(r, self.epoch, (tp,), True))
+            else:
+                log.warning(
+                    "replica of %s-%d on broker %d (down) left the assignment; its log stays there",
+                    tp[0], tp[1], r,
+                )  # fmt: skip
+        return effects

@@ -25,6 +25,7 @@ _FAMILIES = (
     "share_groups",
     "share_state",
     "share_admin",
+    "reassignments",
 )
 
 for _name in _FAMILIES:

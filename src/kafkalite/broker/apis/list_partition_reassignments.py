@@ -1,0 +1,57 @@
+"""ListPartitionReassignments (key 46, KIP-455), cluster mode, answered by the controller: the partitions
+(asked for, or all) with a move in flight, with their replicas and adding / removing replicas.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafkalite.broker.context import RequestContext
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.messages.reassignments import (
+    LIST_PARTITION_REASSIGNMENTS,
+    ListPartitionReassignmentsResponse,
+)
+from kafkalite.security.acl import AclOperation
+
+API = LIST_PARTITION_REASSIGNMENTS
+CLUSTER_ONLY = True
+_Topic = ListPartitionReassignmentsResponse.OngoingTopicReassignment
+_Partition = _Topic.OngoingPartitionReassignment
+
+
+def _top_level(code: ErrorCode, message: str) -> Any:
+    return ListPartitionReassignmentsResponse(
+        throttle_time_ms=0, error_code=code, error_message=message, topics=[]
+    )
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    if not ctx.authorize_cluster(AclOperation.DESCRIBE):
+        return _top_level(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
+    zk = ctx.broker.zk_broker
+    controller = zk.controller if zk is not None else None
+    asked = (
+        [(t.name, p) for t in request.topics for p in t.partition_indexes]
+        if request.topics is not None
+        else None
+    )
+    moving = controller.list_partition_reassignments(asked) if controller is not None else None
+    if moving is None:
+        return _top_level(ErrorCode.NOT_CONTROLLER, "This broker is not the controller.")
+    by_topic: dict[str, list[Any]] = {}
+    for (topic, part), a in sorted(moving.items()):
+        by_topic.setdefault(topic, []).append(
+            _Partition(
+                partition_index=part,
+                replicas=list(a.replicas),
+                adding_replicas=list(a.adding),
+                removing_replicas=list(a.removing),
+            )
+        )
+    return ListPartitionReassignmentsResponse(
+        throttle_time_ms=0,
+        error_code=ErrorCode.NO_ERROR,
+        error_message=None,
+        topics=[_Topic(name=t, partitions=ps) for t, ps in by_topic.items()],
+    )
