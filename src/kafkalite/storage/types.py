@@ -24,6 +24,9 @@ class FileSlice:
     fileno: int
     position: int
     length: int
+    # the FileCache handle `fileno` belongs to: holding the slice holds the descriptor open (an
+    # eviction of its segment closes it only once every slice is gone)
+    lease: object = None
 
     def read_bytes(self) -> bytes:
         out = bytearray()
