@@ -289,12 +289,6 @@ class OffsetIndex(_SparseIndex):
 
     def last_file_entry(self) -> tuple[int, int] | None:
         """(absolute offset, position) of the file's last entry, read without loading the rest."""
-        if self._loaded:
-            return (
-                (self.base_offset + self._offsets[-1], self._positions[-1])
-                if self._offsets
-                else None
-            )
         data = self._file_tail()
         if data is None:
             return None
@@ -406,19 +400,17 @@ class TimeIndex(_SparseIndex):
 
     def last_file_entry(self) -> tuple[int, int] | None:
         """(timestamp, absolute offset) of the file's last entry, read without loading the rest."""
-        if self._loaded:
-            return self.last_entry if self._timestamps else None
         data = self._file_tail()
         if data is None:
             return None
         ts, rel = _TIME_ENTRY.unpack(data)
         return ts, self.base_offset + rel
 
-    def defer_load(self, loader: Callable[[], None]) -> None:
+    def defer_load(self, loader: Callable[[], None], last_timestamp: int = -1) -> None:
+        """As the base's; `last_timestamp` is the file's last entry's (read by the caller)."""
         super().defer_load(loader)
-        entry = self.last_file_entry()
         # the append path reads this attribute directly: keep it right while unloaded
-        self.last_timestamp = entry[0] if entry is not None else -1
+        self.last_timestamp = last_timestamp
 
     def entries(self) -> list[tuple[int, int]]:
         """(timestamp, absolute offset) pairs."""

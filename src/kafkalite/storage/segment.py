@@ -442,7 +442,7 @@ class LogSegment:
         self.next_offset = next_offset
         self.max_timestamp, self.offset_of_max_timestamp = max_ts, off_max
         self.offset_index.defer_load(self._load_indexes)
-        self.time_index.defer_load(self._load_indexes)
+        self.time_index.defer_load(self._load_indexes, t_last[0] if t_last is not None else -1)
         self.bytes_since_last_index_entry = since
         self._load_first_timestamp()
         return True
