@@ -184,6 +184,7 @@ class _SparseIndex:
                 if not self._loaded and self._loader is not None:
                     self._loader()
                 self._loaded = True
+                self._loader = None  # (the segment's bound method: no cycle kept once loaded)
 
     def _file_tail(self) -> bytes | None:
         """The last whole entry in the file (None: no entry); CorruptIndex on a partial one."""
@@ -286,6 +287,7 @@ class OffsetIndex(_SparseIndex):
         self._offsets = offsets
         self._written = len(offsets)
         self._loaded = True
+        self._loader = None  # (a bound method of the segment: no cycle kept once loaded)
 
     def last_file_entry(self) -> tuple[int, int] | None:
         """(absolute offset, position) of the file's last entry, read without loading the rest."""
@@ -350,6 +352,7 @@ class OffsetIndex(_SparseIndex):
         self._offsets = array("i")
         self._positions = array("i")
         self._loaded = True
+        self._loader = None  # (a bound method of the segment: no cycle kept once loaded)
         self._keep_on_disk(0)
 
 
@@ -397,6 +400,7 @@ class TimeIndex(_SparseIndex):
         self._written = len(ts)
         self.last_timestamp = ts[-1] if ts else -1
         self._loaded = True
+        self._loader = None  # (a bound method of the segment: no cycle kept once loaded)
 
     def last_file_entry(self) -> tuple[int, int] | None:
         """(timestamp, absolute offset) of the file's last entry, read without loading the rest."""
@@ -461,4 +465,5 @@ class TimeIndex(_SparseIndex):
         self._timestamps = array("q")
         self.last_timestamp = -1
         self._loaded = True
+        self._loader = None  # (a bound method of the segment: no cycle kept once loaded)
         self._keep_on_disk(0)
