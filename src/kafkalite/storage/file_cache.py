@@ -9,6 +9,7 @@ sent) holds a lease: an eviction never closes a file mid-write or mid-sendfile.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import resource
@@ -21,6 +22,7 @@ log = logging.getLogger(__name__)
 MIN_CAPACITY = 16
 # descriptors left to everything else (sockets, checkpoints, ZooKeeper, TLS) by the default size
 _RESERVED_FDS = 256
+_EMFILE_RELEASE = 32  # files closed to retry an open that failed with EMFILE / ENFILE
 
 
 class OpenFile:
@@ -96,7 +98,21 @@ class FileCache:
                 return fh
             while len(self._files) >= self.capacity:
                 self._evict_one()
-            fh = OpenFile(owner._open_fd())
+            try:
+                fd = owner._open_fd()
+            except OSError as e:
+                # the process ran out anyway (connections, a low limit): give back some of ours
+                if e.errno not in (errno.EMFILE, errno.ENFILE) or not self._files:
+                    raise
+                for _ in range(min(len(self._files), _EMFILE_RELEASE)):
+                    self._evict_one()
+                log.warning(
+                    "out of file descriptors (%s) with %d log files open; closed some and retried",
+                    e.strerror,
+                    len(self._files),
+                )
+                fd = owner._open_fd()
+            fh = OpenFile(fd)
             self.opens += 1
             self._files[fh] = owner
             owner._fh = fh

@@ -143,13 +143,14 @@ class LogSegment:
         if self.closed:
             raise OSError(errno.EBADF, f"segment {self.log_path} is closed")
         path = self.log_path
-        flags, self._create_flags = self._create_flags, 0
         try:
-            return os.open(path, os.O_RDWR | flags, 0o644)
+            fd = os.open(path, os.O_RDWR | self._create_flags, 0o644)
         except FileNotFoundError:
-            if self.log_path != path:  # renamed (.deleted, .swap) while we opened: try its new name
-                return os.open(self.log_path, os.O_RDWR)
-            raise
+            if self.log_path == path:
+                raise
+            fd = os.open(self.log_path, os.O_RDWR)  # renamed (.deleted, .swap) meanwhile
+        self._create_flags = 0
+        return fd
 
     def handle(self) -> OpenFile:
         """A lease on the .log file's descriptor: valid as long as the caller keeps the handle

@@ -105,6 +105,32 @@ def test_configure_shrinks_at_once(owners: list[_Owner]) -> None:
     assert len(cache) == 2 and fd_count() == base - 6
 
 
+def test_out_of_descriptors_closes_some_and_retries(owners: list[_Owner]) -> None:
+    import errno
+
+    cache = FileCache(8)
+    for o in owners[:6]:
+        cache.open(o)
+    flaky = owners[6]
+    real = flaky._open_fd
+    calls = [0]
+
+    def emfile_once() -> int:
+        calls[0] += 1
+        if calls[0] == 1:
+            raise OSError(errno.EMFILE, "Too many open files")
+        return real()
+
+    flaky._open_fd = emfile_once  # type: ignore[method-assign]
+    fh = cache.open(flaky)
+    assert fh.fd >= 0 and calls[0] == 2
+    assert len(cache) < 7  # some were given back
+    refused = owners[7]
+    refused._open_fd = lambda: (_ for _ in ()).throw(OSError(errno.EACCES, "no"))  # type: ignore[method-assign]
+    with pytest.raises(PermissionError):
+        cache.open(refused)
+
+
 def test_default_capacity_and_rlimit() -> None:
     assert default_capacity(20_000) == (20_000 - 256) // 2
     assert default_capacity(100) == MIN_CAPACITY
