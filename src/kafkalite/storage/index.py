@@ -7,6 +7,7 @@ batches (every few hundred entries, and on flush, truncate and close).
 
 from __future__ import annotations
 
+import errno
 import os
 import struct
 import sys
@@ -55,7 +56,7 @@ class _IndexFile:
 
     def _open_fd(self) -> int:
         if self.closed:
-            raise OSError(9, f"index {self.path} is closed")
+            raise OSError(errno.EBADF, f"index {self.path} is closed")
         return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
 
     def _handle(self) -> OpenFile:
