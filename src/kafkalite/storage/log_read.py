@@ -64,8 +64,6 @@ class LogReads:
                 if max_offset is not None:
                     limit = seg.position_bound(max_offset, limit)
                 found = seg.read(offset, max_bytes, limit, min_one_message)
-                # the slice leases the descriptor: an eviction cannot close it before it is sent
-                fh = seg.handle() if found is not None and found[1] else None
             except OSError:
                 if seg.closed:
                     raise _SegmentGone() from None
@@ -77,8 +75,8 @@ class LogReads:
                 meta = LogOffsetMetadata(offset, seg.base_offset, pos)
                 if length == 0:
                     return FetchDataInfo(meta, None)
-                assert fh is not None
-                return FetchDataInfo(meta, FileSlice(fh.fd, pos, length, fh))
+                # the slice takes (and then holds) the descriptor only when it is sent
+                return FetchDataInfo(meta, FileSlice(seg, pos, length))
             if max_offset is not None and seg.next_offset >= max_offset:
                 break
             i += 1

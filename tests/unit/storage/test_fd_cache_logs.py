@@ -312,3 +312,22 @@ def test_randomized_against_a_model(tmp_path: Path, tiny_cache: int, seed: int) 
         lg.close()
     gc.collect()
     assert fd_count() <= base + SLACK
+
+
+def test_a_fetch_of_many_partitions_holds_no_descriptors_until_sent(
+    tmp_path: Path, tiny_cache: int
+) -> None:
+    """One Fetch answer's slices for 200 partitions: descriptors are taken when a slice is read
+    or sent, not when it is made, so holding them all stays within the cache."""
+    base = tiny_cache
+    logs = [Log.open(tmp_path / f"f-{p}", LogConfig(**CFG)) for p in range(200)]  # type: ignore[arg-type]
+    for p, lg in enumerate(logs):
+        lg.append(build_batch([(None, _val(p, 0), [], 1_000)]))
+    slices = [lg.read(0, 1000).slice for lg in logs]
+    assert fd_count() <= _bound(base)
+    for p, sl in enumerate(slices):
+        assert sl is not None
+        assert [r.value for r in batches(sl.read_bytes())[0].records] == [_val(p, 0)]
+        assert fd_count() <= _bound(base)
+    for lg in logs:
+        lg.close()
