@@ -121,6 +121,9 @@ def test_thousands_of_partitions_with_bounded_descriptors(tmp_path: Path) -> Non
         assert 3 * len(parts) > NOFILE  # more than the limit would have allowed before
         assert max(fds_created, fds_written, fds_read) <= cache + FD_SLACK
         assert proc.poll() is None
+        # no request ran into the limit (a Fetch over every partition once did: EMFILE)
+        text = log_path.read_text()
+        assert "out of file descriptors" not in text and " ERROR " not in text, text[-3000:]
     finally:
         proc.terminate()
         try:
