@@ -1,13 +1,17 @@
 """Storage benchmark: Log.append throughput (1 KiB / 16 KiB batches, no fsync and group-commit fsync)
 and Log.read + os.sendfile throughput, each printed beside a raw peer measured in the same run.
 
-Run: .venv/bin/python bench/bench_storage.py [--mb 128] [--dir /tmp]
+Also (--partitions N): appends and reads round-robin over N partitions with the open-files cache
+smaller than the partitions (--open-files), beside the same with every file kept open.
+
+Run: .venv/bin/python bench/bench_storage.py [--mb 128] [--dir /tmp] [--partitions 2000]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import socket
 import tempfile
@@ -18,6 +22,7 @@ from typing import Any
 
 from kafkalite.records.batch import build_batch
 from kafkalite.storage import Log, LogConfig
+from kafkalite.storage.file_cache import process_file_cache
 from kafkalite.storage.segment import read_header
 
 
@@ -215,7 +220,8 @@ def bench_read(lg: Log, max_bytes: int) -> tuple[float, float, int]:
         if end_pos >= seg.size:
             off = seg.next_offset
         else:
-            h = read_header(seg.fd, end_pos, seg.size)
+            fh = seg.handle()
+            h = read_header(fh.fd, end_pos, seg.size)
             assert h is not None
             off = h.base_offset
     sink.close()
@@ -225,14 +231,79 @@ def bench_read(lg: Log, max_bytes: int) -> tuple[float, float, int]:
     t1 = time.perf_counter()
     for seg in lg.segments:
         pos = 0
+        fh = seg.handle()
         while pos < seg.size:
             n = min(max_bytes, seg.size - pos)
-            sendfile_all(sink.tx, seg.fd, pos, n)
+            sendfile_all(sink.tx, fh.fd, pos, n)
             pos += n
     sink.close()
     dt_raw = time.perf_counter() - t1
     assert sent == total, (sent, total)
     return dt, dt_raw, sent
+
+
+def fd_count() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def bench_partitions(
+    root: Path, payload: bytes, partitions: int, rounds: int, open_files: int
+) -> None:
+    """Round-robin appends (`rounds` per partition) then one read of each partition's data, with
+    the FileCache at `open_files` (evicting) and at 4 files per partition (nothing evicted)."""
+    cache = process_file_cache()
+    old = cache.capacity
+    base = fd_count()
+    print(
+        f"\n[{partitions} partitions, {len(payload)} B batches, {rounds} per partition] open-files cache"
+    )
+    try:
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        every = 4 * partitions + 16
+        caps = [every, open_files] if every < soft - 256 else [open_files]
+        if len(caps) == 1:
+            print(f"  (every file open would need {every:,} descriptors: over the limit {soft:,})")
+        for cap in caps:
+            cache.configure(cap)
+            opens0, evict0 = cache.opens, cache.evictions
+            d = root / f"parts-{cap}"
+            tc = time.perf_counter()
+            logs = [
+                Log.open(d / f"p-{i}", LogConfig(segment_bytes=64 << 20)) for i in range(partitions)
+            ]
+            dt_create = time.perf_counter() - tc
+            data = bytearray(payload)
+            for lg in logs:  # untimed: the first append of a leader epoch writes its checkpoint
+                lg.append_as_leader(data, 0)
+            peak = 0
+            t0 = time.perf_counter()
+            for _r in range(rounds):
+                for lg in logs:
+                    lg.append_as_leader(data, 0)
+                peak = max(peak, fd_count())
+            dt_app = time.perf_counter() - t0
+            t1 = time.perf_counter()
+            nread = 0
+            for lg in logs:
+                info = lg.read(0, 1 << 20)
+                assert info.slice is not None
+                nread += len(info.slice.read_bytes())
+            dt_read = time.perf_counter() - t1
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            nbytes = rounds * partitions * len(payload)
+            assert nread == nbytes + partitions * len(payload)
+            label = "every file open" if cap > 2 * partitions else f"cache of {cap} files"
+            print(
+                f"  {label:<22} append {mbps(nbytes, dt_app):7.1f} MB/s ({rounds * partitions / dt_app:,.0f} "
+                f"batches/s)  read {mbps(nread, dt_read):7.1f} MB/s  peak fds {peak - base:,}  "
+                f"opens {cache.opens - opens0:,} evictions {cache.evictions - evict0:,}  "
+                f"create {dt_create:.1f} s  max RSS {rss:.0f} MiB"
+            )
+            for lg in logs:
+                lg.close()
+            shutil.rmtree(d)
+    finally:
+        cache.configure(old)
 
 
 def main() -> None:
@@ -242,10 +313,21 @@ def main() -> None:
     ap.add_argument("--dir", default=None, help="directory on the disk to measure")
     ap.add_argument("--threads", type=int, default=4, help="appending threads for group commit")
     ap.add_argument("--fsync-mb", type=int, default=8, help="megabytes for the fsync scenarios")
+    ap.add_argument(
+        "--partitions", type=int, default=0, help="partitions for the open-files section"
+    )
+    ap.add_argument("--open-files", type=int, default=256, help="open-files cache in that section")
+    ap.add_argument(
+        "--only-partitions", action="store_true", help="run only the open-files section"
+    )
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="kafkalite-bench-", dir=args.dir))
     print(f"kafkalite storage benchmark in {root}  ({args.mb} MB per scenario)")
     try:
+        if args.partitions:
+            bench_partitions(root, make_payload(1024), args.partitions, 8, args.open_files)
+        if args.only_partitions:
+            return
         for size in (1024, 16 * 1024):
             payload = make_payload(size)
             count = args.mb * (1 << 20) // len(payload)

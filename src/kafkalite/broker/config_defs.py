@@ -298,6 +298,16 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "true",
             "kafkalite's own: send fetched log data to plaintext sockets with sendfile(2).",
         ),
+        _d(
+            "kafkalite.log.open.files.max",
+            T_INT,
+            "-1",
+            "kafkalite's own (Kafka has no equivalent; it keeps every segment's files open): the "
+            "most segment and index files kept open at once, least recently used closed first, so "
+            "descriptors are bounded by this and not by the number of partitions. -1: half of the "
+            "soft open-files limit (RLIMIT_NOFILE, raised to the hard limit at startup) less 256.",
+            at_least=-1,
+        ),
         _d("log.segment.bytes", T_INT, "1073741824", "Size of a log segment file.", at_least=14),
         _d("log.roll.hours", T_INT, "168", "Roll a segment after this many hours.", at_least=1),
         _d(

@@ -46,6 +46,7 @@ from kafkalite.broker.groups import GroupCoordinatorComponent
 from kafkalite.broker.listeners import ListenerRuntime, bind_listeners, configure_listeners
 from kafkalite.broker.local_logs import TopicStorageError, drop_local_logs, make_local_logs
 from kafkalite.broker.log_config import log_request, request_log
+from kafkalite.broker.open_files import prepare_open_files
 from kafkalite.broker.purgatory import DelayedOperations
 from kafkalite.broker.sasl_auth import (
     SaslListenerSettings,
@@ -243,6 +244,7 @@ class BrokerServer:
             retention_check_interval_ms=int(cfg.get("log.retention.check.interval.ms")),
             flush_check_interval_ms=min(flush_check, 1000),
             cleaner_enable=bool(cfg.get("log.cleaner.enable")),
+            open_files_max=prepare_open_files(cfg),
         )
         await asyncio.to_thread(self.log_manager.startup)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.delayed.notify)

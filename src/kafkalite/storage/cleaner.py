@@ -54,7 +54,8 @@ def _iter_segment_batches(seg: LogSegment) -> Iterator[tuple[memoryview, BatchHe
     size = seg.size
     if size == 0:
         return
-    with mmap.mmap(seg.fd, size, access=mmap.ACCESS_READ) as mm:
+    fh = seg.handle()  # held while mmap dups the descriptor
+    with mmap.mmap(fh.fd, size, access=mmap.ACCESS_READ) as mm:
         buf = memoryview(mm)
         try:
             pos = 0

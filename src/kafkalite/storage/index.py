@@ -7,18 +7,24 @@ batches (every few hundred entries, and on flush, truncate and close).
 
 from __future__ import annotations
 
+import errno
 import os
 import struct
 import sys
+import threading
 from array import array
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
+
+from kafkalite.storage.file_cache import OpenFile, process_file_cache
 
 _BIG = sys.byteorder == "big"
 _OFF_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 _SPILL_ENTRIES = 256  # entries appended in memory before they are handed to the file together
+_LAZY_LOAD_LOCK = threading.RLock()  # one lazy load at a time (rare: first lookup of a segment)
 
 
 class CorruptIndex(Exception):
@@ -32,16 +38,40 @@ def _to_native(a: array[int]) -> None:
 
 class _IndexFile:
     """An index file whose appended entries are buffered and written in blocks (on flush, close,
-    or every few KiB): indexes are rebuildable, so a lost tail only makes them sparser."""
+    or every few KiB): indexes are rebuildable, so a lost tail only makes them sparser.
+
+    Its descriptor comes from the process's FileCache, opened (creating the file) only when bytes
+    must reach the file or be read from it, and closed whenever the cache needs the slot."""
 
     _BLOCK = 8192
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._fh: OpenFile | None = None
+        self._cache = process_file_cache()
+        self.closed = False
         self.dirty = False
         self._pending = bytearray()
         self._pending_at = 0
+
+    def _open_fd(self) -> int:
+        if self.closed:
+            raise OSError(errno.EBADF, f"index {self.path} is closed")
+        return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+
+    def _handle(self) -> OpenFile:
+        fh = self._fh
+        if fh is None:
+            return self._cache.open(self)
+        fh.used = True
+        return fh
+
+    @property
+    def is_open(self) -> bool:
+        return self._fh is not None
+
+    def exists(self) -> bool:
+        return self._fh is not None or self.path.exists()
 
     def write(self, data: bytes, at: int) -> None:
         pending = self._pending
@@ -58,36 +88,70 @@ class _IndexFile:
 
     def drain(self) -> None:
         if self._pending:
-            os.pwrite(self.fd, self._pending, self._pending_at)
+            fh = self._handle()  # a local lease: an eviction cannot close it under the write
+            os.pwrite(fh.fd, self._pending, self._pending_at)
             self._pending = bytearray()
 
     def read_all(self) -> bytes:
-        self.drain()
-        size = os.fstat(self.fd).st_size
-        return os.pread(self.fd, size, 0) if size else b""
+        """The file's bytes (empty when it does not exist: nothing is created to read it)."""
+        if self._pending:
+            self.drain()
+        fh = self._fh
+        if fh is None:
+            try:
+                with open(self.path, "rb") as f:  # one open for one read: no cache slot taken
+                    return f.read()
+            except FileNotFoundError:
+                return b""
+        size = os.fstat(fh.fd).st_size
+        return os.pread(fh.fd, size, 0) if size else b""
+
+    def read_tail(self, entry_size: int) -> bytes | None:
+        """The file's last `entry_size` bytes (fewer when its size is not a multiple of it), or
+        None when it is empty or missing."""
+        if self._pending:
+            self.drain()
+        try:
+            with open(self.path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                if size == 0:
+                    return None
+                cut = size % entry_size or entry_size
+                f.seek(size - cut)
+                return f.read(cut)
+        except FileNotFoundError:
+            return None
 
     def truncate(self, size: int) -> None:
+        self._pending = bytearray() if size <= self._pending_at else self._pending
         self.drain()
-        os.ftruncate(self.fd, size)
+        fh = self._fh
+        if fh is None and size == 0 and not self.path.exists():
+            return  # nothing to cut: do not create the file for it
+        fh = self._handle()
+        os.ftruncate(fh.fd, size)
         self.dirty = True
 
     def flush(self) -> None:
+        """Write pending entries and fsync (creating the file if it does not exist yet, so a
+        flushed segment always has its index files)."""
         self.drain()
-        if self.dirty:
+        if self.dirty or not self.exists():
             self.dirty = False
-            os.fsync(self.fd)
+            fh = self._handle()
+            os.fsync(fh.fd)
 
     def rename(self, path: Path) -> None:
         os.rename(self.path, path)
         self.path = path
 
     def close(self) -> None:
-        if self.fd >= 0:
+        if not self.closed:
             try:
                 self.drain()
             finally:
-                os.close(self.fd)
-                self.fd = -1
+                self.closed = True
+                self._cache.forget(self)
 
 
 class _SparseIndex:
@@ -101,6 +165,36 @@ class _SparseIndex:
         self.max_entries = max(1, max_index_bytes // self.ENTRY_SIZE)
         self._file = _IndexFile(path)
         self._written = 0  # entries handed to the file
+        # Kafka's LazyIndex: a segment loaded at startup below the recovery point leaves its
+        # entries on disk until a lookup needs them; `_loader` (the segment's) reads and checks them
+        self._loaded = True
+        self._loader: Callable[[], None] | None = None
+
+    def defer_load(self, loader: Callable[[], None]) -> None:
+        """Leave the entries on disk; `loader` loads them (calling `load`) on first need."""
+        self._loaded = False
+        self._loader = loader
+
+    @property
+    def loaded(self) -> bool:
+        return self._loaded
+
+    def _ensure_loaded(self) -> None:
+        if not self._loaded:
+            with _LAZY_LOAD_LOCK:
+                if not self._loaded and self._loader is not None:
+                    self._loader()
+                self._loaded = True
+                self._loader = None  # (the segment's bound method: no cycle kept once loaded)
+
+    def _file_tail(self) -> bytes | None:
+        """The last whole entry in the file (None: no entry); CorruptIndex on a partial one."""
+        data = self._file.read_tail(self.ENTRY_SIZE)
+        if data is None:
+            return None
+        if len(data) != self.ENTRY_SIZE:
+            raise CorruptIndex(f"{self.path}: size is not a multiple of {self.ENTRY_SIZE}")
+        return data
 
     def _columns(self) -> tuple[array[int], array[int]]:
         """The two columns in file order (each entry is ENTRY.pack(first[i], second[i]))."""
@@ -111,6 +205,7 @@ class _SparseIndex:
         return self._file.path
 
     def __len__(self) -> int:
+        self._ensure_loaded()
         return len(self._columns()[0])
 
     @property
@@ -119,6 +214,8 @@ class _SparseIndex:
 
     def _spill(self) -> None:
         """Hand the entries not yet in the file to it, in one write."""
+        if not self._loaded:
+            return  # nothing new: every entry is in the file
         first, second = self._columns()
         n, w = len(first), self._written
         if n > w:
@@ -143,7 +240,7 @@ class _SparseIndex:
 
     def close(self) -> None:
         try:
-            if self._file.fd >= 0:
+            if not self._file.closed:
                 self._spill()
         finally:
             self._file.close()
@@ -190,15 +287,28 @@ class OffsetIndex(_SparseIndex):
         self._positions = positions
         self._offsets = offsets
         self._written = len(offsets)
+        self._loaded = True
+        self._loader = None  # (a bound method of the segment: no cycle kept once loaded)
+
+    def last_file_entry(self) -> tuple[int, int] | None:
+        """(absolute offset, position) of the file's last entry, read without loading the rest."""
+        data = self._file_tail()
+        if data is None:
+            return None
+        rel, pos = _OFF_ENTRY.unpack(data)
+        return self.base_offset + rel, pos
 
     def entries(self) -> list[tuple[int, int]]:
         """(absolute offset, position) pairs."""
+        self._ensure_loaded()
         b = self.base_offset
         return [(b + o, p) for o, p in zip(self._offsets, self._positions)]
 
     def append(self, offset: int, position: int) -> bool:
         """Add an entry (ignored unless offset and position both grow); True when the index is
         full afterwards (the segment's appender checks this instead of calling `is_full`)."""
+        if not self._loaded:
+            self._ensure_loaded()
         rel = offset - self.base_offset
         offsets = self._offsets
         n = len(offsets)
@@ -213,6 +323,8 @@ class OffsetIndex(_SparseIndex):
 
     def lookup(self, offset: int) -> tuple[int, int]:
         """(offset, position) of the last entry at or below `offset`, else (base offset, 0)."""
+        if not self._loaded:
+            self._ensure_loaded()
         offsets = self._offsets
         i = bisect_right(offsets, offset - self.base_offset) - 1
         if i < 0:
@@ -221,6 +333,8 @@ class OffsetIndex(_SparseIndex):
 
     def lookup_position(self, position: int) -> tuple[int, int]:
         """(offset, position) of the last entry whose position is at or below `position`."""
+        if not self._loaded:
+            self._ensure_loaded()
         n = len(self._offsets)
         i = min(bisect_right(self._positions, position), n) - 1
         if i < 0:
@@ -229,6 +343,7 @@ class OffsetIndex(_SparseIndex):
 
     def truncate_to(self, offset: int) -> None:
         """Drop entries for offsets >= `offset`."""
+        self._ensure_loaded()
         i = bisect_left(self._offsets, offset - self.base_offset)
         self._offsets = self._offsets[:i]
         self._positions = self._positions[:i]
@@ -237,6 +352,8 @@ class OffsetIndex(_SparseIndex):
     def reset(self) -> None:
         self._offsets = array("i")
         self._positions = array("i")
+        self._loaded = True
+        self._loader = None  # (a bound method of the segment: no cycle kept once loaded)
         self._keep_on_disk(0)
 
 
@@ -259,6 +376,7 @@ class TimeIndex(_SparseIndex):
     @property
     def last_entry(self) -> tuple[int, int]:
         """(timestamp, absolute offset) of the newest entry, or (-1, base offset)."""
+        self._ensure_loaded()
         if not self._timestamps:
             return -1, self.base_offset
         return self._timestamps[-1], self.base_offset + self._offsets[-1]
@@ -282,14 +400,33 @@ class TimeIndex(_SparseIndex):
         self._timestamps = ts
         self._written = len(ts)
         self.last_timestamp = ts[-1] if ts else -1
+        self._loaded = True
+        self._loader = None  # (a bound method of the segment: no cycle kept once loaded)
+
+    def last_file_entry(self) -> tuple[int, int] | None:
+        """(timestamp, absolute offset) of the file's last entry, read without loading the rest."""
+        data = self._file_tail()
+        if data is None:
+            return None
+        ts, rel = _TIME_ENTRY.unpack(data)
+        return ts, self.base_offset + rel
+
+    def defer_load(self, loader: Callable[[], None], last_timestamp: int = -1) -> None:
+        """As the base's; `last_timestamp` is the file's last entry's (read by the caller)."""
+        super().defer_load(loader)
+        # the append path reads this attribute directly: keep it right while unloaded
+        self.last_timestamp = last_timestamp
 
     def entries(self) -> list[tuple[int, int]]:
         """(timestamp, absolute offset) pairs."""
+        self._ensure_loaded()
         b = self.base_offset
         return [(t, b + o) for t, o in zip(self._timestamps, self._offsets)]
 
     def maybe_append(self, timestamp: int, offset: int) -> bool:
         """Add an entry if `timestamp` is a new maximum; True when the index is full afterwards."""
+        if not self._loaded:
+            self._ensure_loaded()
         timestamps = self._timestamps
         n = len(timestamps)
         if n and timestamp <= timestamps[-1]:
@@ -307,12 +444,14 @@ class TimeIndex(_SparseIndex):
 
         Every batch up to an entry's offset has timestamps <= the entry's, so the last entry strictly
         below the target is a safe starting point."""
+        self._ensure_loaded()
         i = bisect_left(self._timestamps, timestamp) - 1
         if i < 0:
             return self.base_offset
         return self.base_offset + self._offsets[i]
 
     def truncate_to(self, offset: int) -> None:
+        self._ensure_loaded()
         rel = offset - self.base_offset
         keep = len(self._offsets)
         while keep and self._offsets[keep - 1] >= rel:
@@ -326,4 +465,6 @@ class TimeIndex(_SparseIndex):
         self._offsets = array("q")
         self._timestamps = array("q")
         self.last_timestamp = -1
+        self._loaded = True
+        self._loader = None  # (a bound method of the segment: no cycle kept once loaded)
         self._keep_on_disk(0)

@@ -210,8 +210,9 @@ class Log(LogReads, LogProducers, LogRetention):
         out: list[tuple[int, int]] = []
         for seg in self._segments:
             pos = 0
+            fh = seg.handle()
             while True:
-                h = read_header(seg.fd, pos, seg.size)
+                h = read_header(fh.fd, pos, seg.size)
                 if h is None:
                     break
                 if h.partition_leader_epoch >= 0 and (
@@ -413,22 +414,30 @@ class Log(LogReads, LogProducers, LogRetention):
                     ):
                         seg = self._maybe_roll_at(seg, n, first, max_ts, last)
                         pos = seg.size
+                    # the segment's open file (a lease: an eviction meanwhile cannot close it
+                    # under this write); reopened through the FileCache only after an eviction
+                    fh = seg._fh
+                    if fh is None:
+                        fh = seg.handle()
+                    else:
+                        fh.used = True
+                    fd = fh.fd
                     # one write per batch, straight to the page cache: an acknowledged append
                     # must survive a crash of this process (not of the machine) without a flush
                     if type(records) is bytearray or (
                         type(records) is memoryview and not records.readonly
                     ):  # the caller's own buffer (a request received in place): stamped there
                         _stamp(records, 0, first, length, leader_epoch)
-                        written = _pwrite(seg.fd, records, pos)
+                        written = _pwrite(fd, records, pos)
                     elif n < _COPY_MAX:
                         records = bytearray(records)
                         _stamp(records, 0, first, length, leader_epoch)
-                        written = _pwrite(seg.fd, records, pos)
+                        written = _pwrite(fd, records, pos)
                     else:  # immutable and large: the stamped 16 bytes, then the rest uncopied
                         stamped = _stamped(first, length, leader_epoch)
-                        written = _pwritev(seg.fd, (stamped, memoryview(records)[16:]), pos)
+                        written = _pwritev(fd, (stamped, memoryview(records)[16:]), pos)
                     if written < n:
-                        _write_rest(seg.fd, records, first, leader_epoch, pos, written)
+                        _write_rest(fd, records, first, leader_epoch, pos, written)
                     seg.appended(first, last, pos, n, max_ts, self._roll_ms)
                     self._leo = last + 1
                 finally:

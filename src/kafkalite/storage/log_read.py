@@ -75,7 +75,8 @@ class LogReads:
                 meta = LogOffsetMetadata(offset, seg.base_offset, pos)
                 if length == 0:
                     return FetchDataInfo(meta, None)
-                return FetchDataInfo(meta, FileSlice(seg.fd, pos, length))
+                # the slice takes (and then holds) the descriptor only when it is sent
+                return FetchDataInfo(meta, FileSlice(seg, pos, length))
             if max_offset is not None and seg.next_offset >= max_offset:
                 break
             i += 1

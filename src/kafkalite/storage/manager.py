@@ -26,6 +26,7 @@ from kafkalite.storage.checkpoint import (
 from kafkalite.storage.cleaner import LogCleaner
 from kafkalite.storage.config import LogConfig
 from kafkalite.storage.errors import InvalidConfig, KafkaStorageError
+from kafkalite.storage.file_cache import default_capacity, process_file_cache
 from kafkalite.storage.latency import LatencyHistogram
 from kafkalite.storage.log import Log
 from kafkalite.storage.types import MIN_FD_GRACE_MS, now_ms, parse_topic_partition
@@ -78,6 +79,7 @@ class LogManager:
         cleaner_backoff_ms: int = 15_000,
         file_delete_check_interval_ms: int = 1000,
         clock: Callable[[], int] = now_ms,
+        open_files_max: int | None = None,
     ) -> None:
         if not log_dirs:
             raise ValueError("at least one log dir is required")
@@ -91,6 +93,14 @@ class LogManager:
         self.cleaner_backoff_ms = cleaner_backoff_ms
         self.file_delete_check_interval_ms = file_delete_check_interval_ms
         self.clock = clock
+        # segment and index files kept open at once (kafkalite.log.open.files.max; None or <= 0:
+        # sized from the soft RLIMIT_NOFILE); the cache is the process's, shared by its logs
+        self.file_cache = process_file_cache()
+        self.file_cache.configure(
+            open_files_max
+            if open_files_max is not None and open_files_max > 0
+            else default_capacity()
+        )
         self.cleaner = LogCleaner(clock)
         # how long each log flush (fsync) took, over every log of this manager (LogFlushStats)
         self.flush_times = LatencyHistogram()

@@ -6,6 +6,8 @@ reads, validates and truncates itself on recovery, and renames itself for deleti
 
 from __future__ import annotations
 
+import errno
+import logging
 import mmap
 import os
 import struct
@@ -20,6 +22,7 @@ from kafkalite.records.header import (
     BatchHeader,
     compute_crc,
 )
+from kafkalite.storage.file_cache import OpenFile, process_file_cache
 from kafkalite.storage.index import CorruptIndex, OffsetIndex, TimeIndex
 from kafkalite.storage.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 
@@ -29,6 +32,8 @@ TIME_INDEX_SUFFIX = ".timeindex"
 DELETED_SUFFIX = ".deleted"
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
+
+log = logging.getLogger("kafkalite.storage.log")
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _INT32_MAX = 2**31 - 1
@@ -76,18 +81,33 @@ class LogSegment:
         self.base_offset = base_offset
         self.suffix = suffix
         self._interval = index_interval_bytes
-        flags = os.O_RDWR | os.O_CREAT | (os.O_TRUNC if create else 0)
+        self._cache = process_file_cache()
+        self._fh: OpenFile | None = None  # the .log file while the cache keeps it open
+        self._create_flags = 0  # O_CREAT | O_TRUNC for the first open of a new segment only
+        self.closed = False
         self.log_path = directory / (segment_file_name(base_offset) + suffix)
-        if create:
-            for ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
+        if create:  # empty index files (opened again only when entries are written)
+            for ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
                 p = directory / (segment_file_name(base_offset, ext) + suffix)
-                if p.exists():
-                    p.unlink()
+                os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
+            (directory / (segment_file_name(base_offset, TXN_INDEX_SUFFIX) + suffix)).unlink(
+                missing_ok=True
+            )
         self.indexes_missing = not create and not all(
             (directory / (segment_file_name(base_offset, ext) + suffix)).exists()
             for ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX)
         )
-        self.fd = os.open(self.log_path, flags, 0o644)
+        if create:  # a new segment is about to be written: its file goes straight into the cache
+            self._create_flags = os.O_CREAT | os.O_TRUNC
+            self._cache.open(self)
+            size = 0
+        else:
+            try:
+                size = os.stat(self.log_path).st_size
+            except FileNotFoundError:  # as before: opening a segment creates its missing file
+                self._create_flags = os.O_CREAT
+                self._cache.open(self)
+                size = 0
         self.offset_index = OffsetIndex(
             directory / (segment_file_name(base_offset, INDEX_SUFFIX) + suffix),
             base_offset,
@@ -102,7 +122,7 @@ class LogSegment:
         self.txn_index = TransactionIndex(
             directory / (segment_file_name(base_offset, TXN_INDEX_SUFFIX) + suffix)
         )
-        self.size = os.fstat(self.fd).st_size if not create else 0
+        self.size = size
         self.next_offset = base_offset
         self.max_timestamp = -1
         self.offset_of_max_timestamp = base_offset
@@ -116,7 +136,35 @@ class LogSegment:
         # see Log.append: batches with timestamps up to this cannot roll by time (-1: full check)
         self.roll_ts = -1
         self.max_offset = base_offset + _INT32_MAX  # relative offsets must fit the index's int32
-        self.closed = False
+
+    # -- the .log file's descriptor (from the process's FileCache) ------------------------------
+    def _open_fd(self) -> int:
+        """Open the .log file for the cache (FileNotFoundError once it is renamed and unlinked)."""
+        if self.closed:
+            raise OSError(errno.EBADF, f"segment {self.log_path} is closed")
+        path = self.log_path
+        try:
+            fd = os.open(path, os.O_RDWR | self._create_flags, 0o644)
+        except FileNotFoundError:
+            if self.log_path == path:
+                raise
+            fd = os.open(self.log_path, os.O_RDWR)  # renamed (.deleted, .swap) meanwhile
+        self._create_flags = 0
+        return fd
+
+    def handle(self) -> OpenFile:
+        """A lease on the .log file's descriptor: valid as long as the caller keeps the handle
+        (an eviction only makes the segment forget it)."""
+        fh = self._fh
+        if fh is None:
+            return self._cache.open(self)
+        fh.used = True
+        return fh
+
+    @property
+    def is_open(self) -> bool:
+        """The .log file is currently held open by the cache."""
+        return self._fh is not None
 
     @property
     def index_interval_bytes(self) -> int:
@@ -146,8 +194,10 @@ class LogSegment:
         mv = memoryview(buf)
         written = 0
         total = len(mv)
+        fh = self.handle()  # held (a lease) until the writes are done
+        fd = fh.fd
         while written < total:
-            written += os.pwrite(self.fd, mv[written:], pos0 + written)
+            written += os.pwrite(fd, mv[written:], pos0 + written)
         for p, h in headers:
             if pos0 + p > self.index_due:
                 self.add_index_entries(h.base_offset, pos0 + p)
@@ -167,9 +217,10 @@ class LogSegment:
         """Append exactly one batch (the produce fast path)."""
         pos = self.size
         size = len(buf)
-        written = os.pwrite(self.fd, buf, pos)
+        fh = self.handle()
+        written = os.pwrite(fh.fd, buf, pos)
         while written < size:
-            written += os.pwrite(self.fd, memoryview(buf)[written:], pos + written)
+            written += os.pwrite(fh.fd, memoryview(buf)[written:], pos + written)
         if pos > self.index_due:
             self.add_index_entries(base_offset, pos)
         if max_timestamp > self.max_timestamp:
@@ -220,7 +271,8 @@ class LogSegment:
 
     def seal(self) -> None:
         """The segment stops being active: record its final max timestamp in the time index."""
-        if self.max_timestamp >= 0:
+        # (compared first: a lazy time index whose last entry has it stays unloaded)
+        if self.max_timestamp > self.time_index.last_timestamp and self.max_timestamp >= 0:
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
 
     def flush(self, *, indexes: bool = True) -> None:
@@ -229,7 +281,9 @@ class LogSegment:
         size = self.size  # every byte below it was written before it was published
         if size != self.synced_size:
             try:
-                os.fdatasync(self.fd)
+                # any descriptor of the file syncs it (the data may have gone through another)
+                fh = self.handle()
+                os.fdatasync(fh.fd)
             except OSError:
                 if self.closed:  # deleted (after file.delete.delay.ms) while a flush held it
                     return
@@ -258,7 +312,7 @@ class LogSegment:
 
     def last_modified_ms(self) -> int:
         try:
-            return int(os.fstat(self.fd).st_mtime * 1000)
+            return int(os.stat(self.log_path).st_mtime * 1000)
         except OSError:
             return 0
 
@@ -271,7 +325,8 @@ class LogSegment:
         """(position, header) of the first batch whose last offset is >= `offset`, below `limit`."""
         end = self.size if limit is None else limit
         _, pos = self.offset_index.lookup(offset)
-        fd = self.fd
+        fh = self.handle()
+        fd = fh.fd
         while pos < end:
             h = read_header(fd, pos, end)
             if h is None:
@@ -309,7 +364,8 @@ class LogSegment:
         if p <= pos:
             p = pos
         end = p
-        fd = self.fd
+        fh = self.handle()
+        fd = fh.fd
         while end < limit:
             h = read_header(fd, end, limit)
             if h is None or end + h.size > target:
@@ -319,8 +375,9 @@ class LogSegment:
 
     def read_bytes(self, position: int, length: int) -> bytes:
         out = bytearray()
+        fh = self.handle()
         while len(out) < length:
-            chunk = os.pread(self.fd, length - len(out), position + len(out))
+            chunk = os.pread(fh.fd, length - len(out), position + len(out))
             if not chunk:
                 break
             out += chunk
@@ -331,8 +388,9 @@ class LogSegment:
         from_offset = max(self.time_index.lookup_before(timestamp), start_offset)
         _, pos = self.offset_index.lookup(from_offset)
         end = self.size
+        fh = self.handle()
         while pos < end:
-            h = read_header(self.fd, pos, end)
+            h = read_header(fh.fd, pos, end)
             if h is None:
                 return None
             if h.max_timestamp >= timestamp and h.base_offset + h.last_offset_delta >= start_offset:
@@ -342,26 +400,31 @@ class LogSegment:
 
     # -- loading and recovery -------------------------------------------------------------------
     def load(self) -> bool:
-        """Load indexes of a segment below the recovery point and find its end by scanning the tail
-        past the last index entry. Returns False if the caller must run `recover()` instead."""
+        """Open a segment below the recovery point without loading its indexes (Kafka's LazyIndex):
+        its end is found from the offset index's last entry and a scan of the batch headers past
+        it, its max timestamp from the time index's last entry. The indexes load (and are spot-
+        checked against the log, rebuilt if damaged) on their first lookup. Returns False if the
+        caller must run `recover()` instead."""
         if self.indexes_missing and self.size:
             return False
+        fh = self.handle()
         try:
-            self.offset_index.load(self.size)
-            self._spot_check_index()
+            last = self.offset_index.last_file_entry()
+            t_last = self.time_index.last_file_entry()
         except CorruptIndex:
             return False
-        _, pos = self.offset_index.lookup_position(self.size)
+        pos = 0
         next_offset = self.base_offset
-        if pos > 0:
-            h0 = read_header(self.fd, pos, self.size)
-            if h0 is None:
+        if last is not None:
+            off, pos = last
+            h0 = read_header(fh.fd, pos, self.size) if 0 < pos < self.size else None
+            if h0 is None or h0.base_offset != off:
                 return False
-            next_offset = h0.base_offset
+            next_offset = off
         max_ts, off_max = -1, self.base_offset
         since = 0
         while pos < self.size:
-            h = read_header(self.fd, pos, self.size)
+            h = read_header(fh.fd, pos, self.size)
             if h is None or h.base_offset < next_offset:
                 return False
             next_offset = h.base_offset + h.last_offset_delta + 1
@@ -371,19 +434,57 @@ class LogSegment:
             pos += h.size
         if next_offset - self.base_offset > _INT32_MAX + 1:
             return False
-        try:
-            self.time_index.load(next_offset)
-            self._spot_check_time_index()
-        except CorruptIndex:
-            return False
+        if t_last is not None:
+            t_ts, t_off = t_last
+            if not self.base_offset <= t_off < next_offset:
+                return False
+            if t_ts > max_ts:
+                max_ts, off_max = t_ts, t_off
         self.next_offset = next_offset
-        t_ts, t_off = self.time_index.last_entry
-        if t_ts > max_ts:
-            max_ts, off_max = t_ts, t_off
         self.max_timestamp, self.offset_of_max_timestamp = max_ts, off_max
+        self.offset_index.defer_load(self._load_indexes)
+        self.time_index.defer_load(self._load_indexes, t_last[0] if t_last is not None else -1)
         self.bytes_since_last_index_entry = since
         self._load_first_timestamp()
         return True
+
+    def _load_indexes(self) -> None:
+        """Load both lazy indexes and spot-check them against the log; rebuild them from the
+        batch headers when they fail (they are derived data: the log is the truth)."""
+        try:
+            if not self.offset_index.loaded:
+                self.offset_index.load(self.size)
+                self._spot_check_index()
+            if not self.time_index.loaded:
+                self.time_index.load(self.next_offset)
+                self._spot_check_time_index()
+        except CorruptIndex as e:
+            log.warning("%s: rebuilding indexes of segment %d: %s", self.dir, self.base_offset, e)
+            self._rebuild_indexes()
+
+    def _rebuild_indexes(self) -> None:
+        """Both indexes again from the batch headers (no CRC: a loaded segment below the recovery
+        point; size and offsets stay as they are)."""
+        self.offset_index.reset()
+        self.time_index.reset()
+        fh = self.handle()
+        pos = since = 0
+        max_ts, off_max = -1, self.base_offset
+        while pos < self.size:
+            h = read_header(fh.fd, pos, self.size)
+            if h is None:
+                break
+            if since > self._interval:
+                self.offset_index.append(h.base_offset, pos)
+                if max_ts >= 0:
+                    self.time_index.maybe_append(max_ts, off_max)
+                since = 0
+            since += h.size
+            if h.max_timestamp > max_ts:
+                max_ts, off_max = h.max_timestamp, h.base_offset + h.last_offset_delta
+            pos += h.size
+        if max_ts >= 0:
+            self.time_index.maybe_append(max_ts, off_max)
 
     def _spot_check_index(self) -> None:
         entries = self.offset_index.entries()
@@ -391,8 +492,9 @@ class LogSegment:
             return
         step = max(1, len(entries) // _SCAN_SAMPLES)
         picks = [*entries[::step], entries[-1]]
+        fh = self.handle()
         for off, pos in picks:
-            h = read_header(self.fd, pos, self.size)
+            h = read_header(fh.fd, pos, self.size)
             if h is None or h.base_offset != off:
                 raise CorruptIndex(f"{self.offset_index.path}: entry ({off}, {pos}) misses a batch")
 
@@ -407,7 +509,8 @@ class LogSegment:
                 raise CorruptIndex(f"{self.time_index.path}: entry ({ts}, {off}) misses a batch")
 
     def _load_first_timestamp(self) -> None:
-        h = read_header(self.fd, 0, self.size)
+        fh = self.handle()
+        h = read_header(fh.fd, 0, self.size)
         self.first_batch_timestamp = h.max_timestamp if h is not None else -1
 
     def recover(self, min_next_offset: int | None = None) -> RecoveryResult:
@@ -416,14 +519,15 @@ class LogSegment:
         self.offset_index.reset()
         self.time_index.reset()
         expected = self.base_offset if min_next_offset is None else min_next_offset
-        file_size = os.fstat(self.fd).st_size
+        fh = self.handle()
+        file_size = os.fstat(fh.fd).st_size
         pos = 0
         batches = 0
         max_ts, off_max = -1, self.base_offset
         since = 0
         first_ts = -1
         if file_size:
-            with mmap.mmap(self.fd, file_size, access=mmap.ACCESS_READ) as mm:
+            with mmap.mmap(fh.fd, file_size, access=mmap.ACCESS_READ) as mm:
                 buf = memoryview(mm)
                 try:
                     while file_size - pos >= HEADER_SIZE:
@@ -457,7 +561,7 @@ class LogSegment:
                     buf.release()
         truncated = file_size - pos
         if truncated:
-            os.ftruncate(self.fd, pos)
+            os.ftruncate(fh.fd, pos)
         self.size = pos
         self.next_offset = expected if batches else self.base_offset
         self.max_timestamp, self.offset_of_max_timestamp = max_ts, off_max
@@ -474,7 +578,8 @@ class LogSegment:
             return 0
         pos, h = found
         removed = self.size - pos
-        os.ftruncate(self.fd, pos)
+        fh = self.handle()
+        os.ftruncate(fh.fd, pos)
         self.size = pos
         self.offset_index.truncate_to(h.base_offset)
         self.time_index.truncate_to(h.base_offset)
@@ -510,7 +615,7 @@ class LogSegment:
             return
         self.closed = True
         try:
-            os.close(self.fd)
+            self._cache.forget(self)
         finally:
             self.offset_index.close()
             self.time_index.close()

@@ -13,6 +13,8 @@ import struct
 from pathlib import Path
 from typing import NamedTuple
 
+from kafkalite.storage.file_cache import OpenFile, process_file_cache
+
 log = logging.getLogger("kafkalite.storage.log")
 
 TXN_INDEX_SUFFIX = ".txnindex"
@@ -36,11 +38,12 @@ class AbortedTxn(NamedTuple):
 class TransactionIndex:
     """The aborted transactions of one segment, ordered by their marker's offset."""
 
-    __slots__ = ("_dirty", "_entries", "_fd", "path")
+    __slots__ = ("_cache", "_dirty", "_entries", "_fh", "path")
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._fd = -1
+        self._fh: OpenFile | None = None  # from the process's FileCache, opened by an append
+        self._cache = process_file_cache()
         self._dirty = False
         self._entries: list[AbortedTxn] | None = None  # loaded on first use
 
@@ -94,9 +97,8 @@ class TransactionIndex:
         if entries and entry.last_offset <= entries[-1].last_offset:
             return False
         entries.append(entry)
-        if self._fd < 0:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        os.write(self._fd, _ENTRY.pack(_VERSION, *entry))
+        fh = self._fh if self._fh is not None else self._cache.open(self)
+        os.write(fh.fd, _ENTRY.pack(_VERSION, *entry))
         self._dirty = True
         return True
 
@@ -120,9 +122,13 @@ class TransactionIndex:
         tmp.write_bytes(b"".join(_ENTRY.pack(_VERSION, *e) for e in entries))
         os.replace(tmp, self.path)
 
+    def _open_fd(self) -> int:
+        return os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
     def flush(self) -> None:
-        if self._dirty and self._fd >= 0:
-            os.fsync(self._fd)
+        if self._dirty:
+            fh = self._fh if self._fh is not None else self._cache.open(self)
+            os.fsync(fh.fd)
             self._dirty = False
 
     def rename(self, path: Path) -> None:
@@ -131,9 +137,7 @@ class TransactionIndex:
         self.path = path
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._cache.forget(self)
 
     def delete(self) -> None:
         self.close()

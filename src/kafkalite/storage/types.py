@@ -7,9 +7,12 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
+from typing import Protocol
 
-# descriptors of deleted segments stay open at least this long, even with file.delete.delay.ms=0,
-# so a FileSlice handed to the network layer does not outlive its file descriptor
+from kafkalite.storage.file_cache import OpenFile
+
+# deleted segments stay open (renamed .deleted) at least this long, even with
+# file.delete.delay.ms=0, so a FileSlice handed to the network layer can still get its descriptor
 MIN_FD_GRACE_MS = 1000
 
 
@@ -17,18 +20,40 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-@dataclass(frozen=True, slots=True)
-class FileSlice:
-    """A byte range of an open segment file, ready for `os.sendfile(sock, fileno, position, length)`."""
+class SliceSource(Protocol):
+    """Where a FileSlice's descriptor comes from: a LogSegment (its FileCache handle)."""
 
-    fileno: int
-    position: int
-    length: int
+    def handle(self) -> OpenFile: ...
+
+
+class FileSlice:
+    """A byte range of a segment file, ready for `os.sendfile(sock, fileno, position, length)`.
+
+    The descriptor is taken from the FileCache when first asked for (`fileno`) and held by the
+    slice from then on: a lease, so an eviction cannot close it (and the number cannot be reused)
+    while the slice lives. `read_bytes` holds it only for its reads. A Fetch answer of thousands of
+    partitions thus holds descriptors for the regions sent whole (sendfile), not for every one."""
+
+    __slots__ = ("_fh", "_source", "length", "position")
+
+    def __init__(self, source: SliceSource, position: int, length: int) -> None:
+        self._source = source
+        self._fh: OpenFile | None = None
+        self.position = position
+        self.length = length
+
+    @property
+    def fileno(self) -> int:
+        fh = self._fh
+        if fh is None:
+            fh = self._fh = self._source.handle()
+        return fh.fd
 
     def read_bytes(self) -> bytes:
+        fh = self._fh if self._fh is not None else self._source.handle()
         out = bytearray()
         while len(out) < self.length:
-            chunk = os.pread(self.fileno, self.length - len(out), self.position + len(out))
+            chunk = os.pread(fh.fd, self.length - len(out), self.position + len(out))
             if not chunk:
                 break
             out += chunk
@@ -36,6 +61,9 @@ class FileSlice:
 
     def __len__(self) -> int:
         return self.length
+
+    def __repr__(self) -> str:
+        return f"FileSlice({self._source!r}, position={self.position}, length={self.length})"
 
 
 @dataclass(frozen=True, slots=True)
