@@ -17,6 +17,7 @@ from kafkalite.client import (
     KafkaTimeoutError,
     TopicPartition,
 )
+from kafkalite.client.config import COMMON
 from kafkalite.spark.offsets import TopicPartitionKey
 from kafkalite.spark.options import Subscription
 from kafkalite.spark.planning import OffsetRange
@@ -128,6 +129,18 @@ def consumer_config(client: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
     return cfg
 
 
+def admin_config(client: Mapping[str, Any]) -> dict[str, Any]:
+    """The connection and security settings of `client` (consumer-only settings such as
+    isolation.level or group.id mean nothing to an admin client and would only draw warnings)."""
+    cfg = {
+        k: v
+        for k, v in client.items()
+        if k in COMMON or k.startswith(("security.", "ssl.", "sasl."))
+    }
+    cfg["allow.auto.create.topics"] = False  # a read never creates topics
+    return cfg
+
+
 def data_loss_message(what: str) -> str:
     return (
         f"Data loss: {what}. The offsets the query needed are no longer available in kafkalite "
@@ -143,8 +156,7 @@ class OffsetReader:
         self, client: Mapping[str, Any], *, num_retries: int = 3, retry_interval_ms: int = 1000
     ) -> None:
         self.consumer = KafkaConsumer(config=consumer_config(client))
-        admin_cfg = {k: v for k, v in client.items() if k != "group.id"}
-        admin_cfg["allow.auto.create.topics"] = False  # a read never creates topics
+        admin_cfg = admin_config(client)
         self.admin = KafkaAdminClient(config=admin_cfg)
         self.num_retries = num_retries
         self.retry_interval_ms = retry_interval_ms

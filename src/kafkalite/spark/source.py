@@ -188,6 +188,7 @@ class KafkaliteStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._target: dict[TopicPartitionKey, int] | None = None
         self._last_trigger = time.monotonic()
         self.data_loss_skipped = 0  # data-loss events skipped by this reader (failOnDataLoss=false)
+        self._reported: set[str] = set()
         self.group_id = opts.group_id or (
             f"{opts.group_id_prefix}-{uuid.uuid4()}" if opts.group_id_prefix else None
         )
@@ -203,7 +204,10 @@ class KafkaliteStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return self._reader
 
     def _report_data_loss(self, what: str, how: str = "skipping them") -> None:
+        if what in self._reported:  # latestOffset may see the same event again before a batch
+            return
         report_data_loss(what, self.opts.fail_on_data_loss, how=how)
+        self._reported.add(what)
         self.data_loss_skipped += 1
 
     def initialOffset(self) -> dict[str, Any]:
