@@ -4,18 +4,21 @@ and decode record batches straight into columns (no per-record objects), then in
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import struct
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from kafkalite.client.config import CONSUMER, make_config
 from kafkalite.client.network import IOThread, NetworkClient
 from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.exceptions import DecodeError
 from kafkalite.protocol.schema import APIS
 from kafkalite.records.batch import iter_batches
 from kafkalite.records.compression import decompress
+from kafkalite.records.control import ControlRecordType, control_type_of
 
 log = logging.getLogger("kafkalite.spark")
 
@@ -148,15 +151,37 @@ def _decode_records(
         p = rec_end
 
 
-def decode_blob(blob: bytes, start: int, until: int, cols: Columns) -> int:
+def _is_abort_marker(batch_bytes: bytes) -> bool:
+    """A control batch holding an ABORT marker (a malformed control key counts as not)."""
+    for batch in iter_batches(batch_bytes):
+        for r in batch.records:
+            try:
+                return control_type_of(r) == ControlRecordType.ABORT
+            except DecodeError:
+                return False
+    return False
+
+
+def decode_blob(
+    blob: bytes,
+    start: int,
+    until: int,
+    cols: Columns,
+    aborted: Sequence[tuple[int, int]] | None = None,
+) -> int:
     """Decode the complete batches of a fetched blob into `cols` (offsets in [start, until) only).
 
     Returns the offset after the last complete batch (or `start` when there was none).
     Control batches are skipped; legacy (magic 0/1) batches go through kafkalite.records.
+    `aborted` (read_committed): the fetch response's aborted transactions as (first offset, producer
+    id); as in Kafka's consumer, a producer's transactional batches are dropped from the first offset
+    of its aborted transaction until its ABORT marker.
     """
     pos = 0
     end = len(blob)
     nxt = start
+    pending = sorted(aborted or (), reverse=True)
+    aborted_pids: set[int] = set()
     while pos + 17 <= end:
         base, blen = struct.unpack_from(">qi", blob, pos)
         size = blen + 12
@@ -177,11 +202,22 @@ def decode_blob(blob: bytes, start: int, until: int, cols: Columns) -> int:
                 nxt = max(nxt, batch.last_offset + 1)
             pos += size
             continue
-        (_, _, _, _, _, attrs, last_delta, base_ts, max_ts, _, _, _, count) = _HEAD.unpack_from(
+        (_, _, _, _, _, attrs, last_delta, base_ts, max_ts, pid, _, _, count) = _HEAD.unpack_from(
             blob, pos
         )
-        nxt = max(nxt, base + last_delta + 1)
-        if not attrs & 0x20 and base + last_delta >= start and base < until:
+        last = base + last_delta
+        nxt = max(nxt, last + 1)
+        while pending and pending[-1][0] <= last:
+            aborted_pids.add(pending.pop()[1])
+        if attrs & 0x20:  # control batch: never a row; an ABORT marker ends its producer's abort
+            if aborted_pids and pid in aborted_pids and _is_abort_marker(blob[pos : pos + size]):
+                aborted_pids.discard(pid)
+            pos += size
+            continue
+        if aborted_pids and attrs & 0x10 and pid in aborted_pids:
+            pos += size
+            continue
+        if last >= start and base < until:
             codec = attrs & 0x07
             payload = blob[pos + 61 : pos + size]
             data = decompress(codec, payload) if codec else payload
@@ -201,15 +237,34 @@ def decode_blob(blob: bytes, start: int, until: int, cols: Columns) -> int:
     return nxt
 
 
-class RangeFetcher:
-    """Fetch requests for one partition at a time over the client's NetworkClient (no group, no commits)."""
+class FetchTimeout(Exception):
+    """No progress within the poll timeout (raised by `RangeFetcher`; kafkaio turns it into the
+    task's timeout error)."""
 
-    def __init__(self, client: Mapping[str, Any], max_bytes: int = 8 * 1024 * 1024) -> None:
+
+class RangeFetcher:
+    """Fetch requests for one partition at a time over the client's NetworkClient (no group, no
+    commits). Every wait is bounded by `poll_timeout_ms`; read_committed stops at the last stable
+    offset and drops aborted transactions' records, as the consumer's row path does."""
+
+    def __init__(
+        self,
+        client: Mapping[str, Any],
+        poll_timeout_ms: int = 120_000,
+        max_bytes: int = 8 * 1024 * 1024,
+    ) -> None:
         cfg = make_config(CONSUMER, dict(client), {})
+        isolation = str(cfg.get("isolation.level") or "read_uncommitted").lower()
+        if isolation not in ("read_uncommitted", "read_committed"):
+            raise ValueError(
+                f"isolation.level must be read_uncommitted or read_committed, not {isolation!r}"
+            )
+        self.read_committed = isolation == "read_committed"
         self.io = IOThread("kafkalite-spark-fetch")
         self.net = NetworkClient(cfg, self.io)
         self.max_bytes = max_bytes
-        self.timeout = int(cfg["request.timeout.ms"]) / 1000
+        self.poll_timeout = poll_timeout_ms / 1000
+        self.timeout = min(int(cfg["request.timeout.ms"]) / 1000, self.poll_timeout)
 
     async def _leader(self, topic: str, partition: int, refresh: bool = False) -> int:
         md = self.net.metadata
@@ -218,20 +273,23 @@ class RangeFetcher:
             await self.net.refresh_metadata([topic])
         return md.leader_for(topic, partition)
 
-    async def _fetch(self, topic: str, partition: int, offset: int) -> tuple[int, int, bytes]:
-        """(error code, log start offset, records blob) of one Fetch."""
+    async def _fetch(
+        self, topic: str, partition: int, offset: int
+    ) -> tuple[int, bytes, list[tuple[int, int]] | None]:
+        """(error code, records blob, aborted transactions as (first offset, producer id)) of one
+        Fetch."""
         leader = await self._leader(topic, partition)
         if leader < 0:
-            return int(ErrorCode.LEADER_NOT_AVAILABLE), -1, b""
+            return int(ErrorCode.LEADER_NOT_AVAILABLE), b"", None
         conn = await self.net.connection(leader)
         version = conn.version(FETCH, 12)
         req_cls: Any = APIS[FETCH].request
         req = req_cls(
             replica_id=-1,
-            max_wait_ms=500,
+            max_wait_ms=int(min(500, max(1, self.poll_timeout * 250))),
             min_bytes=1,
             max_bytes=self.max_bytes,
-            isolation_level=0,
+            isolation_level=1 if self.read_committed else 0,
             session_id=0,
             session_epoch=-1,
             topics=[
@@ -251,15 +309,21 @@ class RangeFetcher:
         )
         resp = await conn.send(req, version=version, timeout=self.timeout + 1)
         if resp.error_code:
-            return int(resp.error_code), -1, b""
+            return int(resp.error_code), b"", None
         for t in resp.responses:
             for p in t.partitions:
                 if p.partition_index == partition:
                     code = int(p.error_code)
                     if code in _LEADER_ERRORS:
                         await self._leader(topic, partition, refresh=True)
-                    return code, int(getattr(p, "log_start_offset", -1)), p.records or b""
-        return int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), -1, b""
+                    aborted = None
+                    if self.read_committed:
+                        aborted = [
+                            (int(a.first_offset), int(a.producer_id))
+                            for a in (p.aborted_transactions or ())
+                        ]
+                    return code, p.records or b"", aborted
+        return int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), b"", None
 
     async def _log_start(self, topic: str, partition: int) -> int:
         leader = await self._leader(topic, partition)
@@ -280,7 +344,7 @@ class RangeFetcher:
             ],
         )
         version = conn.version(LIST_OFFSETS)
-        resp = await conn.send(req, version=version)
+        resp = await conn.send(req, version=version, timeout=self.timeout + 1)
         for t in resp.topics:
             for p in t.partitions:
                 if p.error_code:
@@ -291,18 +355,54 @@ class RangeFetcher:
         raise RuntimeError(f"ListOffsets {topic}-{partition}: no answer")
 
     def log_start(self, topic: str, partition: int) -> int:
-        return self.io.run(self._log_start(topic, partition), self.timeout + 5)
+        """The partition's log start offset; FetchTimeout when no answer within the poll timeout
+        (failed attempts are retried until then)."""
+        deadline = time.monotonic() + self.poll_timeout
+        while True:
+            left = deadline - time.monotonic()
+            fut = self.io.submit(self._log_start(topic, partition))
+            last: Exception | None = None
+            try:
+                return fut.result(max(left, 0.001))
+            except concurrent.futures.TimeoutError:
+                fut.cancel()
+            except Exception as exc:  # a request timeout, a lost connection, a moving leader
+                last = exc
+            if time.monotonic() >= deadline:
+                raise FetchTimeout(
+                    f"no answer to ListOffsets for {topic}-{partition} within "
+                    f"{int(self.poll_timeout * 1000)} ms"
+                    + (f" (last error: {last})" if last else "")
+                ) from last
+            time.sleep(0.05)
 
-    def read(
-        self, topic: str, partition: int, start: int, until: int, poll_timeout_ms: int
-    ) -> Iterator[tuple[str, Any]]:
+    def read(self, topic: str, partition: int, start: int, until: int) -> Iterator[tuple[str, Any]]:
         """Yield ("columns", Columns) chunks covering [start, until), or ("out_of_range", offset)
-        when the broker no longer has the offset asked for; the next fetch is pipelined."""
+        when the broker no longer has the offset asked for; the next fetch is pipelined. Raises
+        FetchTimeout when no offset was gained for the poll timeout (whatever was waited on)."""
         position = start
         pending = self.io.submit(self._fetch(topic, partition, position))
         last_progress = time.monotonic()
         while position < until:
-            code, _log_start, blob = pending.result(self.timeout + 10)
+            left = self.poll_timeout - (time.monotonic() - last_progress)
+            try:
+                code, blob, aborted = pending.result(max(left, 0.001))
+            except concurrent.futures.TimeoutError:
+                pending.cancel()
+                raise FetchTimeout(
+                    f"no records of {topic}-{partition} at offset {position} within "
+                    f"{int(self.poll_timeout * 1000)} ms"
+                ) from None
+            except Exception as exc:  # a request timeout or a lost connection: retried below
+                if time.monotonic() - last_progress > self.poll_timeout:
+                    raise FetchTimeout(
+                        f"no records of {topic}-{partition} at offset {position} within "
+                        f"{int(self.poll_timeout * 1000)} ms (last error: {exc})"
+                    ) from exc
+                log.debug("fetch of %s-%s failed, retrying: %s", topic, partition, exc)
+                time.sleep(0.05)
+                pending = self.io.submit(self._fetch(topic, partition, position))
+                continue
             if code == ErrorCode.OFFSET_OUT_OF_RANGE:
                 yield "out_of_range", position
                 return
@@ -312,21 +412,25 @@ class RangeFetcher:
                     f"{ErrorCode(code).name}"
                 )
             cols = Columns()
-            nxt = decode_blob(blob, position, until, cols) if blob else position
+            nxt = decode_blob(blob, position, until, cols, aborted) if blob else position
             if nxt > position:
                 position = nxt
                 last_progress = time.monotonic()
-            elif time.monotonic() - last_progress > poll_timeout_ms / 1000:
-                yield "timeout", position
-                return
+            elif time.monotonic() - last_progress > self.poll_timeout:
+                raise FetchTimeout(
+                    f"no records of {topic}-{partition} at offset {position} within "
+                    f"{int(self.poll_timeout * 1000)} ms"
+                )
             if position < until:
+                if code:  # leader moving: metadata was refreshed, back off a little
+                    time.sleep(0.05)
                 pending = self.io.submit(self._fetch(topic, partition, position))
             if len(cols):
                 yield "columns", cols
 
     def close(self) -> None:
         try:
-            self.io.run(self.net.close(), 5)
+            self.io.run(self.net.close(), min(5.0, max(self.poll_timeout, 1.0)))
         except Exception:  # pragma: no cover - best effort
             pass
         self.io.stop()

@@ -5,11 +5,19 @@ offset lookups on the driver, reading one offset range into Arrow record batches
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, TypeVar
 
-from kafkalite.client import KafkaAdminClient, KafkaConsumer, KafkaError, TopicPartition
+from kafkalite.client import (
+    KafkaAdminClient,
+    KafkaConsumer,
+    KafkaError,
+    KafkaTimeoutError,
+    TopicPartition,
+)
+from kafkalite.client.config import COMMON
 from kafkalite.spark.offsets import TopicPartitionKey
 from kafkalite.spark.options import Subscription
 from kafkalite.spark.planning import OffsetRange
@@ -26,14 +34,110 @@ _FORCED = {
 }
 
 
+T = TypeVar("T")
+
+
 class DataLossError(RuntimeError):
     """Offsets the query needed are gone (retention, DeleteRecords, deleted partitions)."""
+
+
+class FetchTimeoutError(TimeoutError):
+    """A range read gained no offset within kafkaConsumer.pollTimeoutMs. The task fails and Spark
+    retries it (spark.task.maxFailures); no offset is skipped and nothing is labelled data loss."""
+
+
+class DataLossCounter:
+    """Data-loss events skipped under failOnDataLoss=false in this process (driver or executor)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.events = 0
+
+    def add(self) -> int:
+        with self._lock:
+            self.events += 1
+            return self.events
+
+
+DATA_LOSS_SKIPPED = DataLossCounter()
+
+
+def report_data_loss(what: str, fail_on_data_loss: bool, *, how: str = "skipping them") -> None:
+    """Spark's rule: fail the query (failOnDataLoss=true) or log a warning and count the event."""
+    if fail_on_data_loss:
+        raise DataLossError(data_loss_message(what))
+    n = DATA_LOSS_SKIPPED.add()
+    log.warning(
+        "Data loss: %s; %s (failOnDataLoss=false; data-loss events skipped in this process: %d)",
+        what,
+        how,
+        n,
+    )
+
+
+def fetch_timeout_message(where: str, position: int, until: int, poll_timeout_ms: int) -> str:
+    return (
+        f"Timed out after {poll_timeout_ms} ms (kafkaConsumer.pollTimeoutMs) reading {where} at "
+        f"offset {position} (the task's range ends at {until}). This is not data loss: the task "
+        "fails and is retried; no offset is skipped."
+    )
+
+
+def bounded_client(client: Mapping[str, Any], poll_timeout_ms: int) -> dict[str, Any]:
+    """Client settings for a range read: no single request or API call may wait longer than the
+    poll timeout (so kafkaConsumer.pollTimeoutMs bounds every wait of the read)."""
+    cfg: dict[str, Any] = dict(client)
+    for prop, default in (
+        ("request.timeout.ms", 30_000),
+        ("default.api.timeout.ms", 60_000),
+        ("socket.connection.setup.timeout.ms", 10_000),
+    ):
+        try:
+            given = int(cfg.get(prop, default))
+        except (TypeError, ValueError):
+            given = default
+        cfg[prop] = max(1, min(given, poll_timeout_ms))
+    return cfg
+
+
+def with_retries(what: str, fn: Callable[[], T], retries: int, interval_ms: int) -> T:
+    """Run an offset lookup, retrying it `retries` times `interval_ms` apart
+    (fetchOffset.numRetries / fetchOffset.retryIntervalMs)."""
+    attempt = 0
+    while True:
+        try:
+            return fn()
+        except Exception as exc:  # as Spark: any non-fatal failure of a lookup is retried
+            if attempt >= retries:
+                raise
+            attempt += 1
+            log.warning(
+                "%s failed (attempt %d of %d), retrying in %d ms: %s",
+                what,
+                attempt,
+                retries + 1,
+                interval_ms,
+                exc,
+            )
+            time.sleep(interval_ms / 1000)
 
 
 def consumer_config(client: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
     cfg: dict[str, Any] = {k: v for k, v in client.items() if k != "group.id"}
     cfg.update(extra)
     cfg.update(_FORCED)
+    return cfg
+
+
+def admin_config(client: Mapping[str, Any]) -> dict[str, Any]:
+    """The connection and security settings of `client` (consumer-only settings such as
+    isolation.level or group.id mean nothing to an admin client and would only draw warnings)."""
+    cfg = {
+        k: v
+        for k, v in client.items()
+        if k in COMMON or k.startswith(("security.", "ssl.", "sasl."))
+    }
+    cfg["allow.auto.create.topics"] = False  # a read never creates topics
     return cfg
 
 
@@ -48,16 +152,25 @@ def data_loss_message(what: str) -> str:
 class OffsetReader:
     """Driver-side metadata and ListOffsets through one KafkaConsumer (no group, never commits)."""
 
-    def __init__(self, client: Mapping[str, Any]) -> None:
+    def __init__(
+        self, client: Mapping[str, Any], *, num_retries: int = 3, retry_interval_ms: int = 1000
+    ) -> None:
         self.consumer = KafkaConsumer(config=consumer_config(client))
-        admin_cfg = {k: v for k, v in client.items() if k != "group.id"}
-        admin_cfg["allow.auto.create.topics"] = False  # a read never creates topics
+        admin_cfg = admin_config(client)
         self.admin = KafkaAdminClient(config=admin_cfg)
+        self.num_retries = num_retries
+        self.retry_interval_ms = retry_interval_ms
+
+    def _retry(self, what: str, fn: Callable[[], T]) -> T:
+        return with_retries(what, fn, self.num_retries, self.retry_interval_ms)
 
     def partitions(self, sub: Subscription) -> set[TopicPartitionKey]:
         """The partitions the subscription covers now (fresh metadata, so new partitions show up)."""
         if sub.kind == "assign":
             return set(sub.assigned)
+        return self._retry("listing the partitions to read", lambda: self._partitions(sub))
+
+    def _partitions(self, sub: Subscription) -> set[TopicPartitionKey]:
         out: set[TopicPartitionKey] = set()
         for desc in self.admin.describe_topics(None):
             if desc.is_internal and sub.kind != "subscribe":
@@ -70,23 +183,26 @@ class OffsetReader:
         parts = [TopicPartition(*tp) for tp in tps]
         if not parts:
             return {}
-        return {
-            (tp.topic, tp.partition): o for tp, o in self.consumer.beginning_offsets(parts).items()
-        }
+        found = self._retry(
+            "fetching the earliest offsets", lambda: self.consumer.beginning_offsets(parts)
+        )
+        return {(tp.topic, tp.partition): o for tp, o in found.items()}
 
     def latest(self, tps: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
         parts = [TopicPartition(*tp) for tp in tps]
         if not parts:
             return {}
-        return {(tp.topic, tp.partition): o for tp, o in self.consumer.end_offsets(parts).items()}
+        found = self._retry("fetching the latest offsets", lambda: self.consumer.end_offsets(parts))
+        return {(tp.topic, tp.partition): o for tp, o in found.items()}
 
     def for_times(
         self, stamps: Mapping[TopicPartitionKey, int]
     ) -> dict[TopicPartitionKey, int | None]:
         if not stamps:
             return {}
-        found = self.consumer.offsets_for_times(
-            {TopicPartition(*tp): ts for tp, ts in stamps.items()}
+        query = {TopicPartition(*tp): ts for tp, ts in stamps.items()}
+        found = self._retry(
+            "fetching offsets by timestamp", lambda: self.consumer.offsets_for_times(query)
         )
         return {
             (tp.topic, tp.partition): (None if ot is None else ot.offset)
@@ -130,38 +246,63 @@ def read_range(
 ) -> Iterator[list[Any]]:
     """Yield lists of ConsumerRecords covering offsets [from, until) of one partition, in order.
 
-    Offsets below the log start are data loss: an error when fail_on_data_loss, else skipped.
+    Offsets below the log start are data loss: an error when fail_on_data_loss, else skipped
+    (logged and counted). No progress for poll_timeout_ms raises FetchTimeoutError (never a short
+    range).
     """
-    consumer = _consumer(client)
+    where = f"{rng.topic}-{rng.partition}"
+    consumer = _consumer(bounded_client(client, poll_timeout_ms))
     tp = TopicPartition(rng.topic, rng.partition)
+    position = start = rng.from_offset
+    until = rng.until_offset
     try:
-        start = rng.from_offset
-        until = rng.until_offset
-        begin = consumer.beginning_offsets([tp])[tp]
+        try:
+            begin = consumer.beginning_offsets([tp])[tp]
+        except KafkaTimeoutError as exc:
+            raise FetchTimeoutError(
+                fetch_timeout_message(where, start, until, poll_timeout_ms)
+            ) from exc
         if start < begin:
-            what = f"offsets {start} to {min(begin, until) - 1} of {rng.topic}-{rng.partition} were deleted (log start offset is now {begin})"
-            if fail_on_data_loss:
-                raise DataLossError(data_loss_message(what))
-            log.warning("%s; skipping them (failOnDataLoss=false)", what)
-            start = begin
+            what = (
+                f"offsets {start} to {min(begin, until) - 1} of {where} were deleted (log start "
+                f"offset is now {begin})"
+            )
+            report_data_loss(what, fail_on_data_loss)
+            position = start = begin
         if start >= until:
             return
         consumer.assign([tp])
         consumer.seek(tp, start)
-        position = start
         last_progress = time.monotonic()
         while position < until:
+            if time.monotonic() - last_progress > poll_timeout_ms / 1000:
+                raise FetchTimeoutError(
+                    fetch_timeout_message(where, position, until, poll_timeout_ms)
+                )
             try:
-                got = consumer.poll(timeout_ms=200).get(tp)
+                got = consumer.poll(timeout_ms=min(200, poll_timeout_ms)).get(tp)
+            except KafkaTimeoutError:
+                continue  # the loop's own deadline decides
             except KafkaError as exc:
                 if getattr(exc, "code", None) != OFFSET_OUT_OF_RANGE:
                     raise
-                begin = consumer.beginning_offsets([tp])[tp]
-                what = f"offset {position} of {rng.topic}-{rng.partition} is out of range (log start offset is now {begin})"
-                if fail_on_data_loss or begin <= position:
-                    raise DataLossError(data_loss_message(what)) from exc
-                log.warning("%s; skipping ahead (failOnDataLoss=false)", what)
+                try:
+                    begin = consumer.beginning_offsets([tp])[tp]
+                except KafkaTimeoutError as texc:
+                    raise FetchTimeoutError(
+                        fetch_timeout_message(where, position, until, poll_timeout_ms)
+                    ) from texc
+                what = f"offset {position} of {where} is out of range (log start offset is now {begin})"
+                if begin <= position:  # not below the log start: the log went backwards
+                    report_data_loss(
+                        f"{what}: the log went backwards",
+                        fail_on_data_loss,
+                        how="skipping the rest of the range",
+                    )
+                    return
+                report_data_loss(what, fail_on_data_loss, how="skipping ahead")
                 position = min(begin, until)
+                last_progress = time.monotonic()
                 consumer.seek(tp, position)
                 continue
             if got:
@@ -169,23 +310,19 @@ def read_range(
                 if got[-1].offset >= until:
                     got = [r for r in got if r.offset < until]
                 if got:
-                    if fail_on_data_loss and got[0].offset > position and position == start:
-                        pass  # a gap left by compaction or transaction markers is not data loss
+                    # a gap before got[0] is compaction or transaction markers, not data loss
                     yield got
                     position = got[-1].offset + 1
-                if position < until:
-                    position = max(position, consumer.position(tp))
-            else:
-                position = max(position, consumer.position(tp))
-                if time.monotonic() - last_progress > poll_timeout_ms / 1000:
-                    what = f"timed out after {poll_timeout_ms} ms reading {rng.topic}-{rng.partition} at offset {position} (wanted up to {until})"
-                    if fail_on_data_loss:
-                        raise DataLossError(data_loss_message(what))
-                    log.warning("%s; giving up on the rest of the range", what)
-                    break
+            try:
+                now_at = consumer.position(tp, timeout=0.2)
+            except KafkaTimeoutError:
+                continue
+            if now_at > position:  # past markers / aborted records: that is progress too
+                position = now_at
+                last_progress = time.monotonic()
     finally:
         try:
-            consumer.close(autocommit=False, timeout=5)
+            consumer.close(autocommit=False, timeout=min(5.0, poll_timeout_ms / 1000))
         except Exception:  # pragma: no cover - best effort
             log.debug("closing the range consumer failed", exc_info=True)
 
@@ -199,14 +336,18 @@ def read_range_columns(
 ) -> Iterator[Any]:
     """The fast path of `read_range`: yields `columnar.Columns` chunks covering [from, until).
 
-    Raw Fetch through the client's NetworkClient and decoding straight into columns (read_uncommitted).
+    Raw Fetch through the client's NetworkClient and decoding straight into columns, with the same
+    rules: read_committed honoured, data loss failed or skipped+counted, a stall raises
+    FetchTimeoutError.
     """
-    from kafkalite.spark.columnar import RangeFetcher
+    from kafkalite.spark.columnar import FetchTimeout, RangeFetcher
 
-    fetcher = RangeFetcher(consumer_config(client))
+    fetcher = RangeFetcher(
+        consumer_config(bounded_client(client, poll_timeout_ms)), poll_timeout_ms
+    )
     where = f"{rng.topic}-{rng.partition}"
+    position, until = rng.from_offset, rng.until_offset
     try:
-        position, until = rng.from_offset, rng.until_offset
         begin = fetcher.log_start(rng.topic, rng.partition)
         while position < until:
             if position < begin:
@@ -214,35 +355,31 @@ def read_range_columns(
                     f"offsets {position} to {min(begin, until) - 1} of {where} were deleted "
                     f"(log start offset is now {begin})"
                 )
-                if fail_on_data_loss:
-                    raise DataLossError(data_loss_message(what))
-                log.warning("%s; skipping them (failOnDataLoss=false)", what)
+                report_data_loss(what, fail_on_data_loss)
                 position = begin
                 continue
-            for kind, value in fetcher.read(
-                rng.topic, rng.partition, position, until, poll_timeout_ms
-            ):
+            for kind, value in fetcher.read(rng.topic, rng.partition, position, until):
                 if kind == "columns":
                     position = value.offsets[-1] + 1
                     yield value
                     continue
-                if kind == "out_of_range":
-                    position = value
-                    begin = fetcher.log_start(rng.topic, rng.partition)
-                    if begin <= position:
-                        raise DataLossError(
-                            data_loss_message(f"offset {position} of {where} is out of range")
-                        )
-                    break
-                what = (
-                    f"timed out after {poll_timeout_ms} ms reading {where} at offset {value} "
-                    f"(wanted up to {until})"
-                )
-                if fail_on_data_loss:
-                    raise DataLossError(data_loss_message(what))
-                log.warning("%s; giving up on the rest of the range", what)
-                return
+                # out of range
+                position = value
+                begin = fetcher.log_start(rng.topic, rng.partition)
+                if begin <= position:
+                    report_data_loss(
+                        f"offset {position} of {where} is out of range (log start offset "
+                        f"{begin}): the log went backwards",
+                        fail_on_data_loss,
+                        how="skipping the rest of the range",
+                    )
+                    return
+                break
             else:
                 return
+    except FetchTimeout as exc:
+        raise FetchTimeoutError(
+            fetch_timeout_message(where, position, until, poll_timeout_ms) + f" ({exc})"
+        ) from exc
     finally:
         fetcher.close()

@@ -108,6 +108,28 @@ def _positive_int(opts: dict[str, str], name: str) -> int | None:
     return val
 
 
+def _non_negative_int(opts: dict[str, str], name: str, default: int) -> int:
+    raw = opts.get(name.lower())
+    if raw is None:
+        return default
+    try:
+        val = int(raw)
+    except ValueError:
+        raise ValueError(f"Option '{name}' must be a non-negative integer, got {raw!r}") from None
+    if val < 0:
+        raise ValueError(f"Option '{name}' must be a non-negative integer, got {raw!r}")
+    return val
+
+
+FIXED_GROUP_ID_WARNING = (
+    "Kafka option 'kafka.group.id' is set: every query and source given this group id shares one "
+    "consumer group. kafkalite's source only commits its finished micro-batches' offsets to that "
+    "group (for lag monitoring), so concurrent queries or a restarted query with the same id "
+    "overwrite each other's progress there and the group's lag figures mean little; use one query "
+    "per group id, or leave kafka.group.id unset and use 'groupIdPrefix'."
+)
+
+
 def kafka_params(opts: dict[str, str], rejected: Mapping[str, str]) -> dict[str, str]:
     """The `kafka.`-prefixed options with the prefix removed; raises for the ones Spark refuses."""
     out: dict[str, str] = {}
@@ -201,6 +223,11 @@ class SourceOptions:
     include_headers: bool = False
     poll_timeout_ms: int = 120_000
     starting_by_timestamp_strategy: str = "error"
+    max_records_per_partition: int | None = None
+    fetch_offset_num_retries: int = 3
+    fetch_offset_retry_interval_ms: int = 10
+    group_id: str | None = None  # kafka.group.id: used as is (Spark warns about sharing it)
+    group_id_prefix: str | None = None  # groupIdPrefix, when given
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -268,19 +295,37 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
             opts.pop(name.lower(), None)
     delay = parse_duration_ms(opts.get("maxtriggerdelay", "15m"), "maxTriggerDelay")
     poll_timeout = _positive_int(opts, "kafkaConsumer.pollTimeoutMs") or 120_000
+    max_per_trigger = _positive_int(opts, "maxOffsetsPerTrigger")
+    min_per_trigger = _positive_int(opts, "minOffsetsPerTrigger")
+    if max_per_trigger and min_per_trigger and min_per_trigger > max_per_trigger:
+        raise ValueError(
+            f"Option 'minOffsetsPerTrigger' ({min_per_trigger}) must not be greater than "
+            f"'maxOffsetsPerTrigger' ({max_per_trigger})"
+        )
+    prefix = opts.get("groupidprefix")
+    if prefix is not None and not prefix.strip():
+        raise ValueError("Option 'groupIdPrefix' must not be empty")
+    group_id = client.get("group.id")
+    if group_id is not None and not group_id.strip():
+        raise ValueError("Option 'kafka.group.id' must not be empty")
     return SourceOptions(
         client=client,
         subscription=sub,
         starting=starting,
         ending=ending,
-        max_offsets_per_trigger=_positive_int(opts, "maxOffsetsPerTrigger"),
-        min_offsets_per_trigger=_positive_int(opts, "minOffsetsPerTrigger"),
+        max_offsets_per_trigger=max_per_trigger,
+        min_offsets_per_trigger=min_per_trigger,
         max_trigger_delay_ms=delay,
         min_partitions=_positive_int(opts, "minPartitions"),
         fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
         include_headers=_bool(opts, "includeHeaders", False),
         poll_timeout_ms=poll_timeout,
         starting_by_timestamp_strategy=strategy,
+        max_records_per_partition=_positive_int(opts, "maxRecordsPerPartition"),
+        fetch_offset_num_retries=_non_negative_int(opts, "fetchOffset.numRetries", 3),
+        fetch_offset_retry_interval_ms=_non_negative_int(opts, "fetchOffset.retryIntervalMs", 10),
+        group_id=group_id.strip() if group_id else None,
+        group_id_prefix=prefix.strip() if prefix else None,
     )
 
 

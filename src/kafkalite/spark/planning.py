@@ -61,25 +61,38 @@ def plan_ranges(
     start: Mapping[TopicPartitionKey, int],
     end: Mapping[TopicPartitionKey, int],
     min_partitions: int | None = None,
+    max_records_per_partition: int | None = None,
 ) -> list[OffsetRange]:
-    """Non-empty ranges from `start` to `end` per partition, split so there are >= min_partitions.
+    """Non-empty ranges from `start` to `end` per partition, split as Spark 3.5+ splits them.
 
-    Only big ranges are split: a range gets ceil(size * min_partitions / total) pieces of nearly equal
-    size, so the number of tasks is at least min_partitions when there are enough offsets.
+    First a range holding more than max_records_per_partition offsets is cut into
+    ceil(size / max_records_per_partition) pieces of nearly equal size; then, if there are still
+    fewer ranges than min_partitions, a range gets ceil(size * min_partitions / total) pieces, so
+    the number of tasks is at least min_partitions when there are enough offsets.
     """
     ranges = [
         OffsetRange(t, p, start[(t, p)], end[(t, p)])
         for t, p in sort_partitions(end)
         if (t, p) in start and end[(t, p)] > start[(t, p)]
     ]
+    if max_records_per_partition:
+        ranges = [
+            piece
+            for r in ranges
+            for piece in _split(r, math.ceil(r.size / max_records_per_partition))
+        ]
     if not min_partitions or len(ranges) >= min_partitions:
         return ranges
     total = sum(r.size for r in ranges)
     out: list[OffsetRange] = []
     for r in ranges:
-        pieces = min(r.size, max(1, math.ceil(r.size * min_partitions / total)))
-        bounds = [r.from_offset + (r.size * i) // pieces for i in range(pieces + 1)]
-        out.extend(
-            OffsetRange(r.topic, r.partition, bounds[i], bounds[i + 1]) for i in range(pieces)
-        )
+        out.extend(_split(r, max(1, math.ceil(r.size * min_partitions / total))))
     return out
+
+
+def _split(r: OffsetRange, pieces: int) -> list[OffsetRange]:
+    pieces = max(1, min(r.size, pieces))
+    if pieces == 1:
+        return [r]
+    bounds = [r.from_offset + (r.size * i) // pieces for i in range(pieces + 1)]
+    return [OffsetRange(r.topic, r.partition, bounds[i], bounds[i + 1]) for i in range(pieces)]

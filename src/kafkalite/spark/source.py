@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -25,11 +26,9 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from kafkalite.spark.kafkaio import (
-    DataLossError,
     OffsetReader,
-    data_loss_message,
-    read_range,
     read_range_columns,
+    report_data_loss,
 )
 from kafkalite.spark.offsets import (
     EARLIEST,
@@ -40,9 +39,14 @@ from kafkalite.spark.offsets import (
     sort_partitions,
     to_offset_dict,
 )
-from kafkalite.spark.options import SourceOptions, parse_sink_options, parse_source_options
+from kafkalite.spark.options import (
+    FIXED_GROUP_ID_WARNING,
+    SourceOptions,
+    parse_sink_options,
+    parse_source_options,
+)
 from kafkalite.spark.planning import OffsetRange, backlog, plan_ranges, rate_limit
-from kafkalite.spark.schema import arrow_schema, columns_to_batch, kafka_schema, records_to_batch
+from kafkalite.spark.schema import arrow_schema, columns_to_batch, kafka_schema
 
 log = logging.getLogger("kafkalite.spark")
 FORMAT = "kafkalite"
@@ -120,24 +124,23 @@ def resolve(
 
 
 def read_partition(opts: SourceOptions, schema: StructType, rng: OffsetRange) -> Iterator[Any]:
-    """Arrow batches of one offset range (the columnar fast path unless read_committed is asked)."""
+    """Arrow batches of one offset range, through the columnar fast path (both isolation levels)."""
     pa_schema = arrow_schema(schema)
-    if str(opts.client.get("isolation.level", "read_uncommitted")) != "read_committed":
-        for cols in read_range_columns(
-            opts.client,
-            rng,
-            fail_on_data_loss=opts.fail_on_data_loss,
-            poll_timeout_ms=opts.poll_timeout_ms,
-        ):
-            yield columns_to_batch(cols, rng.topic, rng.partition, pa_schema, opts.include_headers)
-        return
-    for records in read_range(
+    for cols in read_range_columns(
         opts.client,
         rng,
         fail_on_data_loss=opts.fail_on_data_loss,
         poll_timeout_ms=opts.poll_timeout_ms,
     ):
-        yield records_to_batch(records, rng.topic, rng.partition, pa_schema, opts.include_headers)
+        yield columns_to_batch(cols, rng.topic, rng.partition, pa_schema, opts.include_headers)
+
+
+def offset_reader(opts: SourceOptions) -> OffsetReader:
+    return OffsetReader(
+        opts.client,
+        num_retries=opts.fetch_offset_num_retries,
+        retry_interval_ms=opts.fetch_offset_retry_interval_ms,
+    )
 
 
 class KafkaliteBatchReader(DataSourceReader):
@@ -148,7 +151,7 @@ class KafkaliteBatchReader(DataSourceReader):
     def plan(self) -> list[OffsetRange]:
         opts = self.opts
         assert opts.ending is not None
-        reader = OffsetReader(opts.client)
+        reader = offset_reader(opts)
         try:
             tps = reader.partitions(opts.subscription)
             start = resolve(opts.starting, tps, reader, name="startingOffsets", is_start=True)
@@ -161,7 +164,7 @@ class KafkaliteBatchReader(DataSourceReader):
                     f"The ending offset {end[tp]} of {tp[0]}-{tp[1]} is before its starting offset "
                     f"{start[tp]}"
                 )
-        return plan_ranges(start, end, opts.min_partitions)
+        return plan_ranges(start, end, opts.min_partitions, opts.max_records_per_partition)
 
     def partitions(self) -> list[InputPartition]:
         return [RangePartition(r) for r in self.plan()]
@@ -173,8 +176,10 @@ class KafkaliteBatchReader(DataSourceReader):
 
 
 class KafkaliteStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """Micro-batch reader. Offsets are {"topic": {"partition": next offset}}; nothing is committed to
-    the broker: Spark's offset log and commit log in the checkpoint are the source of truth."""
+    """Micro-batch reader. Offsets are {"topic": {"partition": next offset}}; Spark's offset log and
+    commit log in the checkpoint are the source of truth. With `kafka.group.id` or `groupIdPrefix`
+    the offsets of each finished micro-batch are also committed to that broker-side group, so the
+    broker's consumer-lag metrics show how far the query is behind (reads never use the group)."""
 
     def __init__(self, opts: SourceOptions, schema: StructType) -> None:
         self.opts = opts
@@ -182,18 +187,28 @@ class KafkaliteStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self._reader: OffsetReader | None = None
         self._target: dict[TopicPartitionKey, int] | None = None
         self._last_trigger = time.monotonic()
+        self.data_loss_skipped = 0  # data-loss events skipped by this reader (failOnDataLoss=false)
+        self._reported: set[str] = set()
+        self.group_id = opts.group_id or (
+            f"{opts.group_id_prefix}-{uuid.uuid4()}" if opts.group_id_prefix else None
+        )
+        self._group_committed: dict[TopicPartitionKey, int] = {}
+        if opts.group_id:
+            log.warning(FIXED_GROUP_ID_WARNING)
 
     # -- driver side
     @property
     def reader(self) -> OffsetReader:
         if self._reader is None:
-            self._reader = OffsetReader(self.opts.client)
+            self._reader = offset_reader(self.opts)
         return self._reader
 
-    def _report_data_loss(self, what: str) -> None:
-        if self.opts.fail_on_data_loss:
-            raise DataLossError(data_loss_message(what))
-        log.warning("%s (failOnDataLoss=false: continuing)", what)
+    def _report_data_loss(self, what: str, how: str = "skipping them") -> None:
+        if what in self._reported:  # latestOffset may see the same event again before a batch
+            return
+        report_data_loss(what, self.opts.fail_on_data_loss, how=how)
+        self._reported.add(what)
+        self.data_loss_skipped += 1
 
     def initialOffset(self) -> dict[str, Any]:
         tps = self.reader.partitions(self.opts.subscription)
@@ -211,33 +226,63 @@ class KafkaliteStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         tps = self.reader.partitions(self.opts.subscription)
         self._target = self.reader.latest(tps)
 
-    def _latest(self) -> dict[TopicPartitionKey, int]:
+    def _latest(self) -> tuple[set[TopicPartitionKey], dict[TopicPartitionKey, int]]:
+        """(every partition the subscription covers now, their latest offsets capped by the
+        Trigger.AvailableNow target)."""
         tps = self.reader.partitions(self.opts.subscription)
         latest = self.reader.latest(tps)
         if self._target is not None:
             latest = {
                 tp: min(o, self._target[tp]) for tp, o in latest.items() if tp in self._target
             }
-        return latest
+        return tps, latest
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
-        return to_offset_dict(self._latest())
+        return to_offset_dict(self._latest()[1])
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        """The next batch's end offsets, after Spark's KafkaSource data-loss rules (checked here, on
+        the driver, before the batch is written to the offset log): partitions gone, a new partition
+        whose log no longer starts at 0, offsets going backwards, offsets removed by retention."""
+        # Spark plans a batch once the previous one is committed: `start` has been processed
+        self._commit_to_group(start)
         begin = from_offset_dict(start)
-        latest = self._latest()
-        gone = sort_partitions(set(begin) - set(latest))
-        if gone and self._target is None:
-            self._report_data_loss(f"partitions {gone} disappeared")
+        tps, latest = self._latest()
+        gone = sort_partitions(set(begin) - tps)
+        if gone:
+            self._report_data_loss(
+                f"partitions {[f'{t}-{p}' for t, p in gone]} are gone (deleted)",
+                how="no longer reading them",
+            )
         new = [tp for tp in latest if tp not in begin]
         base = {tp: begin[tp] for tp in latest if tp in begin}
-        base.update(self.reader.earliest(new))  # new partitions start at earliest
-        for tp in sort_partitions(base):
-            if latest[tp] < base[tp]:
+        earliest = self.reader.earliest(latest)
+        for tp in sort_partitions(latest):
+            where = f"{tp[0]}-{tp[1]}"
+            first = earliest.get(tp, 0)
+            if tp not in base:  # discovered since the last batch: its log must start at 0
+                if first > 0:
+                    self._report_data_loss(
+                        f"new partition {where} starts at offset {first}, not 0: records 0 to "
+                        f"{first - 1} were removed before the query saw them",
+                        how="reading it from its log start",
+                    )
+                base[tp] = first
+            elif latest[tp] < base[tp]:
                 self._report_data_loss(
-                    f"the latest offset of {tp[0]}-{tp[1]} went back from {base[tp]} to {latest[tp]}"
+                    f"the offset of {where} went back from {base[tp]} to {latest[tp]} (the "
+                    "partition was deleted and re-created, or its log was truncated)",
+                    how=f"continuing from offset {latest[tp]}",
                 )
-                latest[tp] = base[tp]
+                base[tp] = latest[tp]
+            elif base[tp] < first and self.opts.fail_on_data_loss:
+                # under failOnDataLoss=false the executors skip (and count) the deleted offsets
+                self._report_data_loss(
+                    f"offsets {base[tp]} to {min(first, latest[tp]) - 1} of {where} were deleted "
+                    f"(log start offset is now {first})"
+                )
+        if new:
+            log.info("new partitions %s: reading them from their log start", new)
         if isinstance(limit, ReadAllAvailable):
             end = latest
         else:
@@ -255,30 +300,43 @@ class KafkaliteStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return result
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
+        """Ranges from start to end (data loss was judged in latestOffset). Only partitions new in
+        this batch need the broker: they start at their log start, as in Spark."""
         begin = from_offset_dict(start)
         until = from_offset_dict(end)
         new = [tp for tp in until if tp not in begin]
         if new:
-            earliest = self.reader.earliest(new)
-            for tp in sort_partitions(new):
-                if earliest.get(tp, 0) > 0:
-                    log.warning(
-                        "new partition %s-%s starts at offset %s, not 0: some of its records were "
-                        "removed before the query saw it",
-                        tp[0],
-                        tp[1],
-                        earliest[tp],
-                    )
-            begin.update(earliest)
-        for tp in sort_partitions(until):
-            if tp in begin and until[tp] < begin[tp]:
-                self._report_data_loss(
-                    f"offset range of {tp[0]}-{tp[1]} goes back from {begin[tp]} to {until[tp]}"
-                )
-        return [RangePartition(r) for r in plan_ranges(begin, until, self.opts.min_partitions)]
+            begin.update(self.reader.earliest(new))
+        # a partition whose offset went back (until < begin) has no range this batch
+        return [
+            RangePartition(r)
+            for r in plan_ranges(
+                begin, until, self.opts.min_partitions, self.opts.max_records_per_partition
+            )
+        ]
 
     def commit(self, end: dict[str, Any]) -> None:
-        """Nothing to do: offsets are never committed to the broker."""
+        """Spark's checkpoint holds the offsets; this only feeds the monitoring group, if any."""
+        self._commit_to_group(end)
+
+    def _commit_to_group(self, processed: dict[str, Any]) -> None:
+        """With a group id configured, commit offsets the query has finished processing to it (only
+        so the broker's consumer-lag metrics show the query's lag; reads never use the group)."""
+        if self.group_id is None:
+            return
+        offsets = from_offset_dict(processed)
+        if not offsets or offsets == self._group_committed:
+            return
+        try:
+            self.reader.admin.alter_consumer_group_offsets(self.group_id, offsets)
+            self._group_committed = offsets
+        except Exception as exc:  # monitoring only: never fails the query
+            log.warning(
+                "could not commit the query's offsets to group %s (used for lag monitoring only): "
+                "%s",
+                self.group_id,
+                exc,
+            )
 
     def stop(self) -> None:
         if self._reader is not None:
@@ -325,6 +383,11 @@ class KafkaliteDataSource(DataSource):
         from kafkalite.spark.options import EXACTLY_ONCE
         from kafkalite.spark.writer import KafkaliteBatchWriter, validate_input_schema
 
+        if overwrite:  # PySpark itself refuses Ignore and ErrorIfExists for Python data sources
+            raise ValueError(
+                "Save mode Overwrite is not allowed for kafkalite (as for Spark's Kafka sink, a "
+                "topic cannot be overwritten): use mode('append')"
+            )
         opts = parse_sink_options(self.options)
         if opts.exactly_once:
             raise ValueError(f"Option '{EXACTLY_ONCE}' applies to streaming writes only")
