@@ -46,6 +46,8 @@ def load_segments(
     recovery_point: int,
     log_start_offset: int,
     stats: RecoveryStats | None = None,
+    *,
+    clean_shutdown: bool = False,
 ) -> tuple[list[LogSegment], int]:
     """Open every segment of a partition directory and return (segments, log end offset).
 
@@ -97,10 +99,17 @@ def load_segments(
                 new_segment(later, create=False).delete_files()
             break
         is_last = i == len(ordered) - 1
-        needs_recovery = is_last or ordered[i + 1] > recovery_point
-        if not needs_recovery and not seg.load():
-            log.warning("%s: rebuilding indexes of segment %d", directory, base)
-            needs_recovery = True
+        if is_last:
+            # after a crash the active segment is always scanned; after a clean shutdown (whose
+            # recovery point is the log end) only if it holds offsets past it: as in Kafka, a clean
+            # restart reads no batch
+            needs_recovery = not clean_shutdown or base >= recovery_point or not seg.load()
+            needs_recovery = needs_recovery or seg.next_offset > recovery_point
+        else:
+            needs_recovery = ordered[i + 1] > recovery_point
+            if not needs_recovery and not seg.load():
+                log.warning("%s: rebuilding indexes of segment %d", directory, base)
+                needs_recovery = True
         if needs_recovery:
             result = seg.recover(expected_next)
             if stats is not None:

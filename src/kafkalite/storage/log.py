@@ -148,16 +148,18 @@ class Log(LogReads, LogProducers, LogRetention):
         recovery_point: int = 0,
         log_start_offset: int = 0,
         high_watermark: int = 0,
+        clean_shutdown: bool = False,
     ) -> Log:
         """Open (creating if needed) and recover the log in `directory`.
 
         Segments at or after `recovery_point` are scanned batch by batch and truncated at the
-        first torn/corrupt batch (later segments are dropped). The high watermark (from the
-        replication-offset checkpoint) is clamped into the recovered log."""
+        first torn/corrupt batch (later segments are dropped); after a crash the active segment is
+        scanned too, after a `clean_shutdown` only if it holds offsets past the recovery point.
+        The high watermark (from the replication-offset checkpoint) is clamped into the log."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         self = cls(directory, config if config is not None else LogConfig(), topic_id)
-        self._load(recovery_point, log_start_offset)
+        self._load(recovery_point, log_start_offset, clean_shutdown)
         self._hw = min(max(high_watermark, self._log_start), self._leo)
         self._load_epochs()
         self._write_partition_metadata()
@@ -176,10 +178,15 @@ class Log(LogReads, LogProducers, LogRetention):
             create=create,
         )
 
-    def _load(self, recovery_point: int, log_start_offset: int) -> None:
+    def _load(self, recovery_point: int, log_start_offset: int, clean_shutdown: bool) -> None:
         self.recovery = RecoveryStats()
         segments, leo = load_segments(
-            self.dir, self._new_segment, recovery_point, log_start_offset, self.recovery
+            self.dir,
+            self._new_segment,
+            recovery_point,
+            log_start_offset,
+            self.recovery,
+            clean_shutdown=clean_shutdown,
         )
         self._set_segments(segments)
         self._leo = leo

@@ -119,12 +119,13 @@ class LogManager:
     # -- startup --------------------------------------------------------------------------------
     def startup(self) -> None:
         """Lock the dirs, finish interrupted deletes, load and recover every log (in parallel)."""
-        jobs: list[tuple[Path, TopicPartition, int, int, int, int]] = []
+        jobs: list[tuple[Path, TopicPartition, int, int, int, int, bool]] = []
         for d in self.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
             self._lock_dir(d)
             marker = d / CLEAN_SHUTDOWN_FILE
-            if marker.exists():
+            clean = marker.exists()
+            if clean:
                 marker.unlink()
             elif any(parse_topic_partition(e) is not None for e in os.listdir(d)):
                 self.last_shutdown_clean = False
@@ -146,20 +147,24 @@ class LogManager:
                     raise KafkaStorageError(f"duplicate log directories for {tp}: {path}")
                 self._log_dir_of[tp] = d
                 jobs.append(
-                    (path, tp, rp.get(tp, 0), lso.get(tp, 0), cleaner.get(tp, 0), hws.get(tp, 0))
-                )
+                    (
+                        path, tp, rp.get(tp, 0), lso.get(tp, 0), cleaner.get(tp, 0),
+                        hws.get(tp, 0), clean,
+                    )
+                )  # fmt: skip
         self._load_topic_configs()
 
         def load(
-            job: tuple[Path, TopicPartition, int, int, int, int],
+            job: tuple[Path, TopicPartition, int, int, int, int, bool],
         ) -> tuple[TopicPartition, Log]:
-            path, tp, rp_, lso_, dirty, hw = job
+            path, tp, rp_, lso_, dirty, hw, clean_ = job
             lg = Log.open(
                 path,
                 self.topic_config(tp[0]),
                 recovery_point=rp_,
                 log_start_offset=lso_,
                 high_watermark=hw,
+                clean_shutdown=clean_,
             )
             lg.clock = self.clock
             lg.flush_times = self.flush_times

@@ -11,7 +11,7 @@ import pytest
 from storage_helpers import batches, make_batch, read_all
 
 from kafkalite.records.batch import build_batch
-from kafkalite.storage import LogConfig, LogManager
+from kafkalite.storage import Log, LogConfig, LogManager
 from kafkalite.storage.checkpoint import OffsetCheckpointFile
 from kafkalite.storage.errors import InvalidConfig, KafkaStorageError, LogClosed
 
@@ -127,6 +127,38 @@ def test_recovery_point_checkpoint_limits_recovery(tmp_path: Path) -> None:
         b"2:0:",
     ]
     m.shutdown()
+
+
+def test_clean_shutdown_scans_nothing_and_a_crash_scans_the_active_segment(
+    tmp_path: Path,
+) -> None:
+    cfg = LogConfig(segment_bytes=1000)
+    m = LogManager([tmp_path / "d"], cfg)
+    m.startup()
+    for p in range(3):
+        lg = m.get_or_create_log("t", p)
+        for i in range(25):
+            lg.append(make_batch(1, value_size=100, tag=i))
+    m.shutdown()
+    m = LogManager([tmp_path / "d"], cfg)
+    m.startup()
+    assert m.last_shutdown_clean
+    logs = [m.get_log("t", p) for p in range(3)]
+    assert [lg.recovery.segments_scanned for lg in logs if lg is not None] == [0, 0, 0]
+    assert [lg.log_end_offset for lg in logs if lg is not None] == [25, 25, 25]
+    # appends after the last flush, then a crash (no close, no clean-shutdown marker): the active
+    # segment is scanned and its torn tail cut
+    lg = logs[0]
+    assert lg is not None
+    lg.append(make_batch(1, value_size=100, tag=99))
+    with open(lg.segments[-1].log_path, "ab") as f:
+        f.write(b"\x00\x00\x00\x00\x00\x00\x00\x1a\x00\x00\x01")  # a torn batch header
+    # (the process "dies": the manager is never shut down; the log is opened again as at startup)
+    reopened = Log.open(lg.dir, cfg, recovery_point=25)
+    assert reopened.recovery.segments_scanned == 1
+    assert reopened.recovery.bytes_truncated == 11
+    assert reopened.log_end_offset == 26
+    reopened.close()
 
 
 def test_background_threads(tmp_path: Path) -> None:
