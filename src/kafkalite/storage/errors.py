@@ -47,6 +47,12 @@ class KafkaStorageError(StorageError):
     error_code = ErrorCode.KAFKA_STORAGE_ERROR
 
 
+class LogDirOffline(LogClosed):
+    """The log's directory failed (a full disk, an I/O error): its logs serve nothing until restart."""
+
+    error_code = ErrorCode.KAFKA_STORAGE_ERROR
+
+
 class OutOfOrderSequence(StorageError):
     """An idempotent producer's batch skips sequence numbers."""
 

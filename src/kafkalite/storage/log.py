@@ -30,7 +30,9 @@ from kafkalite.storage.epoch_cache import LeaderEpochFileCache
 from kafkalite.storage.errors import (
     CorruptRecord,
     InvalidProducerBatch,
+    KafkaStorageError,
     LogClosed,
+    LogDirOffline,
     RecordBatchTooLarge,
     UnexpectedAppendOffset,
 )
@@ -111,6 +113,9 @@ class Log(LogReads, LogProducers, LogRetention):
         self.topic, self.partition = tp if tp is not None else (directory.name, 0)
         self.topic_id = topic_id
         self.recovery = RecoveryStats()  # what opening this log had to recover
+        # an I/O error's handler (the LogManager's: it takes the whole log dir offline)
+        self.io_error: Callable[[Log, OSError], None] | None = None
+        self.offline = False
         self._lock = threading.RLock()
         self._flush_cond = threading.Condition(threading.Lock())
         self._flushing = False
@@ -371,6 +376,12 @@ class Log(LogReads, LogProducers, LogRetention):
         return self.append_as_follower(records)
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
+        try:
+            return self._append_as_follower(records)
+        except OSError as exc:
+            raise self._io_failure(exc, "append") from exc
+
+    def _append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
         """A replica's append: the leader's batches byte for byte, keeping their offsets and
         partition leader epochs; the first must start at our log end (UnexpectedAppendOffset)."""
         return AppendInfo(*self._append_batches(records, -1, False))
@@ -389,6 +400,16 @@ class Log(LogReads, LogProducers, LogRetention):
     def append_as_leader(
         self, records: bytes | bytearray | memoryview, leader_epoch: int = 0
     ) -> AppendResult:
+        """`append` with offsets assigned (see `_append_as_leader`); an I/O error (a full disk)
+        takes the log's directory offline and answers KafkaStorageError."""
+        try:
+            return self._append_as_leader(records, leader_epoch)
+        except OSError as exc:
+            raise self._io_failure(exc, "append") from exc
+
+    def _append_as_leader(
+        self, records: bytes | bytearray | memoryview, leader_epoch: int = 0
+    ) -> AppendResult:
         """`append` with offsets assigned, answering AppendInfo's fields as a plain tuple: the
         produce path calls this once per batch, and building a result object costs as much as a
         quarter of the work around the write."""
@@ -404,7 +425,7 @@ class Log(LogReads, LogProducers, LogRetention):
                 lock.acquire()
                 try:
                     if self._closed:
-                        raise LogClosed(f"log {self.dir.name} is closed")
+                        raise self._closed_error()
                     first = self._leo
                     last = first + lod
                     if leader_epoch > self._latest_epoch:
@@ -486,7 +507,7 @@ class Log(LogReads, LogProducers, LogRetention):
         log_append_time = -1
         with self._lock:
             if self._closed:
-                raise LogClosed(f"log {self.dir.name} is closed")
+                raise self._closed_error()
             if producers and assign_offsets:
                 dup = self._check_producer(producers[0])
                 if dup is not None:
@@ -564,7 +585,7 @@ class Log(LogReads, LogProducers, LogRetention):
         )
         with self._lock:
             if self._closed:
-                raise LogClosed(f"log {self.dir.name} is closed")
+                raise self._closed_error()
             self._producer_state_locked().check_marker(
                 producer_id, producer_epoch, coordinator_epoch
             )
@@ -628,6 +649,41 @@ class Log(LogReads, LogProducers, LogRetention):
     def flush(self, offset: int | None = None) -> None:
         """Make everything below `offset` (default: the log end) durable. Group commit: callers
         arriving while an fsync runs wait for it and then share the next one."""
+        try:
+            self._flush(offset)
+        except OSError as exc:
+            raise self._io_failure(exc, "flush") from exc
+
+    # -- a failed disk -----------------------------------------------------------------------------
+    def _closed_error(self) -> LogClosed:
+        if self.offline:
+            return LogDirOffline(
+                f"log {self.dir.name} is offline: its log dir {self.dir.parent} failed"
+            )
+        return LogClosed(f"log {self.dir.name} is closed")
+
+    def _io_failure(self, exc: OSError, what: str) -> KafkaStorageError:
+        """An I/O error on this log's files: the whole log dir goes offline (its manager closes
+        every log in it, as Kafka's LogDirFailureChannel does); nothing more is written here."""
+        handler = self.io_error
+        if handler is not None:
+            handler(self, exc)
+        else:
+            self.go_offline()
+        return KafkaStorageError(
+            f"{what} to {self.dir.name} failed: {exc.strerror or exc}; log dir {self.dir.parent} is "
+            "offline"
+        )
+
+    def go_offline(self) -> None:
+        """Serve and write nothing more: close the files without flushing (the disk failed)."""
+        self.offline = True
+        try:
+            self.close(flush=False)
+        except OSError:
+            log.warning("closing %s after its log dir failed", self.dir, exc_info=True)
+
+    def _flush(self, offset: int | None = None) -> None:
         target = self._leo if offset is None else min(offset, self._leo)
         cond = self._flush_cond
         with cond:

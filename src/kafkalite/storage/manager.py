@@ -84,6 +84,8 @@ class LogManager:
         if not log_dirs:
             raise ValueError("at least one log dir is required")
         self.log_dirs = [Path(d) for d in log_dirs]
+        # dirs that failed (a full disk, an I/O error): their logs serve nothing until a restart
+        self.offline_dirs: set[Path] = set()
         self.default_config = default_config if default_config is not None else LogConfig()
         self.recovery_threads = recovery_threads
         self.retention_check_interval_ms = retention_check_interval_ms
@@ -168,6 +170,7 @@ class LogManager:
             )
             lg.clock = self.clock
             lg.flush_times = self.flush_times
+            lg.io_error = self._log_dir_failed
             lg.first_dirty_offset = max(lg.log_start_offset, min(dirty, lg.log_end_offset))
             return tp, lg
 
@@ -305,10 +308,42 @@ class LogManager:
     def _pick_dir(self) -> Path:
         if len(self.log_dirs) == 1:
             return self.log_dirs[0]
-        counts = {d: 0 for d in self.log_dirs}
+        online = [d for d in self.log_dirs if d not in self.offline_dirs]
+        if not online:
+            raise KafkaStorageError("every log dir is offline")
+        counts = {d: 0 for d in online}
         for d in self._log_dir_of.values():
-            counts[d] = counts.get(d, 0) + 1
-        return min(self.log_dirs, key=lambda d: counts[d])
+            if d in counts:
+                counts[d] += 1
+        return min(online, key=lambda d: counts[d])
+
+    def _log_dir_failed(self, failed: Log, exc: OSError) -> None:
+        d = self._log_dir_of.get((failed.topic, failed.partition), failed.dir.parent)
+        self.fail_log_dir(d, exc, failed.dir.name, failed)
+
+    def fail_log_dir(self, d: Path, exc: OSError, where: str, failed: Log | None = None) -> None:
+        """An I/O error in `d` (at `where`): the whole log dir goes offline, as Kafka's does. Its
+        logs close without flushing and answer KAFKA_STORAGE_ERROR; the other dirs carry on, and no
+        clean-shutdown marker is written there (the next start recovers its active segments)."""
+        with self._lock:
+            first = d not in self.offline_dirs
+            self.offline_dirs.add(d)
+            victims = [
+                self._logs[tp]
+                for tp, ld in self._log_dir_of.items()
+                if ld == d and tp in self._logs
+            ]
+        if failed is not None and failed not in victims:
+            victims.append(failed)
+        for lg in victims:
+            lg.go_offline()
+        if first:
+            log.error(
+                "log dir %s is offline: %s on %s (%s). Its %d partitions answer KAFKA_STORAGE_ERROR "
+                "until the broker restarts; other log dirs keep serving. Free space or fix the disk, "
+                "then restart: the logs there are recovered from their last flushed state.",
+                d, type(exc).__name__, where, exc.strerror or exc, len(victims),
+            )  # fmt: skip
 
     def get_or_create_log(
         self,
@@ -326,9 +361,12 @@ class LogManager:
             if config_overrides:
                 self.set_topic_config(topic, config_overrides)
             d = self._log_dir_of.get(tp) or self._pick_dir()
+            if d in self.offline_dirs:
+                raise KafkaStorageError(f"log dir {d} of {topic}-{partition} is offline")
             lg = Log.open(d / f"{topic}-{partition}", self.topic_config(topic), topic_id)
             lg.clock = self.clock
             lg.flush_times = self.flush_times
+            lg.io_error = self._log_dir_failed
             self._logs[tp] = lg
             self._log_dir_of[tp] = d
             return lg
@@ -419,19 +457,26 @@ class LogManager:
             with self._lock:
                 items = [(tp, lg, self._log_dir_of.get(tp)) for tp, lg in self._logs.items()]
             for d in self.log_dirs:
-                mine = [(tp, lg) for tp, lg, ld in items if ld == d]
-                OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT).write(
-                    {tp: lg.recovery_point for tp, lg in mine}
-                )
-                OffsetCheckpointFile(d / REPLICATION_OFFSET_CHECKPOINT).write(
-                    {tp: lg.high_watermark for tp, lg in mine}
-                )
-                OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT).write(
-                    {tp: lg.log_start_offset for tp, lg in mine}
-                )
-                OffsetCheckpointFile(d / CLEANER_OFFSET_CHECKPOINT).write(
-                    {tp: lg.first_dirty_offset for tp, lg in mine if lg.config.compact}
-                )
+                if d in self.offline_dirs:
+                    continue  # its checkpoints stay as they were: the next start recovers from them
+                try:
+                    self._checkpoint_dir(d, [(tp, lg) for tp, lg, ld in items if ld == d])
+                except OSError as exc:
+                    self.fail_log_dir(d, exc, "its checkpoint files")
+
+    def _checkpoint_dir(self, d: Path, mine: list[tuple[TopicPartition, Log]]) -> None:
+        OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT).write(
+            {tp: lg.recovery_point for tp, lg in mine}
+        )
+        OffsetCheckpointFile(d / REPLICATION_OFFSET_CHECKPOINT).write(
+            {tp: lg.high_watermark for tp, lg in mine}
+        )
+        OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT).write(
+            {tp: lg.log_start_offset for tp, lg in mine}
+        )
+        OffsetCheckpointFile(d / CLEANER_OFFSET_CHECKPOINT).write(
+            {tp: lg.first_dirty_offset for tp, lg in mine if lg.config.compact}
+        )
 
     def start_background(self) -> None:
         """Start the retention, flush, checkpoint, file-delete and cleaner threads."""
@@ -471,7 +516,8 @@ class LogManager:
         self.remove_deleted_files(force=True)
         if self._started:  # every log closed and checkpointed: the next start had nothing to fear
             for d in self.log_dirs:
-                (d / CLEAN_SHUTDOWN_FILE).touch()
+                if d not in self.offline_dirs:
+                    (d / CLEAN_SHUTDOWN_FILE).touch()
         for fd in self._lock_fds:
             try:
                 fcntl.flock(fd, fcntl.LOCK_UN)
