@@ -50,6 +50,8 @@ EXPECTED_APIS: list[tuple[str, int, int, int]] = [
     ("CreatePartitions", 37, 0, 3),
     ("DeleteGroups", 42, 0, 2),
     ("IncrementalAlterConfigs", 44, 0, 1),
+    ("AlterPartitionReassignments", 45, 0, 0),  # KIP-455 (issue 19)
+    ("ListPartitionReassignments", 46, 0, 0),
     ("OffsetDelete", 47, 0, 0),
     ("DescribeCluster", 60, 0, 1),
     ("DescribeProducers", 61, 0, 0),
