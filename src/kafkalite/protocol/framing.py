@@ -66,10 +66,17 @@ class FrameDecoder:
             self._have = 0
             self._need = -1
             return [body]
-        return self._feed_view(_scratch()[:nbytes])
+        return self._frames(_scratch()[:nbytes], True)
 
-    def _feed_view(self, data: memoryview) -> list[bytes | bytearray]:
-        """feed() for a transient view: whatever is kept past this call is copied out of it."""
+    def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
+        if type(data) is not bytes:
+            data = bytes(data)  # views and bytearrays may change under us: copied once
+        return self._frames(data, False)  # type: ignore[return-value]
+
+    def _frames(self, data: bytes | memoryview, transient: bool) -> list[bytes | bytearray]:
+        """The frames completed by `data`. Kept bytes are slices and views of `data` (bytes, which
+        cannot change), or copies when `data` is `transient` (the shared scratch buffer); then a big
+        body not yet all here gets its own bytearray, which get_buffer() hands to the socket."""
         frames: list[bytes | bytearray] = []
         pos = 0
         end = len(data)
@@ -93,65 +100,30 @@ class FrameDecoder:
                     raise FrameTooLarge(need, self.max_frame_size)
                 self._need = need
             if not self._parts and end - pos >= need:
+                # the whole body is in this chunk: one slice (the chunk itself when it is the body)
                 piece = data[pos : pos + need]
-                frames.append(bytearray(piece) if need >= DIRECT_BODY_MIN else bytes(piece))
+                if not transient:
+                    frames.append(piece)  # type: ignore[arg-type]
+                elif need >= DIRECT_BODY_MIN:
+                    frames.append(bytearray(piece))
+                else:
+                    frames.append(bytes(piece))
                 pos += need
                 self._need = -1
                 continue
             if pos == end:
                 break
             take = min(need - self._have, end - pos)
-            if not self._parts and need >= DIRECT_BODY_MIN:
+            if transient and not self._parts and need >= DIRECT_BODY_MIN:
                 # a big body just begun: it gets its own buffer and the socket fills the rest
                 body = self._body = bytearray(need)
                 body[:take] = data[pos : pos + take]
                 self._have = take
                 break  # take == end - pos: this chunk is used up
-            self._parts.append(memoryview(bytes(data[pos : pos + take])))
-            self._have += take
-            pos += take
-            if self._have == need:
-                frames.append(b"".join(self._parts))
-                self._parts.clear()
-                self._have = 0
-                self._need = -1
-        return frames
-
-    def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
-        if type(data) is not bytes:
-            data = bytes(data)  # views and bytearrays may change under us: copied once
-        frames: list[bytes] = []
-        pos = 0
-        end = len(data)
-        while pos < end:
-            need = self._need
-            if need < 0:
-                if self._head or end - pos < 4:
-                    take = min(4 - len(self._head), end - pos)
-                    self._head += data[pos : pos + take]
-                    pos += take
-                    if len(self._head) < 4:
-                        break
-                    need = _LEN.unpack(self._head)[0]
-                    self._head = b""
-                else:
-                    need = _LEN.unpack_from(data, pos)[0]
-                    pos += 4
-                if need < 0:
-                    raise DecodeError(f"negative frame length {need}")
-                if need > self.max_frame_size:
-                    raise FrameTooLarge(need, self.max_frame_size)
-                self._need = need
-            if not self._parts and end - pos >= need:
-                # the whole body is in this chunk: one slice (the chunk itself when it is the body)
-                frames.append(data[pos : pos + need])
-                pos += need
-                self._need = -1
-                continue
-            if pos == end:
-                break
-            take = min(need - self._have, end - pos)
-            self._parts.append(memoryview(data)[pos : pos + take])
+            if transient:
+                self._parts.append(memoryview(bytes(data[pos : pos + take])))
+            else:
+                self._parts.append(memoryview(data)[pos : pos + take])
             self._have += take
             pos += take
             if self._have == need:
