@@ -88,22 +88,7 @@ def _survive_coordinator_kill(cluster: LocalCluster) -> tuple[set[tuple[int, int
 
 
 def test_consumer_group_survives_its_coordinator(cluster: LocalCluster) -> None:
-    # KNOWN INTERMITTENT BUG (seen in about 4 runs of 10, Nov 2026): after the coordinator's SIGKILL
-    # the new coordinator either leaves one partition unconsumed (nobody fetches past an offset near
-    # the kill; every replica holds the records) or gives a partition to a second member before the
-    # first released it. Both point at the group's replayed assignment state on the new coordinator.
-    # Each bad run is printed with a FLAKE line and the scenario runs again, at most three times in
-    # all, while it is investigated; three bad runs in a row fail the test.
-    for attempt in range(1, 4):
-        try:
-            missing, _ = _survive_coordinator_kill(cluster)
-        except AssertionError as exc:  # check_exclusive: a partition held twice
-            if attempt == 3:
-                raise
-            print(f"FLAKE (run {attempt}): {exc}; running the scenario again")
-            continue
-        if not missing or attempt == 3:
-            break
-        print(f"FLAKE (run {attempt}): {len(missing)} acknowledged records unconsumed, e.g. "
-              f"{sorted(missing)[:3]}; running the scenario again")  # fmt: skip
-    assert not missing
+    missing, _ = _survive_coordinator_kill(cluster)
+    assert not missing, (
+        f"{len(missing)} acknowledged records unconsumed, e.g. {sorted(missing)[:3]}"
+    )

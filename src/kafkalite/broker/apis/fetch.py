@@ -218,13 +218,15 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             parts_out.append(pr)
             part = tgt.part
             if tgt.error or part is None:
-                pr.records = None if version >= 4 else b""
+                # an error answer carries an empty record set, never a null one (as Kafka):
+                # librdkafka cannot parse a null set and would retry the same fetch forever
+                pr.records = b""
                 continue
             ts = topic_stats.get(part.topic) or stats.topic(part.topic)
             ts.fetch_requests += 1
             if not part.is_leader:  # leadership moved while the fetch waited
                 pr.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
-                pr.records = None if version >= 4 else b""
+                pr.records = b""
                 continue
             lg = part.log
             hw = lg.high_watermark
