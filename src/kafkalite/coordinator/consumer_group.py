@@ -396,20 +396,20 @@ class ConsumerGroup:
                     f"Member {req.member_id} is not a member of group {self.group_id}.",
                 ), []
             member_id = member.member_id
-            if req.member_epoch != member.member_epoch:
-                # the answer that bumped the epoch may have been lost: the previous epoch is
-                # accepted while the member owns nothing it should not
-                owned = req.owned or {}
-                if not (
-                    req.member_epoch == member.previous_member_epoch
-                    and _contains(member.assigned, owned)
-                ):
-                    return HeartbeatResult(
-                        ErrorCode.FENCED_MEMBER_EPOCH,
-                        f"The consumer group member's epoch ({req.member_epoch}) is not the one "
-                        f"known by the group coordinator ({member.member_epoch}). "
-                        "The member must abandon all its partitions and rejoin.",
-                    ), []
+            # the answer that bumped the epoch may have been lost: the previous epoch is accepted
+            # while the member says what it owns (a full heartbeat; Kafka fences a partial one)
+            # and owns nothing it should not
+            if req.member_epoch != member.member_epoch and not (
+                req.member_epoch == member.previous_member_epoch
+                and req.owned is not None
+                and _contains(member.assigned, req.owned)
+            ):
+                return HeartbeatResult(
+                    ErrorCode.FENCED_MEMBER_EPOCH,
+                    f"The consumer group member's epoch ({req.member_epoch}) is not the one "
+                    f"known by the group coordinator ({member.member_epoch}). "
+                    "The member must abandon all its partitions and rejoin.",
+                ), []
         old = self.members.get(member_id)
         sub = self._subscription(old, req)
         records_epoch_bump = False
@@ -439,8 +439,13 @@ class ConsumerGroup:
         if rec is not None:
             self.replay(rec)
             records.append(rec)
+        # the assignment goes with every answer that moves the member to another epoch than the
+        # one it sent: a client answered at an epoch without its assignment would keep the old one
         changed = (
-            joining or (member.member_epoch, member.assigned) != before or req.owned is not None
+            joining
+            or (member.member_epoch, member.assigned) != before
+            or req.owned is not None
+            or member.member_epoch != req.member_epoch
         )
         return HeartbeatResult(
             ErrorCode.NO_ERROR,

@@ -192,6 +192,33 @@ def test_fenced_and_unknown_members() -> None:
     assert h.heartbeat(Client("nobody", epoch=3)) == ErrorCode.UNKNOWN_MEMBER_ID
 
 
+def _lose_answer(h: Harness, c: Client) -> None:
+    """A heartbeat the coordinator wrote and answered, its answer lost (the coordinator died)."""
+    saved = (c.epoch, dict(c.owned), dict(c.revoking), c.changed)
+    assert h.heartbeat(c) == ErrorCode.NO_ERROR
+    c.epoch, c.owned, c.revoking, c.changed = saved
+
+
+def test_a_lost_answer_is_recovered_by_a_full_heartbeat_at_the_previous_epoch() -> None:
+    h = Harness()
+    a, b, c, d = h.join(), h.join(), h.join(), h.join()
+    h.settle()
+    h.leave(d)  # a new group epoch: c's next answer moves it there with more partitions
+    _lose_answer(h, c)
+    member = h.group.members[c.member_id]
+    assert member.member_epoch > c.epoch and member.previous_member_epoch == c.epoch
+    # a partial heartbeat at the previous epoch says nothing of what it owns: fenced (as Kafka)
+    assert h.heartbeat(c, full=False) == ErrorCode.FENCED_MEMBER_EPOCH
+    # a full one is accepted and carries the assignment of the epoch it is moved to
+    assert h.heartbeat(c) == ErrorCode.NO_ERROR
+    assert c.epoch == h.group.members[c.member_id].member_epoch
+    assert c.owned == {t: ps for t, ps in h.group.members[c.member_id].assigned.items() if ps}
+    h.settle()
+    h.check_exclusive()
+    owned = [{(t, p) for t, ps in x.owned.items() for p in ps} for x in (a, b, c)]
+    assert set().union(*owned) == all_partitions()
+
+
 def test_bad_first_heartbeats() -> None:
     g = ConsumerGroup("g")
     bad_assignor = HeartbeatRequest(
