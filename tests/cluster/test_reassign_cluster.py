@@ -140,7 +140,7 @@ def _listed(cluster: LocalCluster, raw: KazooClient) -> list[KpTopicPartition]:
             resp = wc.send(ListPartitionReassignmentsRequest(topics=None))
     except Exception:  # no controller yet, or it is just starting
         return []
-    if resp.error_code != ErrorCode.NONE:
+    if resp.error_code != ErrorCode.NO_ERROR:
         return []
     return [KpTopicPartition(t.name, p.partition_index) for t in resp.topics for p in t.partitions]
 
