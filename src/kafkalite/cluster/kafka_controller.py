@@ -21,6 +21,7 @@ from kazoo.exceptions import KazooException
 
 from kafkalite.cluster import zk_data as zd
 from kafkalite.cluster.channel import ChannelError, ChannelManager
+from kafkalite.cluster.controller.leader_balance import LeaderBalanceConfig
 from kafkalite.cluster.controller.machine import (
     AlterPartitionItem,
     AlterPartitionRequested,
@@ -31,6 +32,8 @@ from kafkalite.cluster.controller.machine import (
     DeleteTopicZNodes,
     Effect,
     Event,
+    LeaderElectionRequested,
+    LeaderImbalanceCheck,
     LegacyReassignmentRequested,
     PartitionInfo,
     PartitionStatesReloaded,
@@ -39,6 +42,7 @@ from kafkalite.cluster.controller.machine import (
     ReassignmentRequested,
     ReplyAlterPartition,
     ReplyControlledShutdown,
+    ReplyLeaderElection,
     ReplyReassignment,
     SendLeaderAndIsr,
     SendStopReplica,
@@ -87,6 +91,7 @@ class KafkaController:
         unclean: Callable[[str], bool],
         topic_configs: dict[str, dict[str, str]] | None = None,
         inter_broker_listener: str | None = None,
+        leader_balance: LeaderBalanceConfig | None = None,
     ) -> None:
         self.broker_id = broker_id
         # the listener every broker reaches the others on (its endpoint in each registration)
@@ -107,6 +112,8 @@ class KafkaController:
         self._topic_watches: set[str] = set()
         self._epoch_zk_version = -1
         self._resign = False
+        self.leader_balance = leader_balance or LeaderBalanceConfig()
+        self._timer: asyncio.Task[None] | None = None
 
     @property
     def epoch(self) -> int:
@@ -116,6 +123,8 @@ class KafkaController:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         self._task = loop.create_task(self._run(), name=f"controller-{self.broker_id}")
+        if self.leader_balance.enable:
+            self._timer = loop.create_task(self._rebalance_timer(), name="leader-rebalance")
         self.zk.add_session_listener(asyncio_callback(loop, self._on_session))
         await asyncio.to_thread(
             self.zk.watch_data, zd.CONTROLLER, asyncio_callback(loop, self._on_controller_znode)
@@ -126,7 +135,7 @@ class KafkaController:
             self.active = False
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(self.zk.resign_controller, self.broker_id)
-        tasks = [t for t in (self._task, *self._senders.values()) if t is not None]
+        tasks = [t for t in (self._task, self._timer, *self._senders.values()) if t is not None]
         for t in tasks:
             t.cancel()
         for t in tasks:
@@ -199,7 +208,13 @@ class KafkaController:
             return
         if not self.active:
             if isinstance(
-                item, (ControlledShutdownRequested, AlterPartitionRequested, ReassignmentRequested)
+                item,
+                (
+                    ControlledShutdownRequested,
+                    AlterPartitionRequested,
+                    ReassignmentRequested,
+                    LeaderElectionRequested,
+                ),
             ):
                 self._resolve(item.request_id, None)
             return
@@ -348,6 +363,25 @@ class KafkaController:
         assert reply is None or isinstance(reply, ReplyReassignment)
         return reply
 
+    async def elect_leaders(
+        self, election_type: int, partitions: frozenset[TopicPartition] | None
+    ) -> ReplyLeaderElection | None:
+        """ElectLeaders (None partitions: all); None: this broker is not (or no longer) the controller."""
+        rid = next(self._ids)
+        reply = await self._ask(LeaderElectionRequested(election_type, partitions, rid), rid)
+        assert reply is None or isinstance(reply, ReplyLeaderElection)
+        return reply
+
+    async def _rebalance_timer(self) -> None:
+        """auto.leader.rebalance.enable: every leader.imbalance.check.interval.seconds, the active
+        controller checks the leader imbalance of each broker."""
+        while True:
+            await asyncio.sleep(self.leader_balance.check_interval_s)
+            if self.active:
+                self._queue.put_nowait(
+                    LeaderImbalanceCheck(self.leader_balance.per_broker_percentage)
+                )
+
     def list_partition_reassignments(
         self, partitions: list[TopicPartition] | None
     ) -> dict[TopicPartition, ReplicaAssignment] | None:
@@ -416,7 +450,15 @@ class KafkaController:
                 await asyncio.to_thread(
                     self.zk.write_reassignment_request, eff.targets, self._epoch_zk_version
                 )
-            elif isinstance(eff, (ReplyControlledShutdown, ReplyAlterPartition, ReplyReassignment)):
+            elif isinstance(
+                eff,
+                (
+                    ReplyControlledShutdown,
+                    ReplyAlterPartition,
+                    ReplyReassignment,
+                    ReplyLeaderElection,
+                ),
+            ):
                 self._resolve(eff.request_id, eff)
             elif isinstance(eff, SendLeaderAndIsr):
                 self._post(eff.broker_id, self._leader_and_isr(eff), LEADER_AND_ISR_VERSION)
