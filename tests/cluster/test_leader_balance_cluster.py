@@ -1,6 +1,7 @@
 """Leader balance on a real cluster: three brokers, a topic of six partitions with three replicas; one
-broker restarts and comes back leading nothing. A confluent-kafka ElectLeaders (and the CLI) gives the
-preferred replicas their leadership back; with auto.leader.rebalance.enable the controller does it alone.
+broker restarts and comes back leading nothing. A confluent-kafka ElectLeaders (also the CLI and the legacy
+/admin/preferred_replica_election znode) gives the preferred replicas their leadership back; with
+auto.leader.rebalance.enable the controller does it alone.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from typing import Any
 import pytest
 from confluent_kafka import ElectionType, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from kazoo.client import KazooClient
 
 from kafkalite.cli.main import main as cli_main
 from kafkalite.cli.wire import CliError, WireClient
+from kafkalite.cluster import zk_data as zd
 from kafkalite.local_cluster import LocalCluster
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.metadata import MetadataRequest
@@ -129,10 +132,22 @@ def test_preferred_election_then_automatic_rebalance_restore_balance_after_a_res
     err = admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition(TOPIC, other)]).result(20)
     assert isinstance(err[TopicPartition(TOPIC, other)], KafkaError)
     assert err[TopicPartition(TOPIC, other)].code() == ErrorCode.ELECTION_NOT_NEEDED
-    # every partition: broker 2's preferred ones are elected; those needing nothing are left out
+    # Kafka's legacy /admin/preferred_replica_election znode: done, then deleted by the controller
+    first, rest = preferred[0], preferred[1:]
+    raw = KazooClient(hosts=cluster.zookeeper_connect)
+    raw.start()
+    try:
+        raw.create(
+            zd.PREFERRED_REPLICA_ELECTION, zd.encode_preferred_replica_election([(TOPIC, first)])
+        )
+        _wait("the znode's election", lambda: _state(admin)[first][0] == 2)
+        _wait("the znode deleted", lambda: raw.exists(zd.PREFERRED_REPLICA_ELECTION) is None)
+    finally:
+        raw.stop()
+    # every partition: broker 2's other preferred ones are elected; those needing nothing are left out
     results = admin.elect_leaders(ElectionType.PREFERRED, None).result(20)
     mine = {(tp.topic, tp.partition): e for tp, e in results.items() if tp.topic == TOPIC}
-    assert mine == {(TOPIC, p): None for p in preferred}
+    assert mine == {(TOPIC, p): None for p in rest}
     _wait("the preferred replicas leading again", lambda: _balanced(admin))
 
     # the CLI through the controller: nothing left to do, exit 0

@@ -80,6 +80,7 @@ _BROKERS = "brokers"
 _TOPICS = "topics"
 _DELETIONS = "deletions"
 _LEGACY_REASSIGN = "reassign_partitions"
+_PREFERRED_ELECTION = "preferred_replica_election"
 
 
 class KafkaController:
@@ -241,6 +242,9 @@ class KafkaController:
                 )
                 return
             event = LegacyReassignmentRequested(targets)
+        elif item == _PREFERRED_ELECTION:
+            await self._preferred_replica_election()
+            return
         else:
             event = item
         await self._execute(self.machine.handle(event))
@@ -283,6 +287,7 @@ class KafkaController:
         await self._watch()
         await self._execute(self.machine.handle(Startup(epoch, brokers, topics, states, deleting)))
         self._queue.put_nowait(_LEGACY_REASSIGN)  # a pending /admin/reassign_partitions resumes
+        self._queue.put_nowait(_PREFERRED_ELECTION)  # so does /admin/preferred_replica_election
 
     async def _watch(self) -> None:
         if self._watching:
@@ -305,6 +310,30 @@ class KafkaController:
         await asyncio.to_thread(
             self.zk.watch_data, zd.REASSIGN_PARTITIONS, asyncio_callback(loop, on_reassign_znode)
         )
+
+        def on_election_znode(data: bytes | None) -> None:
+            if data is not None:
+                self._queue.put_nowait(_PREFERRED_ELECTION)
+
+        await asyncio.to_thread(
+            self.zk.watch_data,
+            zd.PREFERRED_REPLICA_ELECTION,
+            asyncio_callback(loop, on_election_znode),
+        )
+
+    async def _preferred_replica_election(self) -> None:
+        """Kafka's legacy /admin/preferred_replica_election: elect the preferred leaders of the
+        partitions it lists, then delete it (as Kafka's controller does, whatever the outcome)."""
+        data = await asyncio.to_thread(self.zk.preferred_replica_election)
+        if data is None:
+            return
+        try:
+            tps = zd.decode_preferred_replica_election(data)
+        except zd.ZkDataError as exc:
+            log.error("ignoring and deleting %s: %s", zd.PREFERRED_REPLICA_ELECTION, exc)
+        else:
+            await self._execute(self.machine.handle(LeaderElectionRequested(0, frozenset(tps))))
+        await asyncio.to_thread(self.zk.delete_preferred_replica_election, self._epoch_zk_version)
 
     async def _load_brokers(self) -> dict[int, BrokerInfo]:
         regs = await asyncio.to_thread(self.zk.live_brokers)

@@ -8,6 +8,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import pytest
+
+from kafkalite.cluster import zk_data as zd
 from kafkalite.cluster.controller.leader_balance import (
     ElectionType,
     decide_elections,
@@ -246,3 +249,19 @@ def test_partitions_with_a_write_in_flight_are_held_back() -> None:
     assert list(d.proposals) == [("t", 2)]
     assert d.results[("t", 0)][0] == ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
     assert d.reply(3).results[("t", 2)] == (ErrorCode.NO_ERROR, None)
+
+
+def test_the_legacy_election_znode_round_trips_and_refuses_garbage() -> None:
+    data = zd.encode_preferred_replica_election([("t", 0), ("u", 3)])
+    assert zd.decode_preferred_replica_election(data) == [("t", 0), ("u", 3)]
+    # Kafka's tool writes {"partitions": [...]} (with or without a version)
+    assert zd.decode_preferred_replica_election(
+        b'{"partitions":[{"topic":"t","partition":1}]}'
+    ) == [("t", 1)]
+    for bad in (
+        b"{}",
+        b'{"partitions":[{"topic":"t"}]}',
+        b'{"partitions":[{"topic":1,"partition":0}]}',
+    ):
+        with pytest.raises(zd.ZkDataError):
+            zd.decode_preferred_replica_election(bad)

@@ -556,6 +556,10 @@ class ControllerMachine:
             deleting=self.deleting,
         )
         decision.hold_back(self._writing)
+        for tp, s in sorted(decision.proposals.items()):
+            log.info(
+                "leader election of %s-%d: %d -> %d", *tp, self.leadership[tp].leader, s.leader
+            )
         if not decision.proposals:
             return [decision.reply(ev.request_id)] if ev.request_id >= 0 else []
         tag = self._tag()
