@@ -22,6 +22,7 @@ from kafkalite.cli.wire import CliError, WireClient
 from kafkalite.cluster import zk_data as zd
 from kafkalite.local_cluster import LocalCluster
 from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.messages.leaders import ElectLeadersRequest
 from kafkalite.protocol.messages.metadata import MetadataRequest
 from kafkalite.zkserver import ZooKeeperServer
 
@@ -149,6 +150,16 @@ def test_preferred_election_then_automatic_rebalance_restore_balance_after_a_res
     mine = {(tp.topic, tp.partition): e for tp, e in results.items() if tp.topic == TOPIC}
     assert mine == {(TOPIC, p): None for p in rest}
     _wait("the preferred replicas leading again", lambda: _balanced(admin))
+
+    # a broker that is not the controller answers NOT_CONTROLLER for each partition
+    with WireClient(cluster.brokers[3].bootstrap, timeout=10) as wc:
+        req = ElectLeadersRequest(
+            election_type=0,
+            topic_partitions=[ElectLeadersRequest.TopicPartitions(topic=TOPIC, partitions=[0])],
+        )
+        resp = wc.send(req)
+    assert [(r.topic, [(p.partition_id, p.error_code) for p in r.partition_result])
+            for r in resp.replica_election_results] == [(TOPIC, [(0, ErrorCode.NOT_CONTROLLER)])]  # fmt: skip
 
     # the CLI through the controller: nothing left to do, exit 0
     bs = cluster.bootstrap_servers

@@ -248,7 +248,12 @@ def test_partitions_with_a_write_in_flight_are_held_back() -> None:
     d.hold_back({("t", 0)})
     assert list(d.proposals) == [("t", 2)]
     assert d.results[("t", 0)][0] == ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
-    assert d.reply(3).results[("t", 2)] == (ErrorCode.NO_ERROR, None)
+    reply = d.reply(3)
+    assert reply.results[("t", 2)] == (ErrorCode.NO_ERROR, None)
+    assert reply.leaders == {("t", 2): 3}
+    lost = d.reply(3, lost={("t", 2)})
+    assert lost.results[("t", 2)][0] == ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+    assert lost.leaders == {}
 
 
 def test_the_legacy_election_znode_round_trips_and_refuses_garbage() -> None:

@@ -4,6 +4,8 @@ unclean leader election per partition (all partitions when the request names non
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any
 
 from kafkalite.broker.apis._controller import active_controller
@@ -18,6 +20,7 @@ _Topic = ElectLeadersResponse.ReplicaElectionResult
 _Partition = _Topic.PartitionResult
 
 Results = dict[tuple[str, int], tuple[int, str | None]]
+_POLL_S = 0.02
 
 
 def _response(error: ErrorCode, results: Results) -> Any:
@@ -43,6 +46,28 @@ def _asked(ctx: RequestContext, request: Any) -> list[tuple[str, int]]:
     return [(t.name, p.partition) for t in cache.topics() for p in t.partitions]
 
 
+async def _wait_for_leaders(
+    ctx: RequestContext, leaders: dict[tuple[str, int], int], timeout_ms: int
+) -> list[tuple[str, int]]:
+    """Poll the metadata cache until it shows each elected leader; those still not shown when
+    `timeout_ms` passed (Kafka: REQUEST_TIMED_OUT)."""
+    cache = ctx.broker.metadata_cache
+    deadline = time.monotonic() + max(0, timeout_ms) / 1000
+
+    def waiting() -> list[tuple[str, int]]:
+        return [
+            tp
+            for tp, leader in leaders.items()
+            if (pm := cache.partition(*tp)) is None or pm.leader != leader
+        ]
+
+    pending = waiting()
+    while pending and time.monotonic() < deadline:
+        await asyncio.sleep(_POLL_S)
+        pending = waiting()
+    return pending
+
+
 async def handle(ctx: RequestContext, request: Any) -> Any:
     if not ctx.authorize_cluster(AclOperation.ALTER):
         code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
@@ -62,6 +87,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             ErrorCode.NO_ERROR, {tp: (ErrorCode.NOT_CONTROLLER, msg) for tp in _asked(ctx, request)}
         )
     results: Results = {tp: (int(code), m) for tp, (code, m) in reply.results.items()}
+    # as Kafka's DelayedElectLeader: answer once this broker's metadata shows the new leaders
+    for tp in await _wait_for_leaders(ctx, reply.leaders, request.timeout_ms):
+        results[tp] = (ErrorCode.REQUEST_TIMED_OUT, None)
     if request.topic_partitions is None:
         # every partition was asked for: those that needed no election are left out, as Kafka does
         results = {tp: r for tp, r in results.items() if r[0] != ErrorCode.ELECTION_NOT_NEEDED}

@@ -221,6 +221,9 @@ class ReplyLeaderElection:
 
     request_id: int
     results: dict[TopicPartition, tuple[ErrorCode, str | None]]
+    leaders: dict[TopicPartition, int] = field(
+        default_factory=dict
+    )  # the new leader of each elected
 
 
 @dataclass(frozen=True)

@@ -56,13 +56,14 @@ class ElectionDecision:
         """The answer once the proposals are written; `lost`: writes that lost their
         compare-and-set (someone else changed the partition meanwhile)."""
         results = dict(self.results)
-        for tp in self.proposals:
-            results[tp] = (
-                self._failed(tp, "its state changed while the election was written")
-                if tp in lost
-                else (ErrorCode.NO_ERROR, None)
-            )
-        return ReplyLeaderElection(request_id, results)
+        leaders: dict[TopicPartition, int] = {}
+        for tp, st in self.proposals.items():
+            if tp in lost:
+                results[tp] = self._failed(tp, "its state changed while the election was written")
+            else:
+                results[tp] = (ErrorCode.NO_ERROR, None)
+                leaders[tp] = st.leader
+        return ReplyLeaderElection(request_id, results, leaders)
 
     def _failed(self, tp: TopicPartition, why: str) -> ElectionResult:
         return failed_election(tp, self.election_type or ElectionType.PREFERRED, why)
