@@ -168,13 +168,19 @@ def _elect(a: argparse.Namespace) -> int:
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("leaders", help="leader election (Kafka's kafka-leader-election)")
     lsub = p.add_subparsers(dest="leaders_command", required=True)
-    e = one_line_usage_errors(
+    _elect_arguments(
         lsub.add_parser(
-            "elect",
-            help="elect preferred (or, with no live in-sync replica, unclean) leaders",
+            "elect", help="elect preferred (or, with no live in-sync replica, unclean) leaders"
         )
     )
+    # kafka-leader-election.sh as Kafka users type it (`kafkalite leader-election ...`)
+    _elect_arguments(sub.add_parser("leader-election", help="Kafka's spelling of leaders elect"))
+
+
+def _elect_arguments(e: argparse.ArgumentParser) -> None:
+    one_line_usage_errors(e)
     add_connection_arguments(e)
+    e.add_argument("--admin.config", dest="command_config", metavar="FILE", help=argparse.SUPPRESS)
     e.add_argument(
         "--election-type",
         required=True,
