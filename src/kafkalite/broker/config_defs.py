@@ -752,6 +752,28 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "Pause between ControlledShutdown attempts.",
             at_least=0,
         ),
+        # leader balance (the controller's periodic preferred leader election)
+        _d(
+            "auto.leader.rebalance.enable",
+            T_BOOLEAN,
+            "true",
+            "The controller moves leadership back to preferred replicas when a broker's leaders "
+            "are out of balance.",
+        ),
+        _d(
+            "leader.imbalance.per.broker.percentage",
+            T_INT,
+            "10",
+            "Percent of a broker's preferred partitions led elsewhere that triggers a rebalance.",
+            at_least=0,
+        ),
+        _d(
+            "leader.imbalance.check.interval.seconds",
+            T_LONG,
+            "300",
+            "How often the controller checks the leader imbalance.",
+            at_least=1,
+        ),
         _d(
             "offsets.retention.minutes",
             T_INT,
@@ -830,9 +852,6 @@ IGNORED_KAFKA_CONFIGS: dict[str, str] = {
     "log.flush.offset.checkpoint.interval.ms": "checkpoints are written every minute",
     "log.flush.start.offset.checkpoint.interval.ms": "checkpoints are written every minute",
     "replica.high.watermark.checkpoint.interval.ms": "checkpoints are written every minute",
-    "auto.leader.rebalance.enable": "preferred leaders are not rebalanced automatically",
-    "leader.imbalance.check.interval.seconds": "preferred leaders are not rebalanced automatically",
-    "leader.imbalance.per.broker.percentage": "preferred leaders are not rebalanced automatically",
     "zookeeper.set.acl": "ZooKeeper nodes are written without ACLs",
     "metric.reporters": "metrics are served at /metrics of http.listeners",
     "metrics.num.samples": "metrics are served at /metrics of http.listeners",

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkalite.cluster import zk_data as zd
 from kafkalite.cluster.channel import ChannelError, ChannelManager
+from kafkalite.cluster.controller.leader_balance import LeaderBalanceConfig
 from kafkalite.cluster.kafka_controller import KafkaController
 from kafkalite.cluster.metadata_cache import BrokerEndpoint, PartitionMetadata, TopicMetadata
 from kafkalite.cluster.partition import LeaderAndIsrState, Partition
@@ -156,6 +157,11 @@ class ZkBroker:
             self._unclean_allowed,
             self.topic_configs,
             server.inter_broker_listener,
+            LeaderBalanceConfig(
+                enable=bool(cfg.get("auto.leader.rebalance.enable")),
+                per_broker_percentage=int(cfg.get("leader.imbalance.per.broker.percentage")),
+                check_interval_s=float(cfg.get("leader.imbalance.check.interval.seconds")),
+            ),
         )
         await self.controller.start()
 

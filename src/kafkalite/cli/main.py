@@ -116,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
         configs,
         dump_log,
         groups,
+        leaders,
         offsets_cmd,
         perf,
         pipeline,
@@ -175,6 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     users.add_parser(sub)
     quotas.add_parser(sub)
     configs.add_parser(sub)
+    leaders.add_parser(sub)
     offsets_cmd.add_parsers(sub)
     dump_log.add_parser(sub)
     perf.add_parser(sub)

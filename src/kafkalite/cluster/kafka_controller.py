@@ -21,6 +21,7 @@ from kazoo.exceptions import KazooException
 
 from kafkalite.cluster import zk_data as zd
 from kafkalite.cluster.channel import ChannelError, ChannelManager
+from kafkalite.cluster.controller.leader_balance import LeaderBalanceConfig
 from kafkalite.cluster.controller.machine import (
     AlterPartitionItem,
     AlterPartitionRequested,
@@ -31,6 +32,8 @@ from kafkalite.cluster.controller.machine import (
     DeleteTopicZNodes,
     Effect,
     Event,
+    LeaderElectionRequested,
+    LeaderImbalanceCheck,
     LegacyReassignmentRequested,
     PartitionInfo,
     PartitionStatesReloaded,
@@ -39,6 +42,7 @@ from kafkalite.cluster.controller.machine import (
     ReassignmentRequested,
     ReplyAlterPartition,
     ReplyControlledShutdown,
+    ReplyLeaderElection,
     ReplyReassignment,
     SendLeaderAndIsr,
     SendStopReplica,
@@ -76,6 +80,7 @@ _BROKERS = "brokers"
 _TOPICS = "topics"
 _DELETIONS = "deletions"
 _LEGACY_REASSIGN = "reassign_partitions"
+_PREFERRED_ELECTION = "preferred_replica_election"
 
 
 class KafkaController:
@@ -87,6 +92,7 @@ class KafkaController:
         unclean: Callable[[str], bool],
         topic_configs: dict[str, dict[str, str]] | None = None,
         inter_broker_listener: str | None = None,
+        leader_balance: LeaderBalanceConfig | None = None,
     ) -> None:
         self.broker_id = broker_id
         # the listener every broker reaches the others on (its endpoint in each registration)
@@ -107,6 +113,8 @@ class KafkaController:
         self._topic_watches: set[str] = set()
         self._epoch_zk_version = -1
         self._resign = False
+        self.leader_balance = leader_balance or LeaderBalanceConfig()
+        self._timer: asyncio.Task[None] | None = None
 
     @property
     def epoch(self) -> int:
@@ -116,6 +124,8 @@ class KafkaController:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         self._task = loop.create_task(self._run(), name=f"controller-{self.broker_id}")
+        if self.leader_balance.enable:
+            self._timer = loop.create_task(self._rebalance_timer(), name="leader-rebalance")
         self.zk.add_session_listener(asyncio_callback(loop, self._on_session))
         await asyncio.to_thread(
             self.zk.watch_data, zd.CONTROLLER, asyncio_callback(loop, self._on_controller_znode)
@@ -126,7 +136,7 @@ class KafkaController:
             self.active = False
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(self.zk.resign_controller, self.broker_id)
-        tasks = [t for t in (self._task, *self._senders.values()) if t is not None]
+        tasks = [t for t in (self._task, self._timer, *self._senders.values()) if t is not None]
         for t in tasks:
             t.cancel()
         for t in tasks:
@@ -199,7 +209,13 @@ class KafkaController:
             return
         if not self.active:
             if isinstance(
-                item, (ControlledShutdownRequested, AlterPartitionRequested, ReassignmentRequested)
+                item,
+                (
+                    ControlledShutdownRequested,
+                    AlterPartitionRequested,
+                    ReassignmentRequested,
+                    LeaderElectionRequested,
+                ),
             ):
                 self._resolve(item.request_id, None)
             return
@@ -226,6 +242,9 @@ class KafkaController:
                 )
                 return
             event = LegacyReassignmentRequested(targets)
+        elif item == _PREFERRED_ELECTION:
+            await self._preferred_replica_election()
+            return
         else:
             event = item
         await self._execute(self.machine.handle(event))
@@ -268,6 +287,7 @@ class KafkaController:
         await self._watch()
         await self._execute(self.machine.handle(Startup(epoch, brokers, topics, states, deleting)))
         self._queue.put_nowait(_LEGACY_REASSIGN)  # a pending /admin/reassign_partitions resumes
+        self._queue.put_nowait(_PREFERRED_ELECTION)  # so does /admin/preferred_replica_election
 
     async def _watch(self) -> None:
         if self._watching:
@@ -290,6 +310,30 @@ class KafkaController:
         await asyncio.to_thread(
             self.zk.watch_data, zd.REASSIGN_PARTITIONS, asyncio_callback(loop, on_reassign_znode)
         )
+
+        def on_election_znode(data: bytes | None) -> None:
+            if data is not None:
+                self._queue.put_nowait(_PREFERRED_ELECTION)
+
+        await asyncio.to_thread(
+            self.zk.watch_data,
+            zd.PREFERRED_REPLICA_ELECTION,
+            asyncio_callback(loop, on_election_znode),
+        )
+
+    async def _preferred_replica_election(self) -> None:
+        """Kafka's legacy /admin/preferred_replica_election: elect the preferred leaders of the
+        partitions it lists, then delete it (as Kafka's controller does, whatever the outcome)."""
+        data = await asyncio.to_thread(self.zk.preferred_replica_election)
+        if data is None:
+            return
+        try:
+            tps = zd.decode_preferred_replica_election(data)
+        except zd.ZkDataError as exc:
+            log.error("ignoring and deleting %s: %s", zd.PREFERRED_REPLICA_ELECTION, exc)
+        else:
+            await self._execute(self.machine.handle(LeaderElectionRequested(0, frozenset(tps))))
+        await asyncio.to_thread(self.zk.delete_preferred_replica_election, self._epoch_zk_version)
 
     async def _load_brokers(self) -> dict[int, BrokerInfo]:
         regs = await asyncio.to_thread(self.zk.live_brokers)
@@ -347,6 +391,25 @@ class KafkaController:
         reply = await self._ask(ReassignmentRequested(dict(targets), rid), rid)
         assert reply is None or isinstance(reply, ReplyReassignment)
         return reply
+
+    async def elect_leaders(
+        self, election_type: int, partitions: frozenset[TopicPartition] | None
+    ) -> ReplyLeaderElection | None:
+        """ElectLeaders (None partitions: all); None: this broker is not (or no longer) the controller."""
+        rid = next(self._ids)
+        reply = await self._ask(LeaderElectionRequested(election_type, partitions, rid), rid)
+        assert reply is None or isinstance(reply, ReplyLeaderElection)
+        return reply
+
+    async def _rebalance_timer(self) -> None:
+        """auto.leader.rebalance.enable: every leader.imbalance.check.interval.seconds, the active
+        controller checks the leader imbalance of each broker."""
+        while True:
+            await asyncio.sleep(self.leader_balance.check_interval_s)
+            if self.active:
+                self._queue.put_nowait(
+                    LeaderImbalanceCheck(self.leader_balance.per_broker_percentage)
+                )
 
     def list_partition_reassignments(
         self, partitions: list[TopicPartition] | None
@@ -416,7 +479,15 @@ class KafkaController:
                 await asyncio.to_thread(
                     self.zk.write_reassignment_request, eff.targets, self._epoch_zk_version
                 )
-            elif isinstance(eff, (ReplyControlledShutdown, ReplyAlterPartition, ReplyReassignment)):
+            elif isinstance(
+                eff,
+                (
+                    ReplyControlledShutdown,
+                    ReplyAlterPartition,
+                    ReplyReassignment,
+                    ReplyLeaderElection,
+                ),
+            ):
                 self._resolve(eff.request_id, eff)
             elif isinstance(eff, SendLeaderAndIsr):
                 self._post(eff.broker_id, self._leader_and_isr(eff), LEADER_AND_ISR_VERSION)

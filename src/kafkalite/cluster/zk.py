@@ -398,6 +398,28 @@ class KafkaZkClient:
         if isinstance(res[1], Exception):
             raise ZkError(f"cannot write {zd.REASSIGN_PARTITIONS}: {res[1]!r}")
 
+    def preferred_replica_election(self) -> bytes | None:
+        """/admin/preferred_replica_election as it is (None: absent)."""
+        try:
+            data, _ = self.zk.get(zd.PREFERRED_REPLICA_ELECTION)
+        except NoNodeError:
+            return None
+        return bytes(data)
+
+    def delete_preferred_replica_election(self, controller_epoch_version: int) -> None:
+        """The controller deletes the request once it has run the election (epoch-fenced)."""
+        tx = self.zk.transaction()
+        tx.check(zd.CONTROLLER_EPOCH, controller_epoch_version)
+        tx.delete(zd.PREFERRED_REPLICA_ELECTION)
+        res = tx.commit()
+        if isinstance(res[0], BadVersionError):
+            raise ControllerMovedError(
+                f"/controller_epoch moved past version {controller_epoch_version}: another broker "
+                "became controller; this one steps down"
+            )
+        if isinstance(res[1], Exception) and not isinstance(res[1], NoNodeError):
+            raise ZkError(f"cannot delete {zd.PREFERRED_REPLICA_ELECTION}: {res[1]!r}")
+
     def topic_config(self, name: str) -> dict[str, str]:
         path = zd.topic_config_path(name)
         try:

@@ -330,6 +330,28 @@ def decode_reassignment_request(data: bytes) -> dict[tuple[str, int], tuple[int,
     return out
 
 
+# -- /admin/preferred_replica_election (Kafka's kafka-preferred-replica-election.sh before ElectLeaders) ----
+def encode_preferred_replica_election(partitions: list[tuple[str, int]]) -> bytes:
+    return _dump(
+        {"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in partitions]}
+    )
+
+
+def decode_preferred_replica_election(data: bytes) -> list[tuple[str, int]]:
+    doc = _load(PREFERRED_REPLICA_ELECTION, data)
+    parts = doc.get("partitions")
+    if not isinstance(parts, list):
+        raise ZkDataError(PREFERRED_REPLICA_ELECTION, "no partitions")
+    out: list[tuple[str, int]] = []
+    for e in parts:
+        t = e.get("topic") if isinstance(e, dict) else None
+        p = e.get("partition") if isinstance(e, dict) else None
+        if not isinstance(t, str) or isinstance(p, bool) or not isinstance(p, int):
+            raise ZkDataError(PREFERRED_REPLICA_ELECTION, f"not a topic and partition: {e!r}")
+        out.append((t, p))
+    return list(dict.fromkeys(out))
+
+
 # -- /brokers/topics/<topic>/partitions/<p>/state ------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class PartitionStateZNode:

@@ -49,6 +49,7 @@ EXPECTED_APIS: list[tuple[str, int, int, int]] = [
     ("SaslAuthenticate", 36, 0, 2),
     ("CreatePartitions", 37, 0, 3),
     ("DeleteGroups", 42, 0, 2),
+    ("ElectLeaders", 43, 0, 2),  # KIP-460 (issue 19)
     ("IncrementalAlterConfigs", 44, 0, 1),
     ("AlterPartitionReassignments", 45, 0, 0),  # KIP-455 (issue 19)
     ("ListPartitionReassignments", 46, 0, 0),

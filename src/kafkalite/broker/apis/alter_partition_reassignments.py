@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafkalite.broker.apis._controller import active_controller
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.reassignments import (
@@ -29,9 +30,8 @@ def _top_level(code: ErrorCode, message: str) -> Any:
 async def handle(ctx: RequestContext, request: Any) -> Any:
     if not ctx.authorize_cluster(AclOperation.ALTER):
         return _top_level(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
-    zk = ctx.broker.zk_broker
-    controller = zk.controller if zk is not None else None
-    if controller is None or not controller.active:
+    controller = active_controller(ctx)
+    if controller is None:
         return _top_level(ErrorCode.NOT_CONTROLLER, "This broker is not the controller.")
     targets: dict[tuple[str, int], tuple[int, ...] | None] = {}
     for t in request.topics:

@@ -97,8 +97,20 @@ class AlterPartitionRequested:
 
 
 @dataclass(frozen=True)
-class PreferredLeaderElectionRequested:
-    partitions: frozenset[TopicPartition] | None = None  # None: every partition
+class LeaderElectionRequested:
+    """ElectLeaders: election type 0 (preferred) or 1 (unclean) for these partitions (None: every
+    partition); `request_id` -1 when nobody waits for the answer."""
+
+    election_type: int = 0
+    partitions: frozenset[TopicPartition] | None = None
+    request_id: int = -1
+
+
+@dataclass(frozen=True)
+class LeaderImbalanceCheck:
+    """The periodic check of auto.leader.rebalance.enable (leader.imbalance.per.broker.percentage)."""
+
+    per_broker_percentage: int
 
 
 @dataclass(frozen=True)
@@ -125,7 +137,8 @@ Event = (
     | PartitionStatesReloaded
     | ControlledShutdownRequested
     | AlterPartitionRequested
-    | PreferredLeaderElectionRequested
+    | LeaderElectionRequested
+    | LeaderImbalanceCheck
     | ReassignmentRequested
     | LegacyReassignmentRequested
 )
@@ -203,6 +216,17 @@ class ReplyReassignment:
 
 
 @dataclass(frozen=True)
+class ReplyLeaderElection:
+    """The answer to a LeaderElectionRequested, per partition (once its new leader is written)."""
+
+    request_id: int
+    results: dict[TopicPartition, tuple[ErrorCode, str | None]]
+    leaders: dict[TopicPartition, int] = field(
+        default_factory=dict
+    )  # the new leader of each elected
+
+
+@dataclass(frozen=True)
 class DeleteTopicZNodes:
     topic: str
 
@@ -233,4 +257,5 @@ Effect = (
     | WriteTopicAssignment
     | ReplyReassignment
     | WriteLegacyReassignments
+    | ReplyLeaderElection
 )

@@ -16,7 +16,6 @@ from kafkalite.cluster.controller.election import (
     controlled_shutdown_leader,
     initial_leader,
     offline_partition_leader,
-    preferred_replica_leader,
 )
 from kafkalite.cluster.controller.events import (
     AlterPartitionItem,
@@ -27,15 +26,17 @@ from kafkalite.cluster.controller.events import (
     DeleteTopicZNodes,
     Effect,
     Event,
+    LeaderElectionRequested,
+    LeaderImbalanceCheck,
     LegacyReassignmentRequested,
     PartitionInfo,
     PartitionStatesReloaded,
     PartitionStatesWritten,
-    PreferredLeaderElectionRequested,
     ReadPartitionStates,
     ReassignmentRequested,
     ReplyAlterPartition,
     ReplyControlledShutdown,
+    ReplyLeaderElection,
     ReplyReassignment,
     SendLeaderAndIsr,
     SendStopReplica,
@@ -47,6 +48,11 @@ from kafkalite.cluster.controller.events import (
     WriteLegacyReassignments,
     WritePartitionStates,
     WriteTopicAssignment,
+)
+from kafkalite.cluster.controller.leader_balance import (
+    ElectionDecision,
+    decide_elections,
+    rebalance_candidates,
 )
 from kafkalite.cluster.controller.reassignment import (
     ReplicaAssignment,
@@ -79,15 +85,17 @@ __all__ = [
     "Effect",
     "Event",
     "LEADER_DURING_DELETE",
+    "LeaderElectionRequested",
+    "LeaderImbalanceCheck",
     "LegacyReassignmentRequested",
     "PartitionInfo",
     "PartitionStatesReloaded",
     "PartitionStatesWritten",
-    "PreferredLeaderElectionRequested",
     "ReadPartitionStates",
     "ReassignmentRequested",
     "ReplyAlterPartition",
     "ReplyControlledShutdown",
+    "ReplyLeaderElection",
     "ReplyReassignment",
     "SendLeaderAndIsr",
     "SendStopReplica",
@@ -109,7 +117,7 @@ LEADER_DURING_DELETE = -2
 class _Pending:
     """What to do once a WritePartitionStates comes back."""
 
-    kind: str  # "elect" | "alter" | "shutdown" | "reassign"
+    kind: str  # "elect" | "alter" | "shutdown" | "reassign" | "leaders" (ElectLeaders)
     states: dict[TopicPartition, LeaderIsr]
     # "reassign": the assignment each partition takes once written, and the replicas to delete
     final: dict[TopicPartition, ReplicaAssignment] = field(default_factory=dict)
@@ -119,6 +127,7 @@ class _Pending:
     request_id: int = -1
     broker_id: int = -1
     rejected: dict[TopicPartition, ErrorCode] = field(default_factory=dict)
+    election: ElectionDecision | None = None  # "leaders": the answers decided without a write
 
 
 def _without_brokers(st: LeaderIsr, dead: set[int]) -> LeaderIsr:
@@ -215,7 +224,9 @@ class ControllerMachine:
             return self._reassign(event)
         if isinstance(event, LegacyReassignmentRequested):
             return self._legacy_reassign(event)
-        return self._preferred_election(event.partitions)
+        if isinstance(event, LeaderImbalanceCheck):
+            return self._rebalance_check(event.per_broker_percentage)
+        return self._leader_election(event)
 
     # -- startup and membership -----------------------------------------------------------------------------
     def _startup(self, ev: Startup) -> list[Effect]:
@@ -533,18 +544,43 @@ class ControllerMachine:
                 results[tp] = (ErrorCode.NO_ERROR, self.leadership.get(tp))
         return ReplyAlterPartition(pending.request_id, ErrorCode.NO_ERROR, results)
 
-    # -- preferred leaders ------------------------------------------------------------------------------------
-    def _preferred_election(self, tps: frozenset[TopicPartition] | None) -> list[Effect]:
-        live = self.live - self.shutting_down
-        proposals: dict[TopicPartition, LeaderIsr] = {}
-        for tp in tps if tps is not None else self.all_partitions():
-            st = self.leadership.get(tp)
-            if st is None:
-                continue
-            elected = preferred_replica_leader(st, self.replicas(tp), live)
-            if elected is not None:
-                proposals[tp] = elected
-        return self._write("elect", proposals)
+    # -- leader balance (ElectLeaders, auto.leader.rebalance.enable); decisions in leader_balance --------
+    def _leader_election(self, ev: LeaderElectionRequested) -> list[Effect]:
+        tps = ev.partitions if ev.partitions is not None else self.all_partitions()
+        decision = decide_elections(
+            ev.election_type,
+            tps,
+            assignments={tp: self.replicas(tp) for tp in tps},
+            leadership=self.leadership,
+            live=self.live - self.shutting_down,
+            deleting=self.deleting,
+        )
+        decision.hold_back(self._writing)
+        for tp, s in sorted(decision.proposals.items()):
+            log.info(
+                "leader election of %s-%d: %d -> %d", *tp, self.leadership[tp].leader, s.leader
+            )
+        if not decision.proposals:
+            return [decision.reply(ev.request_id)] if ev.request_id >= 0 else []
+        tag = self._tag()
+        self._pending[tag] = _Pending(
+            "leaders", decision.proposals, request_id=ev.request_id, election=decision
+        )
+        self._writing.update(decision.proposals)
+        return [WritePartitionStates(tag, decision.proposals, self.epoch)]
+
+    def _rebalance_check(self, per_broker_percentage: int) -> list[Effect]:
+        """auto.leader.rebalance.enable's periodic check; none while a partition is being moved."""
+        if self.reassignments():
+            return []
+        tps = rebalance_candidates(
+            {tp: self.replicas(tp) for tp in self.all_partitions()},
+            self.leadership,
+            self.live - self.shutting_down,
+            per_broker_percentage,
+            self.deleting,
+        )
+        return self._leader_election(LeaderElectionRequested(0, frozenset(tps))) if tps else []
 
     # -- writing and announcing --------------------------------------------------------------------------------
     def _write(
@@ -611,6 +647,8 @@ class ControllerMachine:
             )
         elif pending.kind == "shutdown":
             effects.append(self._shutdown_reply(pending))
+        elif pending.election is not None and pending.request_id >= 0:
+            effects.append(pending.election.reply(pending.request_id, ev.failed))
         # a partition left without a leader while its write was in flight gets one now
         effects += self._elect(self._needing_leader())
         # an ISR that grew may complete a move; steps held back by this write go now

@@ -26,6 +26,7 @@ _FAMILIES = (
     "share_state",
     "share_admin",
     "reassignments",
+    "leaders",
 )
 
 for _name in _FAMILIES:
