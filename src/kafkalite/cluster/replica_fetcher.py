@@ -212,7 +212,7 @@ class ReplicaFetcher:
             if ready and self.quota is not None and not truncating:
                 # only throttled partitions are ready: wait until the quota lets them through
                 wait_ms = self.quota.throttle_ms(_now_ms())
-                self._idle_s = min(max(wait_ms, 10), self.config.backoff_ms or 1000) / 1000
+                self._idle_s = min(max(wait_ms, 10), self.quota.window_ms) / 1000
             return bool(truncating)
         await self._fetch(channel, fetching)
         return True

@@ -204,6 +204,11 @@ def test_leader_holds_back_out_of_sync_throttled_followers() -> None:
     assert to_new.holds_back(part)
     assert not to_isr.holds_back(part)  # an in-sync follower never waits
     assert not to_new.holds_back(other)
+    # without a rate nothing is held back, but the throttled replicas' rate is still measured
+    unlimited = ReplicationQuota("LeaderReplication")
+    free = _LeaderThrottle(unlimited, broker_id=1, replica_id=4)
+    free.record(part, 10**9)
+    assert not free.holds_back(part) and unlimited.recorded_bytes == 10**9
 
 
 # -- the configs over the wire --------------------------------------------------------------------
@@ -262,3 +267,7 @@ def test_throttle_configs_over_the_wire(tmp_path: Path) -> None:
         text = BrokerCollector(b.server, LoopLagProbe()).text().decode()
         assert "\nkafka_server_leaderreplication_byte_rate 0.0\n" in text
         assert "\nkafka_server_followerreplication_byte_rate 0.0\n" in text
+    # the rates are kept with the other dynamic configs: a restart applies them again
+    with Broker(tmp_path / "data") as again:
+        assert again.server.replication_quotas.leader.quota == 3_000_000
+        assert not again.server.replication_quotas.follower.enabled

@@ -186,11 +186,14 @@ class _LeaderThrottle:
         return leader_throttled(part.log.config, part.partition, self.broker_id)
 
     def holds_back(self, part: Partition) -> bool:
+        if not self.quota.enabled:
+            return False
         return self.quota.should_throttle(
             self.throttled(part), self.replica_id in part.isr, _now_ms()
         )
 
     def record(self, part: Partition, nbytes: int) -> None:
+        """Throttled replicas' bytes are measured with or without a rate (the byte-rate metric)."""
         if self.throttled(part):
             self.quota.record(nbytes, _now_ms())
 
@@ -218,7 +221,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     groups = _resolve(ctx, topics, replica_id)
     flat = [t for g in groups for t in g]
     throttle = None
-    if replica_id >= 0 and broker.replication_quotas.leader.enabled:
+    if replica_id >= 0:
         throttle = _LeaderThrottle(broker.replication_quotas.leader, broker.broker_id, replica_id)
     max_wait = min(max(request.max_wait_ms, 0), MAX_WAIT_MS)
     if max_wait > 0 and flat and not _has_data(flat, request.min_bytes, isolation, throttle):
