@@ -4,9 +4,10 @@ Three brokers (LocalCluster with its own ZooKeeper): partitions 0 and 1 of `benc
 --size bytes each on broker 1; partition 0 moves to broker 3 unthrottled, then partition 1 moves to
 broker 3 with leader/follower.replication.throttled.rate = --throttle (set the way
 kafka-reassign-partitions --throttle sets them). All along, a producer (acks=all, linger 0) writes
---rate records/s of 1 KiB to `bench-load` (replicas 3 and 1, both in the move); its p99 latency is
-measured without a move, during each move. Printed: move times, their ratio, the producer's p50/p99 in
-each phase and their ratios to the quiet phase, and the brokers' CPU seconds per phase.
+--rate records/s of 1 KiB to `bench-load` (replicas 3 and 1, both in the move); its latency is
+measured without a move (half before the moves, half after) and during each move. Printed: move times
+and their ratio, the producer's p50/p99 per phase and their ratios to the quiet phase, and the brokers'
+CPU seconds per phase.
 
 Usage: python bench/bench_reassign.py [--size 1073741824] [--throttle 20000000] [--rate 500]
 """
@@ -173,10 +174,11 @@ def main() -> None:
         time.sleep(3.0)  # connections and metadata settle
         phases: dict[str, tuple[float, float]] = {}  # name -> (seconds, broker CPU seconds)
 
+        # the quiet phase is split: half before the moves, half after (the machine may drift)
         load.phase = "no move"
         c0 = cpu()
-        time.sleep(a.quiet_seconds)
-        phases["no move"] = (a.quiet_seconds, cpu() - c0)
+        time.sleep(a.quiet_seconds / 2)
+        quiet_cpu = cpu() - c0
 
         load.phase = "unthrottled move"
         c0 = cpu()
@@ -215,6 +217,11 @@ def main() -> None:
                 leader_replication_throttled_rate=None,
                 follower_replication_throttled_rate=None,
             )
+        time.sleep(1.0)
+        load.phase = "no move"
+        c0 = cpu()
+        time.sleep(a.quiet_seconds / 2)
+        phases = {"no move": (a.quiet_seconds, quiet_cpu + cpu() - c0), **phases}
         load.stop.set()
         load.join(90)
         kadmin.close()
@@ -225,7 +232,7 @@ def main() -> None:
         f"({os.cpu_count()} cores, 3 brokers), producer {a.rate} x 1 KiB/s acks=all to "
         f"replicas {TARGET},{SOURCE}; throttle {a.throttle / 1e6:.1f} MB/s"
     )
-    _, p99q, _ = load.percentiles("no move")
+    p50q, p99q, _ = load.percentiles("no move")
     for name, (secs, cpu_s) in phases.items():
         p50, p99, n = load.percentiles(name)
         speed = f"{mb / secs:7.1f} MB/s" if name != "no move" else " " * 12
@@ -234,11 +241,12 @@ def main() -> None:
             f"({p99 / p99q:5.2f}x quiet, {n} records)  brokers' CPU {cpu_s:6.1f} s"
         )
     (t_free, _), (t_thr, _) = phases["unthrottled move"], phases["throttled move"]
-    _, p99_free, _ = load.percentiles("unthrottled move")
-    _, p99_thr, _ = load.percentiles("throttled move")
+    p50_free, p99_free, _ = load.percentiles("unthrottled move")
+    p50_thr, p99_thr, _ = load.percentiles("throttled move")
     print(
-        f"  ratios: move time throttled/unthrottled {t_thr / t_free:.2f}x; producer p99 during the "
-        f"move vs none: unthrottled {p99_free / p99q:.2f}x, throttled {p99_thr / p99q:.2f}x"
+        f"  ratios: move time throttled/unthrottled {t_thr / t_free:.2f}x; producer during the "
+        f"move vs none: unthrottled p99 {p99_free / p99q:.2f}x p50 {p50_free / p50q:.2f}x, "
+        f"throttled p99 {p99_thr / p99q:.2f}x p50 {p50_thr / p50q:.2f}x"
     )
     if load.failed:
         print(f"  {load.failed} steady records failed")

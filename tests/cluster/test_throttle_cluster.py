@@ -1,7 +1,5 @@
-"""Replication throttles on a real cluster: a 24 MB partition on broker 1 gains a replica on broker 2 by
-reassignment; with follower.replication.throttled.rate (then leader.replication.throttled.rate) of
-2 MB/s the copy runs at about that rate, and completes once the throttles are removed.
-"""
+"""Replication throttles on a real cluster: a reassignment copies a 24 MB partition to a new broker at about
+a 2 MB/s follower, then leader, throttle, and completes once the throttles are removed."""
 
 from __future__ import annotations
 

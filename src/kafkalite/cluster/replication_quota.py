@@ -1,8 +1,5 @@
 """Replication throttles (KIP-73, Kafka's ReplicationQuotaManager): which replicas a topic throttles on
-this broker, the leader / follower replication byte rates measured against their quotas. Pure: callers pass the time.
-
-A throttled replica that is out of sync waits while the rate is over its quota; in-sync ones never do.
-"""
+this broker, and the leader / follower replication byte rates against their quotas (pure, clock-free)."""
 
 from __future__ import annotations
 
@@ -153,7 +150,7 @@ class ReplicationQuota:
         return throttled and not in_sync and self.enabled and self.is_exceeded(now_ms)
 
     def window_allowance(self) -> int | None:
-        """At most what one window may carry (None when unthrottled): a throttled fetch asks no more."""
+        """What one window may carry (None when unthrottled): a throttled fetch asks no more."""
         if not self.enabled:
             return None
         return max(1, self.quota * self.window_ms // 1000)

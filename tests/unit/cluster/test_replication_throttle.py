@@ -1,7 +1,5 @@
-"""Replication throttles (KIP-73): the throttled-replica lists, the quota decisions with a fake clock, the
-follower leaving throttled partitions out of its fetch, the leader holding back data, and the configs
-over the wire (dynamic broker rates, topic replica lists).
-"""
+"""Replication throttles (KIP-73): replica lists, quota decisions on a fake clock, the follower's fetch and
+the leader's answer under a throttle, and the configs over the wire (broker rates, topic replica lists)."""
 
 from __future__ import annotations
 
