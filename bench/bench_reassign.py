@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -149,7 +150,15 @@ def main() -> None:
     ap.add_argument("--quiet-seconds", type=float, default=10.0)
     a = ap.parse_args()
 
-    with LocalCluster(tempfile.mkdtemp(prefix="bench-reassign-"), 3) as cluster:
+    base = tempfile.mkdtemp(prefix="bench-reassign-")
+    try:
+        measure(a, base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)  # twice --size of logs, copied: gigabytes
+
+
+def measure(a: argparse.Namespace, base: str) -> None:
+    with LocalCluster(base, 3) as cluster:
         bs = cluster.bootstrap_servers
         admin = AdminClient({"bootstrap.servers": bs, **QUIET})
         topics = [
