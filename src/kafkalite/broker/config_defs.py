@@ -48,6 +48,7 @@ __all__ = [
     "BROKER_CONFIGS",
     "DYNAMIC_BROKER_CONFIGS",
     "CONNECTION_QUOTA_CONFIGS",
+    "REPLICATION_THROTTLE_CONFIGS",
     "STATIC_KAFKA_CONFIGS",
     "IGNORED_KAFKA_CONFIGS",
     "BROKER_SYNONYM_GROUPS",
@@ -732,6 +733,39 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "Pause after a failed follower fetch.",
             at_least=0,
         ),
+        # -- replication throttles (KIP-73): dynamic, per broker; the throttled replicas are topic configs
+        _d(
+            "leader.replication.throttled.rate",
+            T_LONG,
+            str(LONG_MAX),
+            "Bytes/s this broker as leader sends to the replicas its topics list in "
+            "leader.replication.throttled.replicas (while they are out of the ISR); "
+            "the default means no throttle.",
+            at_least=0,
+        ),
+        _d(
+            "follower.replication.throttled.rate",
+            T_LONG,
+            str(LONG_MAX),
+            "Bytes/s this broker as follower copies for the replicas its topics list in "
+            "follower.replication.throttled.replicas (while they have not caught up); "
+            "the default means no throttle.",
+            at_least=0,
+        ),
+        _d(
+            "replication.quota.window.num",
+            T_INT,
+            "11",
+            "Samples kept to measure the replication byte rates against their throttles.",
+            at_least=1,
+        ),
+        _d(
+            "replication.quota.window.size.seconds",
+            T_INT,
+            "1",
+            "Span of each replication throttle sample.",
+            at_least=1,
+        ),
         _d(
             "controlled.shutdown.enable",
             T_BOOLEAN,
@@ -834,6 +868,11 @@ CONNECTION_QUOTA_CONFIGS: frozenset[str] = frozenset(
     }
 )
 
+# replication throttles (cluster.replication_quota), dynamic as in Kafka's DynamicConfig.Broker
+REPLICATION_THROTTLE_CONFIGS: frozenset[str] = frozenset(
+    {"leader.replication.throttled.rate", "follower.replication.throttled.rate"}
+)
+
 # Kafka's own broker settings that kafkalite accepts and deliberately ignores, with the reason: a
 # server.properties written for Kafka starts, and the log names each of these once
 IGNORED_KAFKA_CONFIGS: dict[str, str] = {
@@ -892,6 +931,8 @@ def broker_synonyms(name: str) -> tuple[str, ...]:
 def is_read_only_broker_config(name: str) -> bool:
     """A broker config that only server.properties (and a restart) can change."""
     if name in DYNAMIC_BROKER_CONFIGS or name in CONNECTION_QUOTA_CONFIGS:
+        return False
+    if name in REPLICATION_THROTTLE_CONFIGS:
         return False
     if name.startswith("listener.name.") and name.endswith(
         (".max.connections", ".max.connection.creation.rate")

@@ -359,6 +359,7 @@ def alter_broker(
         return exc.code, exc.message
     broker.log_manager.update_default_config(cfg)
     broker.connection_quotas.reconfigure(dyn.connection_limits())
+    broker.apply_replication_throttles()
     if tls_contexts is not None:
         broker.install_listener_tls(tls_contexts)
     where = f"broker {resource_name}" if resource_name else "cluster default"

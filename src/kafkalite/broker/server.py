@@ -72,6 +72,7 @@ from kafkalite.cluster.metadata import (
 )
 from kafkalite.cluster.metadata_cache import BrokerEndpoint, MetadataCache, local_topic_metadata
 from kafkalite.cluster.replica_manager import ReplicaManager
+from kafkalite.cluster.replication_quota import ReplicationQuotas
 from kafkalite.cluster.zk_metadata_store import ZkMetadataStore
 from kafkalite.protocol import primitives as p
 from kafkalite.protocol.exceptions import DecodeError
@@ -147,6 +148,14 @@ class BrokerServer:
             )
         except ValueError as exc:
             raise ConfigError(f"quota.window.num / quota.window.size.seconds: {exc}") from None
+        # replication throttles (KIP-73): the rates are dynamic broker configs, applied in start()
+        try:
+            self.replication_quotas = ReplicationQuotas(
+                int(config.get("replication.quota.window.num")),
+                int(config.get("replication.quota.window.size.seconds")),
+            )
+        except ValueError as exc:
+            raise ConfigError(f"replication.quota.window.*: {exc}") from None
         # per-group configs (ConfigResource GROUP): the data dir here, ZooKeeper in cluster mode
         self.group_configs = GroupConfigManager(
             config.props, LocalGroupConfigStore(self.log_dirs[0] / GROUP_CONFIG_DIR)
@@ -231,6 +240,7 @@ class BrokerServer:
         if any(listener_override_def(k) for k in self.dynamic_config.per_broker):
             # listener certificates changed at runtime earlier (AlterConfigs) outlive a restart
             self.install_listener_tls(self.build_listener_tls(self.dynamic_config.per_broker))
+        self.apply_replication_throttles()
         try:
             self.connection_quotas.reconfigure(self.dynamic_config.connection_limits())
         except ConfigError as exc:
@@ -277,6 +287,16 @@ class BrokerServer:
             ", ".join(map(str, self.log_dirs)),
         )
         self.started.set()
+
+    def apply_replication_throttles(self) -> None:
+        """leader/follower.replication.throttled.rate from the effective (static + dynamic) configs."""
+        try:
+            changed = self.replication_quotas.reconfigure(self.dynamic_config.effective_props())
+        except ValueError as exc:
+            log.error("ignoring the replication throttles (%s)", exc)
+            return
+        if changed:
+            log.info("replication throttles: %s", ", ".join(changed))
 
     async def _start_listeners(self) -> None:
         await bind_listeners(self, self.listeners)

@@ -123,6 +123,7 @@ class ZkBroker:
                 backoff_ms=int(cfg.get("replica.fetch.backoff.ms")),
                 num_fetchers=int(cfg.get("num.replica.fetchers")),
             ),
+            server.replication_quotas.follower,
         )
         me = server.local_endpoint()
         self.broker_epoch = await asyncio.to_thread(

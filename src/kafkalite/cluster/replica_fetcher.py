@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from kafkalite.cluster.partition import Partition
 from kafkalite.cluster.replica_manager import ReplicaManager
+from kafkalite.cluster.replication_quota import ReplicationQuota, follower_throttled
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.exceptions import DecodeError
 from kafkalite.protocol.messages.fetch import FetchRequest
@@ -70,13 +71,16 @@ class FetcherConfig:
 class PartitionFetchState:
     """Where a follower is in copying one partition."""
 
-    __slots__ = ("delayed_until", "fetch_offset", "leader_epoch", "truncating")
+    __slots__ = ("delayed_until", "fetch_offset", "in_sync", "leader_epoch", "truncating")
 
     def __init__(self, fetch_offset: int, leader_epoch: int) -> None:
         self.fetch_offset = fetch_offset
         self.leader_epoch = leader_epoch
         self.truncating = True
         self.delayed_until = 0.0
+        # caught up with the leader's high watermark at the last fetch (Kafka's isReplicaInSync):
+        # a replication throttle never holds such a partition back
+        self.in_sync = False
 
     def delay(self, seconds: float) -> None:
         self.delayed_until = time.monotonic() + seconds
@@ -137,6 +141,7 @@ class ReplicaFetcher:
         channel: Callable[[], RequestSender | None],
         replica_manager: ReplicaManager,
         config: FetcherConfig,
+        quota: ReplicationQuota | None = None,
     ) -> None:
         self.local_broker_id = local_broker_id
         self.leader_id = leader_id
@@ -144,6 +149,8 @@ class ReplicaFetcher:
         self._channel = channel
         self.rm = replica_manager
         self.config = config
+        self.quota = quota  # follower.replication.throttled.rate of this broker
+        self._idle_s: float | None = None  # set when throttled partitions alone wait: how long
         self.states: dict[TopicPartition, PartitionFetchState] = {}
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -183,8 +190,10 @@ class ReplicaFetcher:
                 did = False
                 await asyncio.sleep(self.config.backoff_ms / 1000)
             if not did:
+                idle, self._idle_s = self._idle_s, None
+                wait = self.config.backoff_ms / 1000 if idle is None else idle
                 with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self.config.backoff_ms / 1000)
+                    await asyncio.wait_for(self._wake.wait(), wait)
 
     async def _do_work(self) -> bool:
         """One round: truncate what needs it, then one Fetch. False when there was nothing to do."""
@@ -197,11 +206,33 @@ class ReplicaFetcher:
         truncating = [k for k, s in self.states.items() if s.truncating and s.ready]
         if truncating:
             await self._truncate(channel, truncating)
-        fetching = {k: s for k, s in self.states.items() if not s.truncating and s.ready}
+        ready = {k: s for k, s in self.states.items() if not s.truncating and s.ready}
+        fetching = self._unthrottled(ready)
         if not fetching:
+            if ready and self.quota is not None and not truncating:
+                # only throttled partitions are ready: wait until the quota lets them through
+                wait_ms = self.quota.throttle_ms(_now_ms())
+                self._idle_s = min(max(wait_ms, 10), self.quota.window_ms) / 1000
             return bool(truncating)
         await self._fetch(channel, fetching)
         return True
+
+    def _throttled(self, key: TopicPartition) -> bool:
+        p = self.rm.get_partition(*key)
+        return p is not None and follower_throttled(p.log.config, key[1], self.local_broker_id)
+
+    def _unthrottled(
+        self, ready: dict[TopicPartition, PartitionFetchState]
+    ) -> dict[TopicPartition, PartitionFetchState]:
+        """Leave out of the next fetch the throttled partitions that have not caught up while
+        follower.replication.throttled.rate is exceeded (Kafka's shouldFollowerThrottle)."""
+        quota = self.quota
+        if quota is None or not quota.enabled or not ready:
+            return ready
+        now = _now_ms()
+        if not quota.is_exceeded(now):
+            return ready
+        return {k: s for k, s in ready.items() if s.in_sync or not self._throttled(k)}
 
     def _drop_moved(self) -> None:
         """Partitions this broker now leads, or follows from another leader, leave this fetcher."""
@@ -282,9 +313,13 @@ class ReplicaFetcher:
         T = FetchRequest.FetchTopic
         P = T.FetchPartition
         by_topic: dict[str, list[Any]] = {}
+        allowance = self.quota.window_allowance() if self.quota is not None else None
         for (topic, part), st in fetching.items():
             p = self.rm.get_partition(topic, part)
             last_epoch = p.log.leader_epoch_cache.latest_epoch if p is not None else -1
+            max_bytes = cfg.fetch_max_bytes
+            if allowance is not None and not st.in_sync and self._throttled((topic, part)):
+                max_bytes = min(max_bytes, allowance)  # a throttled copy asks one window at most
             by_topic.setdefault(topic, []).append(
                 P(
                     partition=part,
@@ -292,7 +327,7 @@ class ReplicaFetcher:
                     fetch_offset=st.fetch_offset,
                     last_fetched_epoch=last_epoch,
                     log_start_offset=-1,
-                    partition_max_bytes=cfg.fetch_max_bytes,
+                    partition_max_bytes=max_bytes,
                 )
             )
         req = FetchRequest(
@@ -343,6 +378,10 @@ class ReplicaFetcher:
             return
         p.append_records_as_follower(data, r.high_watermark)
         st.fetch_offset = p.log.log_end_offset
+        st.in_sync = r.high_watermark - st.fetch_offset <= 0
+        quota = self.quota
+        if data and quota is not None and self._throttled(key):
+            quota.record(len(data), _now_ms())  # Kafka records every throttled partition's bytes
 
     async def _out_of_range(
         self, channel: RequestSender, key: TopicPartition, p: Partition, st: PartitionFetchState
@@ -409,6 +448,10 @@ class ReplicaFetcher:
         st.delay(self.config.backoff_ms / 1000)
 
 
+def _now_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
 class ReplicaFetcherManager:
     """The follower side of replication on one broker: fetchers keyed by (leader, fetcher id)."""
 
@@ -418,11 +461,13 @@ class ReplicaFetcherManager:
         replica_manager: ReplicaManager,
         channel_for: Callable[[int], RequestSender | None],
         config: FetcherConfig,
+        quota: ReplicationQuota | None = None,
     ) -> None:
         self.local_broker_id = local_broker_id
         self.rm = replica_manager
         self._channel_for = channel_for
         self.config = config
+        self.quota = quota
         self.fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
 
     def _fetcher_id(self, key: TopicPartition) -> int:
@@ -447,6 +492,7 @@ class ReplicaFetcherManager:
                     functools.partial(self._channel_for, leader),
                     self.rm,
                     self.config,
+                    self.quota,
                 )
                 f.start()
             f.add_partitions(ps)

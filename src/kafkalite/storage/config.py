@@ -7,6 +7,7 @@ broker's CreateTopics / DescribeConfigs / AlterConfigs paths.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -49,6 +50,9 @@ class LogConfig:
     unclean_leader_election_enable: bool = False
     preallocate: bool = False
     message_downconversion_enable: bool = True
+    # KIP-73 replication throttles: "partition:broker,..." or "*" (read by cluster.replication_quota)
+    leader_replication_throttled_replicas: str = ""
+    follower_replication_throttled_replicas: str = ""
 
     # -- derived views -------------------------------------------------------------------------
     @property
@@ -138,10 +142,30 @@ class LogConfig:
             raise InvalidConfig(f"compression.type {self.compression_type!r}")
         if self.min_insync_replicas < 1:
             raise InvalidConfig("min.insync.replicas must be at least 1")
+        for name in (LEADER_THROTTLED_REPLICAS, FOLLOWER_THROTTLED_REPLICAS):
+            value = getattr(self, _SPECS[name].field)
+            if not valid_throttled_replicas(value):
+                raise InvalidConfig(
+                    f"{name}={value!r}: {name} must be the literal '*' or a list of replicas in "
+                    "the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],..."
+                )
 
 
 def _policies(value: str) -> list[str]:
     return [p.strip() for p in value.split(",") if p.strip()]
+
+
+LEADER_THROTTLED_REPLICAS = "leader.replication.throttled.replicas"
+FOLLOWER_THROTTLED_REPLICAS = "follower.replication.throttled.replicas"
+_THROTTLED_REPLICA = re.compile(r"[0-9]+:[0-9]+")
+
+
+def valid_throttled_replicas(value: str) -> bool:
+    """Kafka's ThrottledReplicaListValidator: '*', or comma-separated partition:broker pairs."""
+    items = [i.strip() for i in value.split(",")]
+    if "".join(items) == "*":
+        return True
+    return all(i == "" or _THROTTLED_REPLICA.fullmatch(i) for i in items)
 
 
 # -- property table ----------------------------------------------------------------------------
@@ -272,6 +296,18 @@ _SPECS: dict[str, _Spec] = {
     "preallocate": _spec("preallocate", "boolean", "Preallocate segment files."),
     "message.downconversion.enable": _spec(
         "message_downconversion_enable", "boolean", "Down-convert for old fetch versions."
+    ),
+    LEADER_THROTTLED_REPLICAS: _spec(
+        "leader_replication_throttled_replicas",
+        "list",
+        "Replicas whose replication the leader throttles (leader.replication.throttled.rate): "
+        "partitionId:brokerId,... naming the leader broker, or '*' for every replica.",
+    ),
+    FOLLOWER_THROTTLED_REPLICAS: _spec(
+        "follower_replication_throttled_replicas",
+        "list",
+        "Replicas whose replication the follower throttles (follower.replication.throttled.rate): "
+        "partitionId:brokerId,... naming the follower broker, or '*' for every replica.",
     ),
 }
 

@@ -218,6 +218,18 @@ class BrokerCollector(Collector):
         sink.gauge(prefix + "offlinereplicacount", "Replicas not served.", [((), offline)])
         sink.counter(prefix + "isrshrinks", "ISR shrinks accepted.", [((), stats.isr_shrinks)])
         sink.counter(prefix + "isrexpands", "ISR expands accepted.", [((), stats.isr_expands)])
+        # kafka.server:type=LeaderReplication / FollowerReplication, attribute byte-rate (KIP-73)
+        now_ms = int(time.monotonic() * 1000)
+        for quota in (
+            self.broker.replication_quotas.leader,
+            self.broker.replication_quotas.follower,
+        ):
+            sink.gauge(
+                f"kafka_server_{quota.kind.lower()}_byte_rate",
+                f"Bytes/s of throttled replicas' replication ({quota.kind}), measured against "
+                "the replication throttle.",
+                [((), quota.byte_rate(now_ms))],
+            )
 
     # -- kafka.controller:type=KafkaController
     def _controller_metrics(self, sink: MetricSink) -> None:

@@ -22,6 +22,7 @@ from kafkalite.broker.fastpath import (
 )
 from kafkalite.cluster.errors import ReplicaError, UnknownTopicOrPartition
 from kafkalite.cluster.partition import Partition
+from kafkalite.cluster.replication_quota import ReplicationQuota, leader_throttled
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.fetch import FETCH, FetchResponse
 from kafkalite.security.acl import AclOperation, ResourceType
@@ -136,13 +137,21 @@ def _limit(part: Partition, isolation: int) -> int:
     return lg.high_watermark
 
 
-def _has_data(targets: list[_Target], min_bytes: int, isolation: int) -> bool:
-    """Whether the partitions hold at least `min_bytes` new bytes (or any error to report)."""
+def _has_data(
+    targets: list[_Target],
+    min_bytes: int,
+    isolation: int,
+    throttle: _LeaderThrottle | None = None,
+) -> bool:
+    """Whether the partitions hold at least `min_bytes` new bytes (or any error to report); a
+    follower's partitions held back by the leader's replication throttle count for nothing."""
     total = 0
     for tgt in targets:
         part = tgt.part
         if part is None or tgt.error or not part.is_leader:
             return True
+        if throttle is not None and throttle.holds_back(part):
+            continue
         lg = part.log
         hw = _limit(part, isolation)
         if tgt.offset > hw or tgt.offset < lg.log_start_offset:
@@ -159,6 +168,38 @@ def _has_data(targets: list[_Target], min_bytes: int, isolation: int) -> bool:
                 if total >= min_bytes:
                     return True
     return False
+
+
+class _LeaderThrottle:
+    """leader.replication.throttled.rate applied to one follower's fetch (Kafka's
+    shouldLeaderThrottle): a partition listed in leader.replication.throttled.replicas for this
+    broker sends that follower nothing while it is out of the ISR and the rate is over the quota."""
+
+    __slots__ = ("broker_id", "quota", "replica_id")
+
+    def __init__(self, quota: ReplicationQuota, broker_id: int, replica_id: int) -> None:
+        self.quota = quota
+        self.broker_id = broker_id
+        self.replica_id = replica_id
+
+    def throttled(self, part: Partition) -> bool:
+        return leader_throttled(part.log.config, part.partition, self.broker_id)
+
+    def holds_back(self, part: Partition) -> bool:
+        if not self.quota.enabled:
+            return False
+        return self.quota.should_throttle(
+            self.throttled(part), self.replica_id in part.isr, _now_ms()
+        )
+
+    def record(self, part: Partition, nbytes: int) -> None:
+        """Throttled replicas' bytes are measured with or without a rate (the byte-rate metric)."""
+        if self.throttled(part):
+            self.quota.record(nbytes, _now_ms())
+
+
+def _now_ms() -> int:
+    return int(time.monotonic() * 1000)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
@@ -179,12 +220,15 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         isolation = READ_COMMITTED if version >= 4 and request.isolation_level == 1 else 0
     groups = _resolve(ctx, topics, replica_id)
     flat = [t for g in groups for t in g]
+    throttle = None
+    if replica_id >= 0:
+        throttle = _LeaderThrottle(broker.replication_quotas.leader, broker.broker_id, replica_id)
     max_wait = min(max(request.max_wait_ms, 0), MAX_WAIT_MS)
-    if max_wait > 0 and flat and not _has_data(flat, request.min_bytes, isolation):
+    if max_wait > 0 and flat and not _has_data(flat, request.min_bytes, isolation, throttle):
         keys = [(t.topic, t.partition) for t in flat]
         parked = time.monotonic_ns()
         await broker.delayed.wait_until(
-            keys, lambda: _has_data(flat, request.min_bytes, isolation), max_wait / 1000
+            keys, lambda: _has_data(flat, request.min_bytes, isolation, throttle), max_wait / 1000
         )
         ctx.parked_ns += time.monotonic_ns() - parked
         if ctx.connection.closed:
@@ -237,6 +281,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             limit = min(tgt.max_bytes, budget)
             if limit <= 0 and not first:
                 continue
+            if throttle is not None and throttle.holds_back(part):
+                continue  # the answer carries the offsets, no records
             try:
                 info = lg.read(
                     tgt.offset, max(limit, 0), max_offset=limit_offset, min_one_message=first
@@ -263,6 +309,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             budget -= region.length
             if isolation == FOLLOWER:
                 ts.replication_bytes_out += region.length
+                if throttle is not None:
+                    throttle.record(part, region.length)
             else:
                 ts.bytes_out += region.length
             if version >= 4:
