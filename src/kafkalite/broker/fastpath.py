@@ -275,6 +275,7 @@ class FetchRequestView:
         "max_bytes",
         "max_wait_ms",
         "min_bytes",
+        "rack_id",
         "replica_id",
         "session_epoch",
         "session_id",
@@ -291,6 +292,7 @@ class FetchRequestView:
         self.session_epoch = -1
         self.topics: list[FetchTopicView] = []
         self.forgotten_topics_data: list[ForgottenTopicView] = []
+        self.rack_id = ""  # v11+: the consumer's client.rack (KIP-392)
 
 
 class ForgottenTopicView:
@@ -303,7 +305,7 @@ class ForgottenTopicView:
 
 
 def decode_fetch(buf: bytes, pos: int, version: int) -> FetchRequestView:
-    """Decode FetchRequest v4-16 (the rack id is read past, not kept)."""
+    """Decode FetchRequest v4-16."""
     try:
         return _decode_fetch(buf, pos, version)
     except (IndexError, struct.error, UnicodeDecodeError, ValueError) as exc:
@@ -409,7 +411,7 @@ def _decode_fetch(buf: bytes, pos: int, version: int) -> FetchRequestView:
                 pos = _skip_tags(buf, pos)
             req.forgotten_topics_data.append(ForgottenTopicView(ftopic, fid, fparts))
     if version >= 11:
-        _, pos = _string(buf, pos, flexible)
+        req.rack_id, pos = _string(buf, pos, flexible)
     if flexible:
         pos = _skip_tags(buf, pos)
     if pos > len(buf):
@@ -425,6 +427,7 @@ class FetchPartitionResult:
         "last_stable_offset",
         "log_start_offset",
         "partition_index",
+        "preferred_read_replica",
         "records",
     )
 
@@ -434,6 +437,7 @@ class FetchPartitionResult:
         self.high_watermark = -1
         self.last_stable_offset = -1
         self.log_start_offset = -1
+        self.preferred_read_replica = -1  # v11+: KIP-392, the replica to fetch from instead
         self.records: bytes | None = b""
         # read_committed: (producer id, first offset) of aborted transactions in the returned range
         self.aborted_transactions: list[tuple[int, int]] | None = None
@@ -459,7 +463,7 @@ class FetchResult:
 
 
 def encode_fetch_response(out: bytearray, resp: FetchResult, version: int) -> None:
-    """FetchResponse v4-16: default tags, preferred replica -1."""
+    """FetchResponse v4-16: default tags."""
     flexible = version >= 12
     if version >= 7:
         out += _IHI.pack(resp.throttle_time_ms, resp.error_code, resp.session_id)
@@ -497,7 +501,7 @@ def encode_fetch_response(out: bytearray, resp: FetchResult, version: int) -> No
                     if flexible:
                         out.append(0)
             if version >= 11:
-                out += b"\xff\xff\xff\xff"  # preferred read replica -1
+                out += _I.pack(p.preferred_read_replica)
             rec = p.records
             if rec is None:
                 out += b"\x00" if flexible else b"\xff\xff\xff\xff"
