@@ -385,7 +385,7 @@ def _answer_consumer(
     pr.last_stable_offset = lg.last_stable_offset
     pr.log_start_offset = lg.log_start_offset
     pr.preferred_read_replica = tgt.preferred
-    pr.records = None
+    pr.records = b""  # empty, not null, as Kafka sends (librdkafka skips a null set as size -1)
     return True
 
 
