@@ -119,13 +119,21 @@ def racks(tmp_path: Path) -> Iterator[Racks]:
         r.stop()
 
 
-def fetch(b: Broker, offset: int, *, rack: str = "", version: int = 12, epoch: int = -1) -> Any:
+def fetch(
+    b: Broker,
+    offset: int,
+    *,
+    rack: str = "",
+    version: int = 12,
+    epoch: int = -1,
+    isolation: int = 0,
+) -> Any:
     req = F(
         replica_id=-1,
         max_wait_ms=0,
         min_bytes=1,
         max_bytes=1 << 20,
-        isolation_level=0,
+        isolation_level=isolation,
         session_id=0,
         session_epoch=-1,
         topics=[
@@ -147,6 +155,17 @@ def fetch(b: Broker, offset: int, *, rack: str = "", version: int = 12, epoch: i
     with WireClient(b.bootstrap_servers, timeout=10) as c:
         resp = c.send(req, version=version)
     return resp.responses[0].partitions[0]
+
+
+def list_offsets(b: Broker) -> int:
+    L = APIS[2].request
+    part = L.ListOffsetsTopic.ListOffsetsPartition(partition_index=0, timestamp=-1)
+    req = L(
+        replica_id=-1, isolation_level=0, topics=[L.ListOffsetsTopic(name=TOPIC, partitions=[part])]
+    )
+    with WireClient(b.bootstrap_servers, timeout=10) as c:
+        resp = c.send(req, version=7)
+    return int(resp.topics[0].partitions[0].error_code)
 
 
 def records(part: Any) -> list[tuple[int, bytes]]:
@@ -181,6 +200,8 @@ def test_follower_fetching(racks: Racks) -> None:
     assert records(at_follower) == records(at_leader) == list(enumerate(values))
     assert at_follower.high_watermark == 12
     assert records(fetch(follower, 8, rack="b")) == list(enumerate(values))[8:]
+    committed = fetch(follower, 0, isolation=1)  # read_committed: up to the follower's LSO
+    assert committed.last_stable_offset == 12 and records(committed) == list(enumerate(values))
     # at its high watermark: nothing yet; beyond its log end: out of range (the client goes back)
     at_hw = fetch(follower, 12)
     assert records(at_hw) == [] and at_hw.error_code == 0
@@ -189,10 +210,12 @@ def test_follower_fetching(racks: Racks) -> None:
     assert fetch(follower, 0, version=10).error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert fetch(follower, 0, epoch=0).error_code == ErrorCode.FENCED_LEADER_EPOCH
     assert fetch(follower, 0, epoch=5).error_code == ErrorCode.UNKNOWN_LEADER_EPOCH
+    assert list_offsets(follower) == ErrorCode.NOT_LEADER_OR_FOLLOWER  # ListOffsets: the leader's
+    assert list_offsets(leader) == ErrorCode.NO_ERROR
     # per-partition counts: what each broker read for consumers, and the leader's redirects
     fstats = follower.call(lambda: dict(follower.server.stats.consumer_fetches))
     lstats = leader.call(lambda: dict(leader.server.stats.preferred_replica_redirects))
-    assert fstats[(TOPIC, 0)] == 4  # two reads, the empty one at the HW, the out of range one
+    assert fstats[(TOPIC, 0)] == 5  # three reads, the empty one at the HW, the out of range one
     assert lstats == {(TOPIC, 0): 1}
     # broker 2 leaves the ISR: the leader keeps its rack-b consumers
     racks.lead(2, (1,))
