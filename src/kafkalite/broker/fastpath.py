@@ -244,7 +244,13 @@ _IQQI = struct.Struct(">iqqi")
 
 
 class FetchPartitionView:
-    __slots__ = ("current_leader_epoch", "fetch_offset", "partition", "partition_max_bytes")
+    __slots__ = (
+        "current_leader_epoch",
+        "fetch_offset",
+        "log_start_offset",
+        "partition",
+        "partition_max_bytes",
+    )
 
     def __init__(
         self,
@@ -252,11 +258,13 @@ class FetchPartitionView:
         fetch_offset: int,
         partition_max_bytes: int,
         current_leader_epoch: int = -1,
+        log_start_offset: int = -1,
     ) -> None:
         self.partition = partition
         self.fetch_offset = fetch_offset
         self.partition_max_bytes = partition_max_bytes
         self.current_leader_epoch = current_leader_epoch
+        self.log_start_offset = log_start_offset  # v5+: a follower's log start offset
 
 
 class FetchTopicView:
@@ -374,22 +382,25 @@ def _decode_fetch(buf: bytes, pos: int, version: int) -> FetchRequestView:
         parts = []
         for _ in range(nparts):
             if version >= 12:
-                partition, epoch, offset, _last_epoch, _lso, pmax = _IIQIQI.unpack_from(buf, pos)
+                partition, epoch, offset, _last_epoch, log_start, pmax = _IIQIQI.unpack_from(
+                    buf, pos
+                )
                 pos += _IIQIQI.size
             elif version >= 9:
-                partition, epoch, offset, _lso, pmax = _IIQQI.unpack_from(buf, pos)
+                partition, epoch, offset, log_start, pmax = _IIQQI.unpack_from(buf, pos)
                 pos += _IIQQI.size
             elif version >= 5:
-                partition, offset, _lso, pmax = _IQQI.unpack_from(buf, pos)
+                partition, offset, log_start, pmax = _IQQI.unpack_from(buf, pos)
                 pos += 24
             else:
                 partition, offset, pmax = _IQI.unpack_from(buf, pos)
                 pos += _IQI.size
+                log_start = -1
             if version < 9:
                 epoch = -1
             if flexible:
                 pos = _skip_tags(buf, pos)
-            parts.append(FetchPartitionView(partition, offset, pmax, epoch))
+            parts.append(FetchPartitionView(partition, offset, pmax, epoch, log_start))
         if flexible:
             pos = _skip_tags(buf, pos)
         req.topics.append(FetchTopicView(name, topic_id, parts))

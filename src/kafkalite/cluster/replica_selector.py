@@ -24,6 +24,7 @@ class ReplicaView:
     rack: str | None
     log_end_offset: int
     time_since_caught_up_ms: int
+    log_start_offset: int = -1  # -1: not known (a follower fetching with Fetch v4 or older)
 
 
 def parse_selector(value: object) -> str | None:
@@ -63,7 +64,8 @@ def candidates(
     fetch_offset: int,
 ) -> list[ReplicaView]:
     """The replicas a consumer may be sent to: the leader, and followers that are in the ISR, alive
-    and already hold `fetch_offset` (an out-of-sync follower would hold the consumer back)."""
+    and hold `fetch_offset` — below their log end, not below their log start (an out-of-sync follower
+    would hold the consumer back; one without the offset would send it back out of range)."""
     in_sync = set(isr)
     out = [leader]
     for r in followers:
@@ -72,6 +74,7 @@ def candidates(
             and r.broker_id in in_sync
             and is_alive(r.broker_id)
             and r.log_end_offset >= fetch_offset
+            and r.log_start_offset <= fetch_offset
         ):
             out.append(r)
     return out
@@ -93,7 +96,13 @@ def preferred_read_replica(
     me = partition.local_broker_id
     leader = ReplicaView(me, rack_of(me), partition.log.log_end_offset, 0)
     followers = [
-        ReplicaView(b, rack_of(b), st.log_end_offset, max(now_ms - st.last_caught_up_ms, 0))
+        ReplicaView(
+            b,
+            rack_of(b),
+            st.log_end_offset,
+            max(now_ms - st.last_caught_up_ms, 0),
+            st.log_start_offset,
+        )
         for b, st in partition.followers.items()
     ]
     pool = candidates(leader, followers, partition.isr, is_alive, fetch_offset)

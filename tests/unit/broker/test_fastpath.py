@@ -151,6 +151,9 @@ def test_fetch_decode_matches_schema(version):
         assert [(p.partition, p.fetch_offset, p.partition_max_bytes) for p in ft.partitions] == [
             (p.partition, p.fetch_offset, p.partition_max_bytes) for p in st.partitions
         ]
+        assert [p.log_start_offset for p in ft.partitions] == [
+            p.log_start_offset if version >= 5 else -1 for p in st.partitions
+        ]
     for ff, sf in zip(fast.forgotten_topics_data, slow.forgotten_topics_data, strict=True):
         assert (ff.topic_id if version >= 13 else ff.topic) == (
             sf.topic_id if version >= 13 else sf.topic

@@ -66,6 +66,10 @@ def test_only_alive_in_sync_replicas_that_hold_the_offset() -> None:
     assert chosen("b", alive=(1, 3)) == 1  # 2 is not registered (dead)
     assert chosen("b", fetch_offset=120) == 1  # 2 does not have offset 120 yet
     assert chosen("b", fetch_offset=100) == 2  # ...but it has everything below its log end
+    lead = view(1)
+    trimmed = ReplicaView(2, "b", 100, 0, log_start_offset=60)
+    assert candidates(lead, [trimmed], (1, 2), lambda b: True, 50) == [lead]  # deleted below 60
+    assert candidates(lead, [trimmed], (1, 2), lambda b: True, 60) == [lead, trimmed]
 
 
 def test_the_most_caught_up_replica_of_the_rack_wins() -> None:
@@ -110,6 +114,9 @@ def test_preferred_read_replica_on_a_leader_partition(tmp_path: Path) -> None:
     assert pref("b", 10) == 2
     assert pref("c", 4) == 3
     assert pref("c", 5) == NO_PREFERRED_REPLICA  # broker 3 has only offsets below 4
+    p.update_follower_fetch_state(3, 10, now_ms=1150, log_start_offset=6)
+    assert pref("c", 5) == NO_PREFERRED_REPLICA  # ...and now starts at 6 (its retention ran)
+    assert pref("c", 6) == 3
     assert pref("a", 0) == NO_PREFERRED_REPLICA  # the leader's own rack: never named
     assert pref("b", 10, selector=None) == NO_PREFERRED_REPLICA
     p.apply_isr((1, 3), partition_epoch=1)  # 2 leaves the ISR

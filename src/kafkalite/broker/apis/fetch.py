@@ -156,7 +156,9 @@ def _resolve(
                     else:
                         part = rm.leader_partition(info.name, p.partition, p.current_leader_epoch)
                     if replica_id >= 0:
-                        rm.update_follower_fetch_state(part, replica_id, p.fetch_offset)
+                        rm.update_follower_fetch_state(
+                            part, replica_id, p.fetch_offset, p.log_start_offset
+                        )
                     tgt.part = part
                 except ReplicaError as exc:
                     tgt.error = (
