@@ -165,15 +165,20 @@ class LocalCluster:
         zookeeper: ZooKeeperServer | None = None,
         chroot: str = "/kafkalite",
         ssl_listener: bool = False,
+        broker_config: Mapping[int, Mapping[str, Any]] | None = None,
     ) -> None:
         """`ssl_listener`: every broker also listens with SSL on a port of its own (pass the ssl.*
-        settings, and inter.broker.listener.name=SSL for TLS between brokers, in `config`)."""
+        settings, and inter.broker.listener.name=SSL for TLS between brokers, in `config`).
+        `broker_config`: settings of one broker (by id) over `config`, e.g. its broker.rack."""
         self.base_dir = Path(base_dir)
         self.base_dir.mkdir(parents=True, exist_ok=True)
         self._own_zk = zookeeper is None
         self.zookeeper = zookeeper or ZooKeeperServer(self.base_dir / "zookeeper")
         self.chroot = chroot
         self.config = {k: _prop(v) for k, v in (config or {}).items()}
+        self.broker_config = {
+            i: {k: _prop(v) for k, v in c.items()} for i, c in (broker_config or {}).items()
+        }
         self.brokers: dict[int, BrokerProcess] = {}
         for i in range(1, brokers + 1):
             self.brokers[i] = BrokerProcess(
@@ -221,7 +226,7 @@ class LocalCluster:
         threads = []
         errors: list[BaseException] = []
         for b in self.brokers.values():
-            b.props = props
+            b.props = {**props, **self.broker_config.get(b.broker_id, {})}
 
             def run(b: BrokerProcess = b) -> None:
                 try:

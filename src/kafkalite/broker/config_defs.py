@@ -695,7 +695,25 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "How long to wait for a ZooKeeper connection (default: the session timeout).",
             at_least=1,
         ),
-        _d("broker.rack", T_STRING, None, "Rack of this broker, for rack-aware replica placement."),
+        _d(
+            "broker.rack",
+            T_STRING,
+            None,
+            "Rack of this broker, for rack-aware replica placement and follower fetching (KIP-392).",
+        ),
+        _d(
+            "replica.selector.class",
+            T_STRING,
+            None,
+            "KIP-392: how the leader picks the replica a consumer reads from. Unset (Kafka's null) or "
+            "org.apache.kafka.common.replica.LeaderSelector: the leader; "
+            "org.apache.kafka.common.replica.RackAwareReplicaSelector: an in-sync replica in the "
+            "consumer's client.rack. Other classes are refused.",
+            valid=(
+                "org.apache.kafka.common.replica.LeaderSelector",
+                "org.apache.kafka.common.replica.RackAwareReplicaSelector",
+            ),
+        ),
         _d(
             "replica.lag.time.max.ms",
             T_LONG,

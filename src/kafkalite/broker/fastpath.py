@@ -244,7 +244,13 @@ _IQQI = struct.Struct(">iqqi")
 
 
 class FetchPartitionView:
-    __slots__ = ("current_leader_epoch", "fetch_offset", "partition", "partition_max_bytes")
+    __slots__ = (
+        "current_leader_epoch",
+        "fetch_offset",
+        "log_start_offset",
+        "partition",
+        "partition_max_bytes",
+    )
 
     def __init__(
         self,
@@ -252,11 +258,13 @@ class FetchPartitionView:
         fetch_offset: int,
         partition_max_bytes: int,
         current_leader_epoch: int = -1,
+        log_start_offset: int = -1,
     ) -> None:
         self.partition = partition
         self.fetch_offset = fetch_offset
         self.partition_max_bytes = partition_max_bytes
         self.current_leader_epoch = current_leader_epoch
+        self.log_start_offset = log_start_offset  # v5+: a follower's log start offset
 
 
 class FetchTopicView:
@@ -275,6 +283,7 @@ class FetchRequestView:
         "max_bytes",
         "max_wait_ms",
         "min_bytes",
+        "rack_id",
         "replica_id",
         "session_epoch",
         "session_id",
@@ -291,6 +300,7 @@ class FetchRequestView:
         self.session_epoch = -1
         self.topics: list[FetchTopicView] = []
         self.forgotten_topics_data: list[ForgottenTopicView] = []
+        self.rack_id = ""  # v11+: the consumer's client.rack (KIP-392)
 
 
 class ForgottenTopicView:
@@ -303,7 +313,7 @@ class ForgottenTopicView:
 
 
 def decode_fetch(buf: bytes, pos: int, version: int) -> FetchRequestView:
-    """Decode FetchRequest v4-16 (the rack id is read past, not kept)."""
+    """Decode FetchRequest v4-16."""
     try:
         return _decode_fetch(buf, pos, version)
     except (IndexError, struct.error, UnicodeDecodeError, ValueError) as exc:
@@ -372,22 +382,25 @@ def _decode_fetch(buf: bytes, pos: int, version: int) -> FetchRequestView:
         parts = []
         for _ in range(nparts):
             if version >= 12:
-                partition, epoch, offset, _last_epoch, _lso, pmax = _IIQIQI.unpack_from(buf, pos)
+                partition, epoch, offset, _last_epoch, log_start, pmax = _IIQIQI.unpack_from(
+                    buf, pos
+                )
                 pos += _IIQIQI.size
             elif version >= 9:
-                partition, epoch, offset, _lso, pmax = _IIQQI.unpack_from(buf, pos)
+                partition, epoch, offset, log_start, pmax = _IIQQI.unpack_from(buf, pos)
                 pos += _IIQQI.size
             elif version >= 5:
-                partition, offset, _lso, pmax = _IQQI.unpack_from(buf, pos)
+                partition, offset, log_start, pmax = _IQQI.unpack_from(buf, pos)
                 pos += 24
             else:
                 partition, offset, pmax = _IQI.unpack_from(buf, pos)
                 pos += _IQI.size
+                log_start = -1
             if version < 9:
                 epoch = -1
             if flexible:
                 pos = _skip_tags(buf, pos)
-            parts.append(FetchPartitionView(partition, offset, pmax, epoch))
+            parts.append(FetchPartitionView(partition, offset, pmax, epoch, log_start))
         if flexible:
             pos = _skip_tags(buf, pos)
         req.topics.append(FetchTopicView(name, topic_id, parts))
@@ -409,7 +422,7 @@ def _decode_fetch(buf: bytes, pos: int, version: int) -> FetchRequestView:
                 pos = _skip_tags(buf, pos)
             req.forgotten_topics_data.append(ForgottenTopicView(ftopic, fid, fparts))
     if version >= 11:
-        _, pos = _string(buf, pos, flexible)
+        req.rack_id, pos = _string(buf, pos, flexible)
     if flexible:
         pos = _skip_tags(buf, pos)
     if pos > len(buf):
@@ -425,6 +438,7 @@ class FetchPartitionResult:
         "last_stable_offset",
         "log_start_offset",
         "partition_index",
+        "preferred_read_replica",
         "records",
     )
 
@@ -434,6 +448,7 @@ class FetchPartitionResult:
         self.high_watermark = -1
         self.last_stable_offset = -1
         self.log_start_offset = -1
+        self.preferred_read_replica = -1  # v11+: KIP-392, the replica to fetch from instead
         self.records: bytes | None = b""
         # read_committed: (producer id, first offset) of aborted transactions in the returned range
         self.aborted_transactions: list[tuple[int, int]] | None = None
@@ -459,7 +474,7 @@ class FetchResult:
 
 
 def encode_fetch_response(out: bytearray, resp: FetchResult, version: int) -> None:
-    """FetchResponse v4-16: default tags, preferred replica -1."""
+    """FetchResponse v4-16: default tags."""
     flexible = version >= 12
     if version >= 7:
         out += _IHI.pack(resp.throttle_time_ms, resp.error_code, resp.session_id)
@@ -497,7 +512,7 @@ def encode_fetch_response(out: bytearray, resp: FetchResult, version: int) -> No
                     if flexible:
                         out.append(0)
             if version >= 11:
-                out += b"\xff\xff\xff\xff"  # preferred read replica -1
+                out += _I.pack(p.preferred_read_replica)
             rec = p.records
             if rec is None:
                 out += b"\x00" if flexible else b"\xff\xff\xff\xff"

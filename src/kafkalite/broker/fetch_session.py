@@ -92,6 +92,7 @@ class FetchSession:
                     or cached is None
                     or p.error_code != 0
                     or bool(p.records)
+                    or p.preferred_read_replica >= 0  # KIP-392: a redirect is always sent
                     or p.high_watermark != cached.last_hw
                     or p.log_start_offset != cached.last_log_start
                 )

@@ -72,6 +72,7 @@ from kafkalite.cluster.metadata import (
 )
 from kafkalite.cluster.metadata_cache import BrokerEndpoint, MetadataCache, local_topic_metadata
 from kafkalite.cluster.replica_manager import ReplicaManager
+from kafkalite.cluster.replica_selector import parse_selector
 from kafkalite.cluster.replication_quota import ReplicationQuotas
 from kafkalite.cluster.zk_metadata_store import ZkMetadataStore
 from kafkalite.protocol import primitives as p
@@ -123,6 +124,10 @@ class BrokerServer:
         self.fetch_sessions = FetchSessionCache(
             int(config.get("max.incremental.fetch.session.cache.slots"))
         )
+        try:  # KIP-392: which replica a consumer with client.rack is sent to (None: the leader)
+            self.replica_selector: str | None = parse_selector(config.get("replica.selector.class"))
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         # listeners and their TLS contexts first: a TLS setting that cannot work stops startup here
         self.listeners: list[ListenerRuntime] = configure_listeners(config)
         self.inter_broker_listener = config.inter_broker_listener_name

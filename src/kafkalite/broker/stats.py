@@ -62,6 +62,10 @@ class BrokerStats:
         self.requests: dict[int, RequestStats] = {}  # by API key
         self.isr_shrinks = 0
         self.isr_expands = 0
+        # KIP-392, per partition: consumer fetches this broker answered from its own replica (leader
+        # or follower), and those it answered with a preferred read replica elsewhere instead
+        self.consumer_fetches: dict[tuple[str, int], int] = {}
+        self.preferred_replica_redirects: dict[tuple[str, int], int] = {}
 
     def topic(self, name: str) -> TopicStats:
         """The counters of `name`, created on first use (call only for topics that exist)."""
@@ -85,6 +89,9 @@ class BrokerStats:
         ts = self.topics.pop(name, None)
         if ts is not None:
             self.deleted_topics.add(ts)
+        for counts in (self.consumer_fetches, self.preferred_replica_redirects):
+            for key in [k for k in counts if k[0] == name]:
+                del counts[key]
 
     def all_topics(self) -> TopicStats:
         out = TopicStats()

@@ -41,16 +41,24 @@ class LeaderAndIsrState:
 class FollowerState:
     """The leader's view of one follower, from the Fetch requests it sends (Kafka's Replica)."""
 
-    __slots__ = ("last_caught_up_ms", "last_fetch_leader_leo", "last_fetch_ms", "log_end_offset")
+    __slots__ = (
+        "last_caught_up_ms",
+        "last_fetch_leader_leo",
+        "last_fetch_ms",
+        "log_end_offset",
+        "log_start_offset",
+    )
 
     def __init__(self) -> None:
         self.log_end_offset = -1
+        self.log_start_offset = -1  # as its last Fetch said (v5+; -1 unknown)
         self.last_caught_up_ms = 0
         self.last_fetch_leader_leo = -1
         self.last_fetch_ms = 0
 
     def reset(self, now_ms: int, caught_up: bool) -> None:
         self.log_end_offset = -1
+        self.log_start_offset = -1
         self.last_fetch_leader_leo = -1
         self.last_fetch_ms = 0
         self.last_caught_up_ms = now_ms if caught_up else 0
@@ -250,7 +258,9 @@ class Partition:
         return False, 0
 
     # -- followers' fetches (leader side) -------------------------------------------------------------
-    def update_follower_fetch_state(self, replica_id: int, fetch_offset: int, now_ms: int) -> bool:
+    def update_follower_fetch_state(
+        self, replica_id: int, fetch_offset: int, now_ms: int, log_start_offset: int = -1
+    ) -> bool:
         """Record a follower's position from its Fetch; returns True when it may join the ISR
         (caught up to the high watermark and to the start of the current leader epoch)."""
         st = self.followers.get(replica_id)
@@ -266,6 +276,7 @@ class Partition:
         elif fetch_offset >= st.last_fetch_leader_leo >= 0:
             st.last_caught_up_ms = max(st.last_caught_up_ms, st.last_fetch_ms)
         st.log_end_offset = fetch_offset
+        st.log_start_offset = log_start_offset
         st.last_fetch_leader_leo = leo
         st.last_fetch_ms = now_ms
         self.maybe_increment_high_watermark()

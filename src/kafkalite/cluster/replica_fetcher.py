@@ -326,7 +326,8 @@ class ReplicaFetcher:
                     current_leader_epoch=st.leader_epoch,
                     fetch_offset=st.fetch_offset,
                     last_fetched_epoch=last_epoch,
-                    log_start_offset=-1,
+                    # the leader only sends consumers here if we hold their offset (KIP-392)
+                    log_start_offset=p.log.log_start_offset if p is not None else -1,
                     partition_max_bytes=max_bytes,
                 )
             )

@@ -215,11 +215,13 @@ class ReplicaManager:
         return p, result
 
     def update_follower_fetch_state(
-        self, partition: Partition, replica_id: int, fetch_offset: int
+        self, partition: Partition, replica_id: int, fetch_offset: int, log_start_offset: int = -1
     ) -> None:
         """A follower fetched at `fetch_offset` (its log end): move the high watermark and, once it
         has caught up, propose it back into the ISR."""
-        may_join = partition.update_follower_fetch_state(replica_id, fetch_offset, self.clock())
+        may_join = partition.update_follower_fetch_state(
+            replica_id, fetch_offset, self.clock(), log_start_offset
+        )
         if may_join and self.alter_isr is not None:
             self.alter_isr(partition, tuple(sorted({*partition.isr, replica_id})))
 

@@ -104,6 +104,7 @@ class BrokerCollector(Collector):
 
     def write(self, sink: MetricSink) -> None:
         self._topic_metrics(sink)
+        self._follower_fetch_metrics(sink)
         self._request_metrics(sink)
         self._log_metrics(sink)
         self._replica_metrics(sink)
@@ -139,6 +140,32 @@ class BrokerCollector(Collector):
                 f"kafka_server_brokertopicmetrics_{suffix}",
                 doc + " Without a topic label: all topics.",
                 rows,
+            )
+
+    # -- KIP-392: consumer fetches per partition, read here or sent to a preferred read replica
+    def _follower_fetch_metrics(self, sink: MetricSink) -> None:
+        stats = self.broker.stats
+        for name, counts, doc in (
+            (
+                "consumerfetchrequests",
+                stats.consumer_fetches,
+                "Consumer fetches of the partition answered from this broker's replica (leader or "
+                "follower), counted per partition of a Fetch request.",
+            ),
+            (
+                "preferredreadreplicaredirects",
+                stats.preferred_replica_redirects,
+                "Consumer fetches of the partition this leader answered with a preferred read "
+                "replica on another broker (KIP-392) instead of records.",
+            ),
+        ):
+            sink.counter(
+                f"kafkalite_partition_{name}",
+                doc,
+                [
+                    ((("topic", t), ("partition", str(p))), n)
+                    for (t, p), n in sorted(counts.items())
+                ],
             )
 
     # -- kafka.network:type=RequestMetrics

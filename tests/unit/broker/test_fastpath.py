@@ -151,12 +151,16 @@ def test_fetch_decode_matches_schema(version):
         assert [(p.partition, p.fetch_offset, p.partition_max_bytes) for p in ft.partitions] == [
             (p.partition, p.fetch_offset, p.partition_max_bytes) for p in st.partitions
         ]
+        assert [p.log_start_offset for p in ft.partitions] == [
+            p.log_start_offset if version >= 5 else -1 for p in st.partitions
+        ]
     for ff, sf in zip(fast.forgotten_topics_data, slow.forgotten_topics_data, strict=True):
         assert (ff.topic_id if version >= 13 else ff.topic) == (
             sf.topic_id if version >= 13 else sf.topic
         )
         assert ff.partitions == sf.partitions
     assert len(fast.forgotten_topics_data) == (1 if version >= 7 else 0)
+    assert fast.rack_id == slow.rack_id == ("rack-1" if version >= 11 else "")
     with pytest.raises(DecodeError):
         decode_fetch(raw[: len(raw) // 2], 0, version)
 
@@ -175,6 +179,8 @@ def test_fetch_encode_matches_schema(version):
         p1.aborted_transactions = [(5, 0), (7, 3)]
     p2 = FetchPartitionResult(1, 1)
     p2.records = None if version >= 4 else b""
+    if version >= 11:  # KIP-392: the leader names a replica to read from instead
+        p2.preferred_read_replica = 3
     res = FetchResult([FetchTopicResult("topic-a", uuid.uuid4(), [p1, p2])])
     fast = bytearray()
     encode_response(fast, res, version)

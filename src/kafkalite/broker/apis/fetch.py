@@ -1,6 +1,7 @@
 """Fetch (key 1): consumers read below the high watermark (read_committed: below the last stable offset,
 with the aborted transactions of the range), follower brokers up to the log end (their fetch offset moves
-the leader's high watermark); long-polls until min_bytes or max_wait.
+the leader's high watermark); long-polls until min_bytes or max_wait. KIP-392: v11+ consumers may read
+from a follower (up to its high watermark), and a leader with a replica selector names their replica.
 
 Data leaves as file regions (sendfile) for v4+; v0-3 get message sets down-converted to magic 0/1.
 """
@@ -20,8 +21,11 @@ from kafkalite.broker.fastpath import (
     decode_fetch,
     encode_fetch_response,
 )
-from kafkalite.cluster.errors import ReplicaError, UnknownTopicOrPartition
+from kafkalite.broker.stats import BrokerStats
+from kafkalite.cluster.errors import NotLeaderOrFollower, ReplicaError, UnknownTopicOrPartition
 from kafkalite.cluster.partition import Partition
+from kafkalite.cluster.replica_manager import ReplicaManager
+from kafkalite.cluster.replica_selector import NO_PREFERRED_REPLICA, preferred_read_replica
 from kafkalite.cluster.replication_quota import ReplicationQuota, leader_throttled
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.fetch import FETCH, FetchResponse
@@ -37,7 +41,19 @@ MAX_WAIT_MS = 30_000
 
 
 class _Target:
-    __slots__ = ("topic", "topic_id", "partition", "offset", "max_bytes", "part", "error", "epoch")
+    __slots__ = (
+        "topic",
+        "topic_id",
+        "partition",
+        "offset",
+        "max_bytes",
+        "part",
+        "error",
+        "epoch",
+        "follower",
+        "served_epoch",
+        "preferred",
+    )
 
     def __init__(
         self,
@@ -56,11 +72,39 @@ class _Target:
         self.epoch = epoch
         self.part: Partition | None = None
         self.error = ErrorCode.NO_ERROR
+        # KIP-392: read from this broker's follower replica (at `served_epoch`), or answered with
+        # a preferred read replica elsewhere (a broker id; -1 = none)
+        self.follower = False
+        self.served_epoch = -1
+        self.preferred = NO_PREFERRED_REPLICA
 
 
-def _resolve(ctx: RequestContext, topics: list[Any], replica_id: int) -> list[list[_Target]]:
+def _consumer_replica(rm: ReplicaManager, topic: str, partition: int, epoch: int) -> Partition:
+    """KIP-392: the replica a v11+ consumer fetch may read here — the leader, or a follower that the
+    controller made one (a replica found on disk and not yet assigned a role is not readable)."""
+    p = rm.get_partition(topic, partition)
+    if p is None:
+        raise UnknownTopicOrPartition(f"{topic}-{partition} is not hosted on this broker")
+    p.check_leader_epoch(epoch)
+    if not p.is_leader and p.leader_epoch < 0:
+        raise NotLeaderOrFollower(f"{topic}-{partition} has no leader or follower role here yet")
+    return p
+
+
+def _serving(rm: ReplicaManager, tgt: _Target, part: Partition) -> bool:
+    """Whether this broker may still answer the partition: as its leader, or as the follower it was
+    (same leader epoch, still hosted) when the fetch arrived."""
+    if not tgt.follower:
+        return part.is_leader
+    return part.leader_epoch == tgt.served_epoch and rm.get_partition(*part.key) is part
+
+
+def _resolve(
+    ctx: RequestContext, topics: list[Any], replica_id: int, follower_ok: bool = False
+) -> list[list[_Target]]:
     """Each requested partition with the hosted Partition to read, or the error to answer.
-    Consumers read from the leader only; a follower broker (replica_id >= 0) from its leader."""
+    Consumers read from the leader, or (`follower_ok`: Fetch v11+, KIP-392) from a follower too;
+    a follower broker (replica_id >= 0) from its leader."""
     broker = ctx.broker
     cache = broker.metadata_cache
     rm = broker.replica_manager
@@ -106,9 +150,16 @@ def _resolve(ctx: RequestContext, topics: list[Any], replica_id: int) -> list[li
                 tgt.error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 try:
-                    part = rm.leader_partition(info.name, p.partition, p.current_leader_epoch)
+                    if follower_ok:
+                        part = _consumer_replica(rm, info.name, p.partition, p.current_leader_epoch)
+                        tgt.follower = not part.is_leader
+                        tgt.served_epoch = part.leader_epoch
+                    else:
+                        part = rm.leader_partition(info.name, p.partition, p.current_leader_epoch)
                     if replica_id >= 0:
-                        rm.update_follower_fetch_state(part, replica_id, p.fetch_offset)
+                        rm.update_follower_fetch_state(
+                            part, replica_id, p.fetch_offset, p.log_start_offset
+                        )
                     tgt.part = part
                 except ReplicaError as exc:
                     tgt.error = (
@@ -137,10 +188,31 @@ def _limit(part: Partition, isolation: int) -> int:
     return lg.high_watermark
 
 
+def _redirect(ctx: RequestContext, targets: list[_Target], client_rack: str) -> None:
+    """KIP-392 on the leader: the replica selector may send a consumer in `client_rack` to an in-sync
+    follower of its rack; such partitions are answered at once, without records."""
+    broker = ctx.broker
+    selector = broker.replica_selector
+    cache = broker.metadata_cache
+    now = broker.replica_manager.clock()
+
+    def rack_of(broker_id: int) -> str | None:
+        ep = cache.broker(broker_id)
+        return ep.rack if ep is not None else None
+
+    for tgt in targets:
+        part = tgt.part
+        if part is not None and not tgt.error and part.is_leader:
+            tgt.preferred = preferred_read_replica(
+                selector, part, client_rack, tgt.offset, rack_of, cache.is_alive, now
+            )
+
+
 def _has_data(
     targets: list[_Target],
     min_bytes: int,
     isolation: int,
+    rm: ReplicaManager | None = None,
     throttle: _LeaderThrottle | None = None,
 ) -> bool:
     """Whether the partitions hold at least `min_bytes` new bytes (or any error to report); a
@@ -148,13 +220,17 @@ def _has_data(
     total = 0
     for tgt in targets:
         part = tgt.part
-        if part is None or tgt.error or not part.is_leader:
+        if part is None or tgt.error or tgt.preferred >= 0:
+            return True
+        if not part.is_leader and not (tgt.follower and rm is not None and _serving(rm, tgt, part)):
             return True
         if throttle is not None and throttle.holds_back(part):
             continue
         lg = part.log
         hw = _limit(part, isolation)
         if tgt.offset > hw or tgt.offset < lg.log_start_offset:
+            if tgt.follower and hw < tgt.offset <= lg.log_end_offset:
+                continue  # KIP-392: the follower holds it but has not learnt the HW yet: wait
             return True  # out of range: answer now
         if tgt.offset < hw:
             if min_bytes <= 1:
@@ -218,17 +294,24 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         ctx.quota_exempt = True
     else:
         isolation = READ_COMMITTED if version >= 4 and request.isolation_level == 1 else 0
-    groups = _resolve(ctx, topics, replica_id)
+    # KIP-392: a v11+ consumer fetch may be read from a follower, and sent to one by the leader
+    follower_ok = replica_id < 0 and version >= 11
+    rm = broker.replica_manager
+    groups = _resolve(ctx, topics, replica_id, follower_ok)
     flat = [t for g in groups for t in g]
     throttle = None
     if replica_id >= 0:
         throttle = _LeaderThrottle(broker.replication_quotas.leader, broker.broker_id, replica_id)
+    if follower_ok and request.rack_id and broker.replica_selector is not None:
+        _redirect(ctx, flat, request.rack_id)
     max_wait = min(max(request.max_wait_ms, 0), MAX_WAIT_MS)
-    if max_wait > 0 and flat and not _has_data(flat, request.min_bytes, isolation, throttle):
+    if max_wait > 0 and flat and not _has_data(flat, request.min_bytes, isolation, rm, throttle):
         keys = [(t.topic, t.partition) for t in flat]
         parked = time.monotonic_ns()
         await broker.delayed.wait_until(
-            keys, lambda: _has_data(flat, request.min_bytes, isolation, throttle), max_wait / 1000
+            keys,
+            lambda: _has_data(flat, request.min_bytes, isolation, rm, throttle),
+            max_wait / 1000,
         )
         ctx.parked_ns += time.monotonic_ns() - parked
         if ctx.connection.closed:
@@ -268,10 +351,12 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 continue
             ts = topic_stats.get(part.topic) or stats.topic(part.topic)
             ts.fetch_requests += 1
-            if not part.is_leader:  # leadership moved while the fetch waited
+            if not _serving(rm, tgt, part):  # leadership moved while the fetch waited
                 pr.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
                 pr.records = b""
                 continue
+            if isolation != FOLLOWER and _answer_consumer(stats, tgt, pr, part):
+                continue  # KIP-392: sent to its preferred read replica
             lg = part.log
             hw = lg.high_watermark
             limit_offset = _limit(part, isolation)
@@ -338,6 +423,25 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     return sliced
 
 
+def _answer_consumer(
+    stats: BrokerStats, tgt: _Target, pr: FetchPartitionResult, part: Partition
+) -> bool:
+    """Count a consumer's fetch of the partition (per partition, KIP-392); True when it is answered
+    with a preferred read replica instead of records (offsets as the leader knows them)."""
+    key = part.key
+    if tgt.preferred < 0:
+        stats.consumer_fetches[key] = stats.consumer_fetches.get(key, 0) + 1
+        return False
+    stats.preferred_replica_redirects[key] = stats.preferred_replica_redirects.get(key, 0) + 1
+    lg = part.log
+    pr.high_watermark = lg.high_watermark
+    pr.last_stable_offset = lg.last_stable_offset
+    pr.log_start_offset = lg.log_start_offset
+    pr.preferred_read_replica = tgt.preferred
+    pr.records = b""  # empty, not null, as Kafka sends (librdkafka skips a null set as size -1)
+    return True
+
+
 def _downconvert(blob: bytes, magic: int) -> bytes:
     from kafkalite.records.legacy import downconvert
 
@@ -378,7 +482,7 @@ def to_schema(result: FetchResult) -> Any:
                             _SchemaPart.AbortedTransaction(producer_id=pid, first_offset=first)
                             for pid, first in p.aborted_transactions
                         ],
-                        preferred_read_replica=-1,
+                        preferred_read_replica=p.preferred_read_replica,
                         records=p.records,
                     )
                     for p in t.partitions
