@@ -21,7 +21,11 @@ from kafkalite.protocol.schema import APIS
 
 _RESOURCE_TOPIC, _RESOURCE_BROKER = 2, 4
 _SET, _DELETE = 0, 1
-_DYNAMIC_SOURCES = (1,)  # DYNAMIC_TOPIC_CONFIG / DYNAMIC_BROKER_CONFIG: set on this very resource
+# DescribeConfigs' config_source of a value set on the resource itself
+_OWN_SOURCE = {
+    _RESOURCE_TOPIC: 1,
+    _RESOURCE_BROKER: 2,
+}  # DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG
 _CONTROLLER_TRIES = 20
 
 
@@ -157,7 +161,8 @@ def _dynamic_set(c: WireClient, resource_type: int, name: str, keys: Sequence[st
     r = resp.results[0]
     if r.error_code:
         return []
-    return [e.name for e in r.configs if e.name in keys and e.config_source in _DYNAMIC_SOURCES]
+    own = _OWN_SOURCE[resource_type]
+    return [e.name for e in r.configs if e.name in keys and e.config_source == own]
 
 
 def set_throttles(
