@@ -27,6 +27,7 @@ _OWN_SOURCE = {
     _RESOURCE_BROKER: 2,
 }  # DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG
 _CONTROLLER_TRIES = 20
+_PROGRESS_TIMEOUT_S = 5.0
 
 
 def read_file(path: str) -> str:
@@ -351,8 +352,12 @@ def _sizes(
     for b in sorted(brokers):
         if b not in nodes:
             continue  # not alive: unknown this round
-        try:
-            resp = cluster.connect(*nodes[b]).send(req)
+        host, port = nodes[b]
+        try:  # a fresh short-lived connection: a broker that stalls or restarts costs one round
+            with WireClient(
+                f"{host}:{port}", timeout=_PROGRESS_TIMEOUT_S, sasl_login=cluster.login
+            ) as c:
+                resp = c.send(req)
         except (CliError, OSError):
             continue  # a broker that does not answer shows as unknown this round
         for d in resp.results:

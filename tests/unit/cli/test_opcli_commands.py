@@ -276,3 +276,22 @@ def test_throttles_are_set_where_kafka_sets_them_and_cleared_only_where_set(
     assert log == [] and capsys.readouterr().out == ""
     with pytest.raises(CliError, match=r"configs of topic t: INVALID_CONFIG \(nope\)"):
         reassign.set_throttles(_FakeCluster(log, {}, refuse=True), current, target, 1)  # type: ignore[arg-type]
+
+
+def test_the_terminal_view_is_a_rich_table_of_the_adding_replicas() -> None:
+    from rich.console import Console
+
+    rows = plan.progress_rows(
+        {("t", 0): [4, 5]},
+        {("t", 0): 1},
+        {("t", 0): [1, 5]},
+        {(1, ("t", 0)): 4 << 20, (4, ("t", 0)): 1 << 20, (5, ("t", 0)): 4 << 20},
+    )
+    console = Console(file=io.StringIO(), width=160, color_system=None)
+    console.print(reassign._rich_view(rows, 3.0))
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "Partition reassignment in progress (3 s)" in text
+    lines = [ln for ln in text.splitlines() if "t-0" in ln]
+    assert len(lines) == 2
+    assert "1.0 MiB" in lines[0] and "3.0 MiB" in lines[0] and lines[0].rstrip(" │").endswith("no")
+    assert lines[1].rstrip(" │").endswith("yes")
