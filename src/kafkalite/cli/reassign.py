@@ -28,6 +28,7 @@ _OWN_SOURCE = {
 }  # DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG
 _CONTROLLER_TRIES = 20
 _PROGRESS_TIMEOUT_S = 5.0
+_METADATA_SETTLE_TRIES = 10
 
 
 def read_file(path: str) -> str:
@@ -285,8 +286,14 @@ def _partition_results(resp: Any) -> tuple[list[TP], list[str]]:
 
 
 def _verify_report(cluster: LoginCluster, target: Assignment, preserve: bool) -> int:
-    current, _ = current_assignment(cluster.bootstrap, [t for t, _ in target])
-    lines, done = plan.status_lines(target, current, ongoing(cluster))
+    in_flight = set(ongoing(cluster))
+    for _ in range(_METADATA_SETTLE_TRIES):
+        # a move the controller just finished reaches the brokers' metadata a moment later
+        current, _ = current_assignment(cluster.bootstrap, [t for t, _ in target])
+        if all(tp in in_flight or current.get(tp) == target[tp] for tp in target):
+            break
+        time.sleep(0.2)
+    lines, done = plan.status_lines(target, current, in_flight)
     print("\n".join(lines))
     if done and not preserve:
         clear_throttles(cluster, [t for t, _ in target])

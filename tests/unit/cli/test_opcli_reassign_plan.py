@@ -155,3 +155,34 @@ def test_kafkas_flag_form_becomes_the_subcommand() -> None:
     ]
     assert kafka_style(["reassign", "cancel", "--x"]) == ["reassign", "cancel", "--x"]
     assert kafka_style(["topics", "--execute"]) == ["topics", "--execute"]
+
+
+def test_brokers_view_counts_leaders_replicas_and_under_replicated_and_shows_dead_brokers() -> None:
+    from types import SimpleNamespace as NS
+
+    from kafkalite.cli.brokers import cluster_view, ranges
+
+    brokers = [
+        NS(broker_id=1, host="h", port=1, rack="a"),
+        NS(broker_id=2, host="h", port=2, rack="b"),
+    ]
+    topics = [
+        NS(name="t", error_code=0, partitions=[
+            NS(partition_index=0, leader_id=1, replica_nodes=[1, 2], isr_nodes=[1, 2]),
+            NS(partition_index=1, leader_id=2, replica_nodes=[2, 3], isr_nodes=[2]),
+            NS(partition_index=2, leader_id=1, replica_nodes=[1, 2], isr_nodes=[1]),
+        ]),
+        NS(name="gone", error_code=3, partitions=[]),
+    ]  # fmt: skip
+    views = cluster_view(brokers, 2, topics)
+    assert sorted(views) == [1, 2, 3]
+    assert views[1].summary() == {
+        "id": 1, "host": "h", "port": 1, "rack": "a", "controller": False, "alive": True,
+        "leaders": 2, "replicas": 2, "underReplicated": 1,
+    }  # fmt: skip
+    assert views[2].controller and views[2].out_of_isr == [("t", 2)]
+    assert views[2].under_replicated == [("t", 1), ("t", 2)]
+    dead = views[3]
+    assert not dead.alive and dead.host is None and dead.replicas == [("t", 1)]
+    assert dead.out_of_isr == [("t", 1)] and dead.led == []
+    assert ranges([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8" and ranges([4]) == "4" and ranges([]) == ""
