@@ -63,6 +63,44 @@ def _produce(bootstrap: str, n: int, tag: str) -> int:
     return acked[0]
 
 
+def _cancel_a_move_held_in_flight(
+    cluster: LocalCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A broker that is neither the controller nor the bootstrap is held still (SIGSTOP) while a
+    partition moves onto it: verify says in progress, a second execute is refused without
+    --additional, cancel puts the original replicas back."""
+    bs = cluster.bootstrap_servers  # the CLI talks to the first: broker 1
+    doc = json.loads(_cli(capsys, "brokers", "list", "--bootstrap-server", bs, "--output", "json"))
+    controller = next(b["id"] for b in doc if b["controller"])
+    joining = next(b for b in (2, 3) if b != controller)
+    out = _cli(capsys, "topics", "describe", TOPIC, "--bootstrap-server", bs, "--output", "json")
+    parts = json.loads(out)[0]["partitions"]
+    p = next(p for p in parts if joining not in p["replicas"])
+    original = p["replicas"]
+    moved = tmp_path / "one.json"
+    moved.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": TOPIC, "partition": p["partition"], "replicas": [original[0], joining]}
+    ]}))  # fmt: skip
+    args = ["--bootstrap-server", bs, "--reassignment-json-file", str(moved)]
+    cluster.brokers[joining].pause()
+    try:
+        _cli(capsys, "reassign", "execute", *args)
+        out = _cli(capsys, "reassign", "verify", *args)
+        assert f"Reassignment of partition {TOPIC}-{p['partition']} is still in progress." in out
+        code = main(["reassign", "execute", *args])
+        assert code == 1 and "--additional" in capsys.readouterr().err
+        # (throttle configs are left alone: clearing them asks every broker, the held one too)
+        out = _cli(capsys, "reassign", "cancel", *args, "--preserve-throttles")
+        assert (
+            f"Successfully cancelled partition reassignment(s) for: {TOPIC}-{p['partition']}" in out
+        )
+    finally:
+        cluster.brokers[joining].resume()
+    out = _cli(capsys, "reassign", "verify", *args)
+    now = ",".join(map(str, original))
+    assert f"but replica set is {now} rather than {original[0]},{joining}." in out, out
+
+
 def test_drain_a_broker_then_stop_it(
     cluster: LocalCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -71,6 +109,9 @@ def test_drain_a_broker_then_stop_it(
     _cli(capsys, "topics", "create", TOPIC, "--bootstrap-server", bs, "--partitions",
          str(PARTITIONS), "--replication-factor", "2")  # fmt: skip
     assert _produce(bs, 3000, "before") == 3000
+
+    _cancel_a_move_held_in_flight(cluster, tmp_path, capsys)
+    print(f"  {time.monotonic() - t0:5.1f} s: a move cancelled", file=sys.__stderr__)
 
     topics_file = tmp_path / "move.json"
     topics_file.write_text(json.dumps({"topics": [{"topic": TOPIC}], "version": 1}))

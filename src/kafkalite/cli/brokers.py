@@ -187,7 +187,12 @@ def ranges(ids: list[int]) -> str:
 
 def _run(a: argparse.Namespace) -> int:
     with connect(a) as c:
-        views = fetch_view(c)
+        try:
+            views = fetch_view(c)
+        except OSError as exc:  # the broker stopped answering (timeout, reset)
+            raise CliError(
+                f"{a.bootstrap_server} stopped answering: {exc.strerror or exc}"
+            ) from None
     (_list if a.action == "list" else _describe)(a, views)
     return 0
 

@@ -492,6 +492,8 @@ def _run(a: argparse.Namespace) -> int:
     cluster = connect_cluster(a)
     try:
         return fn(cluster, a)
+    except OSError as exc:  # a broker that stops answering mid-command (timeout, reset)
+        raise CliError(f"a broker stopped answering: {exc.strerror or exc}") from None
     finally:
         cluster.close()
 
