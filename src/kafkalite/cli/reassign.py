@@ -378,12 +378,13 @@ def _sizes(
     return out
 
 
-def snapshot(cluster: LoginCluster, only: set[TP] | None) -> list[plan.ReplicaProgress]:
-    """The adding replicas of every partition moving now (of `only`, when given) and their progress."""
+def snapshot(cluster: LoginCluster, only: set[TP] | None) -> list[plan.ReplicaProgress] | None:
+    """The adding replicas of every partition moving now (of `only`, when given) and their progress;
+    None when none of those partitions is moving (a move that only removes replicas has no row)."""
     moves = ongoing(cluster)
     adding = {tp: m[1] for tp, m in moves.items() if only is None or tp in only}
     if not adding:
-        return []
+        return None
     md = cluster.bootstrap.metadata(sorted({t for t, _ in adding}))
     leaders: dict[TP, int] = {}
     isr: dict[TP, list[int]] = {}
@@ -458,12 +459,14 @@ def watch(
         while True:
             rows = snapshot(cluster, only)
             elapsed = time.monotonic() - started
-            if not rows:
+            if rows is None:
                 break
             if live is not None:
                 live.update(_rich_view(rows, elapsed))
             else:
                 print(f"after {elapsed:.1f} s:", flush=True)
+                if not rows:
+                    print("  (moves in flight remove replicas only)", flush=True)
                 for r in rows:
                     print("  " + _row_text(r), flush=True)
             if timeout is not None and elapsed > timeout:

@@ -186,21 +186,23 @@ def test_watch_shows_each_adding_replica_until_no_move_is_left(
             {("t", 0): [1, 4]},
             {(1, ("t", 0)): 2048, (4, ("t", 0)): 2048},
         ),
-        [],
+        [],  # still listed, only removing replicas
+        None,
     ]
     seen: list[set[Any] | None] = []
 
-    def fake_snapshot(cluster: Any, only: set[Any] | None) -> list[plan.ReplicaProgress]:
+    def fake_snapshot(cluster: Any, only: set[Any] | None) -> list[plan.ReplicaProgress] | None:
         seen.append(only)
         return rounds.pop(0)
 
     monkeypatch.setattr(reassign, "snapshot", fake_snapshot)
     reassign.watch(object(), {("t", 0): [2, 4]}, 0.0, None)  # type: ignore[arg-type]
     out = capsys.readouterr().out.splitlines()
-    assert seen == [{("t", 0)}] * 3
+    assert seen == [{("t", 0)}] * 4
     assert [ln for ln in out if ln.startswith("  ")] == [
         "  t-0 replica 4 (leader 1): copied 512 B of 2.0 KiB (25%), lag 1.5 KiB, in ISR: no",
         "  t-0 replica 4 (leader 1): copied 2.0 KiB of 2.0 KiB (100%), lag 0 B, in ISR: yes",
+        "  (moves in flight remove replicas only)",
     ]
     assert out[-1].startswith("No reassignment of these partitions in progress after")
     rounds[:] = [plan.progress_rows({("t", 0): [4]}, {("t", 0): 1}, {}, {})] * 5
