@@ -1,4 +1,4 @@
-"""The `kafkalite` command: serve, topics (create|list|describe|delete|alter), produce, consume, groups, transactions, acls, users, quotas.
+"""The `kafkalite` command: serve, topics (create|list|describe|delete|alter), produce, consume, groups, transactions, acls, users, quotas, reassign, brokers, log-dirs.
 
 `kafkalite serve` with no arguments keeps data in ./data and listens on 127.0.0.1:9092.
 """
@@ -111,16 +111,19 @@ def build_parser() -> argparse.ArgumentParser:
     from kafkalite import __version__
     from kafkalite.cli import (
         acls,
+        brokers,
         clients,
         cluster,
         configs,
         dump_log,
         groups,
         leaders,
+        log_dirs,
         offsets_cmd,
         perf,
         pipeline,
         quotas,
+        reassign,
         topics,
         transactions,
         users,
@@ -178,6 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
     configs.add_parser(sub)
     leaders.add_parser(sub)
     offsets_cmd.add_parsers(sub)
+    log_dirs.add_parser(sub)
+    reassign.add_parser(sub)
+    brokers.add_parser(sub)
     dump_log.add_parser(sub)
     perf.add_parser(sub)
     return parser
@@ -200,7 +206,9 @@ def kafka_style_groups(argv: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        argv = kafka_style_groups(list(sys.argv[1:] if argv is None else argv))
+        from kafkalite.cli.reassign import kafka_style
+
+        argv = kafka_style(kafka_style_groups(list(sys.argv[1:] if argv is None else argv)))
         args = build_parser().parse_args(argv)
         return int(args.func(args) or 0)
     except CliError as exc:

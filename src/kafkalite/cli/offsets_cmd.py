@@ -1,5 +1,5 @@
-"""`kafkalite get-offsets`, `kafkalite delete-records` and `kafkalite log-dirs`, with the flags and output of
-kafka-get-offsets.sh, kafka-delete-records.sh and kafka-log-dirs.sh.
+"""`kafkalite get-offsets` and `kafkalite delete-records`, with the flags and output of
+kafka-get-offsets.sh and kafka-delete-records.sh (`log-dirs` is in cli.log_dirs).
 """
 
 from __future__ import annotations
@@ -193,59 +193,6 @@ def _delete_records(a: argparse.Namespace) -> int:
     return 0
 
 
-@exits_2
-def _log_dirs(a: argparse.Namespace) -> int:
-    if not a.describe:
-        raise CliError("kafkalite log-dirs needs --describe")
-    topics = set(split_list(a.topic_list))
-    try:
-        broker_ids = [int(b) for b in split_list(a.broker_list)]
-    except ValueError:
-        raise CliError("--broker-list expects broker ids like 0,1,2") from None
-    brokers = []
-    cluster = connect_cluster(a)
-    try:
-        nodes = cluster.nodes()
-        missing = [b for b in broker_ids if b not in nodes]
-        if missing:
-            raise CliError(f"no broker {', '.join(map(str, missing))} in the cluster")
-        ids = broker_ids or sorted(nodes)
-        if a.output != "json":
-            print("Querying brokers for log directories information")
-        cls: Any = APIS[35].request
-        for bid in ids:
-            resp = cluster.node(bid).send(cls(topics=None))
-            if getattr(resp, "error_code", 0):
-                raise CliError(f"broker {bid}: {ErrorCode(resp.error_code).name}")
-            dirs = []
-            for r in resp.results:
-                parts = [
-                    {
-                        "partition": f"{t.name}-{p.partition_index}",
-                        "size": p.partition_size,
-                        "offsetLag": p.offset_lag,
-                        "isFuture": bool(p.is_future_key),
-                    }
-                    for t in r.topics
-                    if not topics or t.name in topics
-                    for p in sorted(t.partitions, key=lambda p: p.partition_index)
-                ]
-                dirs.append(
-                    {
-                        "partitions": parts,
-                        "error": ErrorCode(r.error_code).name if r.error_code else None,
-                        "logDir": r.log_dir,
-                    }
-                )
-            brokers.append({"broker": bid, "logDirs": dirs})
-    finally:
-        cluster.close()
-    if a.output != "json":
-        print(f"Received log directory information from brokers {','.join(map(str, ids))}")
-    print_json({"brokers": brokers, "version": 1})
-    return 0
-
-
 def add_parsers(sub: Any) -> None:
     g = sub.add_parser(
         "get-offsets", help="offsets of partitions at a time (kafka-get-offsets.sh flags)"
@@ -279,14 +226,3 @@ def add_parsers(sub: Any) -> None:
     )
     add_output_argument(d)
     d.set_defaults(func=_delete_records)
-
-    ld = sub.add_parser(
-        "log-dirs", help="the log directories and partition sizes of brokers (kafka-log-dirs.sh)"
-    )
-    one_line_usage_errors(ld)
-    add_connection_arguments(ld)
-    ld.add_argument("--describe", action="store_true")
-    ld.add_argument("--topic-list", action="append", metavar="T1,T2")
-    ld.add_argument("--broker-list", action="append", metavar="0,1")
-    add_output_argument(ld)
-    ld.set_defaults(func=_log_dirs)

@@ -317,7 +317,10 @@ class ControllerMachine:
                     continue
             if st.leader in dead or any(r in dead for r in st.isr):
                 proposals[tp] = _without_brokers(st, dead)
-        return self._write("elect", proposals)
+        effects = self._write("elect", proposals)
+        if not effects:  # no election (e.g. a drained broker): still tell the others who is gone
+            effects.append(self._update_metadata(tuple(sorted(live)), ()))
+        return effects
 
     def _on_brokers_joined(self, joined: set[int]) -> list[Effect]:
         hosted = [tp for tp in self.all_partitions() if any(r in joined for r in self.replicas(tp))]
