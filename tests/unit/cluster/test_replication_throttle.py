@@ -139,7 +139,9 @@ class _Channel:
 
 
 def _partition(topic: str, partition: int, config: LogConfig, isr: tuple[int, ...] = ()) -> Any:
-    log = SimpleNamespace(config=config, leader_epoch_cache=SimpleNamespace(latest_epoch=3))
+    log = SimpleNamespace(
+        config=config, leader_epoch_cache=SimpleNamespace(latest_epoch=3), log_start_offset=0
+    )
     return SimpleNamespace(
         topic=topic,
         partition=partition,
