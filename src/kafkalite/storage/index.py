@@ -145,10 +145,12 @@ class _IndexFile:
         os.rename(self.path, path)
         self.path = path
 
-    def close(self) -> None:
+    def close(self, *, discard: bool = False) -> None:
+        """Write what is pending (dropped with `discard`: its directory is gone) and let go."""
         if not self.closed:
             try:
-                self.drain()
+                if not discard:
+                    self.drain()
             finally:
                 self.closed = True
                 self._cache.forget(self)
@@ -238,12 +240,12 @@ class _SparseIndex:
     def rename(self, path: Path) -> None:
         self._file.rename(path)
 
-    def close(self) -> None:
+    def close(self, *, discard: bool = False) -> None:
         try:
-            if not self._file.closed:
+            if not self._file.closed and not discard:
                 self._spill()
         finally:
-            self._file.close()
+            self._file.close(discard=discard)
 
 
 class OffsetIndex(_SparseIndex):

@@ -132,6 +132,7 @@ class Log(LogReads, LogProducers, LogRetention):
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._closed = False  # no more appends or flushes
         self._files_closed = False
+        self._deleted = False  # its directory is renamed for deletion: nothing more is written
         # compaction: offsets below this have been cleaned (maintained by the cleaner)
         self.first_dirty_offset = 0
         self.clock: Callable[[], int] = now_ms
@@ -751,7 +752,7 @@ class Log(LogReads, LogProducers, LogRetention):
             self._closed = True
             self._files_closed = True
             for s in segs:
-                s.close()
+                s.close(discard=self._deleted)
         self.remove_deleted_segments(force=True)
         with self._flush_cond:
             self._flush_cond.notify_all()
@@ -761,6 +762,7 @@ class Log(LogReads, LogProducers, LogRetention):
         being deleted, and FileSlices already handed out must stay valid for a while)."""
         with self._lock:
             self._closed = True
+            self._deleted = True
         with self._flush_cond:
             self._flush_cond.notify_all()
 

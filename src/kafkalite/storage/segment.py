@@ -610,15 +610,17 @@ class LogSegment:
         self.txn_index.rename(renamed(self.txn_index.path))
         self.suffix = new
 
-    def close(self) -> None:
+    def close(self, *, discard: bool = False) -> None:
+        """Close its files; with `discard` index entries not yet written are dropped (the
+        segment's directory was renamed for deletion: there is nowhere to write them)."""
         if self.closed:
             return
         self.closed = True
         try:
             self._cache.forget(self)
         finally:
-            self.offset_index.close()
-            self.time_index.close()
+            self.offset_index.close(discard=discard)
+            self.time_index.close(discard=discard)
             self.txn_index.close()
 
     def delete_files(self) -> None:

@@ -206,3 +206,18 @@ def test_background_threads(tmp_path: Path) -> None:
     assert not any(t.is_alive() for t in m._threads)
     cp = OffsetCheckpointFile(tmp_path / "d" / "log-start-offset-checkpoint").read()
     assert cp[("old", 0)] > 0
+
+
+def test_shutdown_right_after_a_delete_writes_nothing_into_the_renamed_dir(tmp_path: Path) -> None:
+    """A partition deleted (StopReplica, delete) just before a shutdown: its index entries not yet
+    written are dropped, not written to the old path, and the shutdown still ends clean."""
+    m = LogManager([tmp_path / "d"], LogConfig(index_interval_bytes=1))
+    m.startup()
+    lg = m.get_or_create_log("moved", 0)
+    for _ in range(20):  # an index entry per batch, pending in memory
+        lg.append(make_batch(3))
+    assert m.delete_log("moved", 0)
+    m.shutdown()  # removes the renamed dir at once
+    assert not (tmp_path / "d" / "moved-0").exists()
+    assert not any(n.endswith("-delete") for n in os.listdir(tmp_path / "d"))
+    assert (tmp_path / "d" / ".kafka_cleanshutdown").exists()
