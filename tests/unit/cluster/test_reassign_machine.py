@@ -1,6 +1,7 @@
 """The controller machine driven through partition moves on four brokers: start, completion once the
 target is in sync (leader handed over, removed replica deleted), cancel, replace, errors that change
-nothing, and a controller failover that resumes a move from the topic znode.
+nothing, a controller failover that resumes a move from the topic znode, and a topic deletion
+that waits for the moves of its partitions (Kafka: ineligible while a reassignment is in progress).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from kafkalite.cluster.controller.machine import (
     BrokerInfo,
     BrokersChanged,
     ControllerMachine,
+    DeleteTopicZNodes,
     LegacyReassignmentRequested,
     PartitionStatesWritten,
     ReassignmentRequested,
@@ -24,6 +26,7 @@ from kafkalite.cluster.controller.machine import (
     SendStopReplica,
     SendUpdateMetadata,
     Startup,
+    TopicDeletionRequested,
     TopicInfo,
     TopicsChanged,
     WriteLegacyReassignments,
@@ -274,3 +277,59 @@ def test_a_legacy_target_that_is_already_the_assignment_is_done_at_once() -> Non
     h.run(LegacyReassignmentRequested({("orders", 1): (2, 3, 4)}))
     assert legacy_writes(h) == [{}]
     assert h.m.reassignments() == {}
+
+
+def stopped(h: Harness) -> list[tuple[int, tuple[Any, ...]]]:
+    return sorted((e.broker_id, e.partitions) for e in h.sent(SendStopReplica))
+
+
+@pytest.mark.parametrize("finish", ["in sync", "leader dies first"])
+def test_deleting_a_topic_with_a_move_in_flight_waits_for_the_move(finish: str) -> None:
+    h = on_123()
+    h.reassign({TP: (2, 3, 4)})
+    h.run(TopicDeletionRequested(frozenset({"orders"})))
+    # held back: nothing deleted, the topic still served and its move still listed and running
+    assert not h.sent(DeleteTopicZNodes) and not h.sent(SendStopReplica)
+    assert "orders" in h.m.topics and h.m.deletion_held == {"orders"}
+    assert all(e.partitions[TP].state.leader == 1 for e in h.sent(SendUpdateMetadata))
+    assert h.m.reassignments() == {TP: ReplicaAssignment((2, 3, 4, 1), (4,), (1,))}
+    # the watch fires again: still held, nothing sent
+    h.run(TopicDeletionRequested(frozenset({"orders"})))
+    assert h.last == []
+    # a topic queued for deletion takes no new move, nor a cancel (as Kafka)
+    p1 = ("orders", 1)
+    assert h.reassign({p1: (1, 2, 3)}) == {p1: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    assert h.reassign({TP: None}) == {TP: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    if finish == "leader dies first":
+        # the leader (a removed replica) dies: leadership moves, the move (and deletion) wait on
+        h.run(BrokersChanged({i: broker(i) for i in (2, 3, 4, 5)}))
+        assert "orders" in h.m.topics and not h.sent(DeleteTopicZNodes)
+        h.isr((2, 3, 4))
+    else:
+        h.isr((1, 2, 3, 4))
+    # the move is done: the deletion goes ahead
+    assert DeleteTopicZNodes("orders") in h.last
+    assert "orders" not in h.m.topics and h.m.deletion_held == set()
+    assert ("orders", 0) in {tp for _b, tps in stopped(h) for tp in tps}
+
+
+def test_a_new_controller_holds_a_deletion_whose_topic_is_moving() -> None:
+    moving = TopicInfo("orders", TID, {0: (2, 3, 4, 1)}, {0: (4,)}, {0: (1,)})
+    still = TopicInfo("gone", uuid.uuid4(), {0: (1, 2, 3)})
+    states = {TP: LeaderIsr(1, 7, (1, 2, 3), 12), ("gone", 0): LeaderIsr(1, 3, (1, 2, 3), 4)}
+    h = Harness({"orders": moving, "gone": still}, states)
+    h.run(
+        Startup(
+            2,
+            {i: broker(i) for i in (1, 2, 3, 4, 5)},
+            {"orders": h.m.topics["orders"], "gone": h.m.topics["gone"]},
+            dict(h.m.leadership),
+            frozenset({"orders", "gone"}),
+        )
+    )
+    # the topic that does not move goes at once; the moving one waits, its move resumed
+    assert h.sent(DeleteTopicZNodes) == [DeleteTopicZNodes("gone")]
+    assert h.m.deletion_held == {"orders"} and "orders" not in h.m.deleting
+    assert 4 in {e.broker_id for e in h.sent(SendLeaderAndIsr) if TP in e.partitions}
+    h.isr((1, 2, 3, 4))
+    assert DeleteTopicZNodes("orders") in h.last and "orders" not in h.m.topics

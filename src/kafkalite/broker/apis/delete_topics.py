@@ -2,7 +2,7 @@
 
 Internal topics are refused; `delete.topic.enable=false` answers TOPIC_DELETION_DISABLED. In a cluster the
 answer waits until the controller has removed the topic from the metadata (or the request's timeout passed),
-as Kafka's DelayedDeleteTopics does.
+as Kafka's DelayedDeleteTopics does; a topic still there then is REQUEST_TIMED_OUT.
 """
 
 from __future__ import annotations
@@ -75,4 +75,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         deadline = time.monotonic() + max(request.timeout_ms, 0) / 1000
         while any(cache.topic(n) is not None for n in deleted) and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
+        # as Kafka's DelayedDeleteTopics: a topic still there when the timeout passed (its deletion
+        # may be held back, e.g. by a partition reassignment) is REQUEST_TIMED_OUT; it goes later
+        for r in results:
+            if r.error_code == 0 and r.name in deleted and cache.topic(r.name) is not None:
+                r.error_code = int(ErrorCode.REQUEST_TIMED_OUT)
     return DeleteTopicsResponse(throttle_time_ms=0, responses=results)

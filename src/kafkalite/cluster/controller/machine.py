@@ -56,10 +56,10 @@ from kafkalite.cluster.controller.leader_balance import (
 )
 from kafkalite.cluster.controller.reassignment import (
     ReplicaAssignment,
-    build_reassignment,
+    check_reassignments,
     is_complete,
     reassignment_step,
-    validate_target,
+    topics_being_reassigned,
 )
 from kafkalite.cluster.controller.states import (
     NO_LEADER,
@@ -158,6 +158,9 @@ class ControllerMachine:
         # topics whose deletion waits for replicas on brokers that are down (Kafka's "ineligible"
         # replicas): topic -> those brokers; the deletion finishes when each has been told
         self.deletion_waits: dict[str, set[int]] = {}
+        # topics marked for deletion while a partition of theirs moves (Kafka: ineligible, "topic
+        # reassignment in progress"): deleted once their moves are done
+        self.deletion_held: set[str] = set()
         self._pending: dict[str, _Pending] = {}
         self._writing: set[TopicPartition] = set()  # partitions with a ZooKeeper write in flight
         # reassignment steps held back by a write in flight: partition -> replicas to drop
@@ -234,7 +237,8 @@ class ControllerMachine:
         self.brokers = dict(ev.brokers)
         self.topics = dict(ev.topics)
         self.leadership = dict(ev.states)
-        self.deleting = set(ev.deleting)
+        self.deletion_held = set(ev.deleting) & topics_being_reassigned(ev.topics.values())
+        self.deleting = set(ev.deleting) - self.deletion_held
         self.deletion_waits.clear()
         self.shutting_down.clear()
         self._pending.clear()
@@ -384,9 +388,14 @@ class ControllerMachine:
     def _delete_topics(self, names: frozenset[str]) -> list[Effect]:
         effects: list[Effect] = []
         live = self.live
+        moving = topics_being_reassigned(self.topics.values())
         for name in sorted(names):
             if name in self.deletion_waits:
                 continue  # already under way, waiting for brokers that are down
+            if name in moving:
+                log.info("deletion of topic %s waits for its partition reassignments", name)
+                self.deletion_held.add(name)
+                continue
             info = self.topics.get(name)
             self.deleting.add(name)
             if info is None:
@@ -437,9 +446,19 @@ class ControllerMachine:
                 self._forget_topic(name)
         return effects
 
+    def _resume_held_deletions(self) -> list[Effect]:
+        """Moves finished: the topic deletions they held back go ahead."""
+        moving = topics_being_reassigned(
+            self.topics[n] for n in self.deletion_held if n in self.topics
+        )
+        ready = self.deletion_held - moving
+        self.deletion_held -= ready
+        return self._delete_topics(frozenset(ready)) if ready else []
+
     def _forget_topic(self, name: str) -> None:
         info = self.topics.pop(name, None)
         self.deleting.discard(name)
+        self.deletion_held.discard(name)
         self.deletion_waits.pop(name, None)
         if info is None:
             return
@@ -654,6 +673,7 @@ class ControllerMachine:
             effects.append(pending.election.reply(pending.request_id, ev.failed))
         # a partition left without a leader while its write was in flight gets one now
         effects += self._elect(self._needing_leader())
+        effects += self._resume_held_deletions()
         # an ISR that grew may complete a move; steps held back by this write go now
         effects += self._progress([*changed, *pending.states, *self._reassign_later])
         return effects
@@ -714,7 +734,9 @@ class ControllerMachine:
     # -- partition reassignment (KIP-455) ------------------------------------------------------------------
     def _reassign(self, ev: ReassignmentRequested) -> list[Effect]:
         """AlterPartitionReassignments: the latest request wins over /admin/reassign_partitions."""
-        results, accepted = self._check_reassignments(ev.targets)
+        results, accepted = check_reassignments(
+            ev.targets, self.assignment, self.live, self.deleting | self.deletion_held
+        )
         effects: list[Effect] = []
         if any(tp in self.legacy for tp in accepted):
             for tp in accepted:
@@ -730,7 +752,9 @@ class ControllerMachine:
         fresh = {tp: t for tp, t in ev.targets.items() if self.legacy.get(tp) != t}
         if not fresh:
             return []
-        results, accepted = self._check_reassignments(dict(fresh))
+        results, accepted = check_reassignments(
+            fresh, self.assignment, self.live, self.deleting | self.deletion_held
+        )
         for tp, (code, why) in results.items():
             if code != ErrorCode.NO_ERROR:
                 log.warning(
@@ -745,37 +769,6 @@ class ControllerMachine:
             or (tp in self.legacy and tp not in fresh)
         }
         return [WriteLegacyReassignments(dict(self.legacy)), *self._start_reassignments(accepted)]
-
-    def _check_reassignments(
-        self, targets: dict[TopicPartition, tuple[int, ...] | None]
-    ) -> tuple[
-        dict[TopicPartition, tuple[ErrorCode, str | None]], dict[TopicPartition, ReplicaAssignment]
-    ]:
-        """Validate every partition (Kafka's order and codes): (results, accepted assignments)."""
-        results: dict[TopicPartition, tuple[ErrorCode, str | None]] = {}
-        accepted: dict[TopicPartition, ReplicaAssignment] = {}
-        live = self.live
-        for tp, target in targets.items():
-            current = self.assignment(tp)
-            why = validate_target(current, target, live) if target is not None else None
-            if why is not None:
-                results[tp] = why
-                continue
-            new = build_reassignment(current, target)
-            if new is None:
-                results[tp] = (
-                    ErrorCode.NO_REASSIGNMENT_IN_PROGRESS,
-                    f"No reassignment in progress for {tp[0]}-{tp[1]}",
-                )
-            elif tp[0] in self.deleting or not current.replicas:
-                results[tp] = (
-                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                    "The partition does not exist.",
-                )
-            else:
-                accepted[tp] = new
-                results[tp] = (ErrorCode.NO_ERROR, None)
-        return results, accepted
 
     def _start_reassignments(
         self, accepted: dict[TopicPartition, ReplicaAssignment]

@@ -1,13 +1,14 @@
 """Partition reassignment (KIP-455) as pure decisions: the replica assignment with its adding and removing
-replicas, validation of a target, and each step of a move (start, switch to the target, cancel, replace).
+replicas, validation of requests, each step of a move, and which topic deletions a move holds back.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from kafkalite.cluster.controller.states import NO_LEADER, LeaderIsr
+from kafkalite.cluster.controller.events import TopicInfo
+from kafkalite.cluster.controller.states import NO_LEADER, LeaderIsr, TopicPartition
 from kafkalite.protocol.errors import ErrorCode
 
 
@@ -80,6 +81,46 @@ def build_reassignment(
     if target is None:
         return current.reassign_to(current.origin) if current.is_being_reassigned else None
     return current.reassign_to(target)
+
+
+Results = dict[TopicPartition, tuple[ErrorCode, str | None]]
+
+
+def check_reassignments(
+    targets: Mapping[TopicPartition, Sequence[int] | None],
+    assignment_of: Callable[[TopicPartition], ReplicaAssignment],
+    live: Collection[int],
+    deleting: Collection[str],
+) -> tuple[Results, dict[TopicPartition, ReplicaAssignment]]:
+    """Validate every partition of a request, in Kafka's order and with its codes: (results, the
+    assignments accepted). A topic queued for deletion answers UNKNOWN_TOPIC_OR_PARTITION, a cancel
+    too, as Kafka's controller skips reassignments of topics being deleted."""
+    results: Results = {}
+    accepted: dict[TopicPartition, ReplicaAssignment] = {}
+    for tp, target in targets.items():
+        current = assignment_of(tp)
+        why = validate_target(current, target, live) if target is not None else None
+        if why is not None:
+            results[tp] = why
+            continue
+        new = build_reassignment(current, target)
+        if new is None:
+            results[tp] = (
+                ErrorCode.NO_REASSIGNMENT_IN_PROGRESS,
+                f"No reassignment in progress for {tp[0]}-{tp[1]}",
+            )
+        elif tp[0] in deleting or not current.replicas:
+            results[tp] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist.")
+        else:
+            accepted[tp] = new
+            results[tp] = (ErrorCode.NO_ERROR, None)
+    return results, accepted
+
+
+def topics_being_reassigned(topics: Iterable[TopicInfo]) -> set[str]:
+    """Topics with a partition move in flight: Kafka's controller marks them ineligible for
+    deletion ("topic reassignment in progress"); their deletion waits until the moves are done."""
+    return {t.name for t in topics if any(t.adding.values()) or any(t.removing.values())}
 
 
 @dataclass(frozen=True, slots=True)
