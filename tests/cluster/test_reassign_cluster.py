@@ -6,15 +6,24 @@ then done, broker 1's copy gone), another move is cancelled, then moved through 
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer
-from confluent_kafka import TopicPartition as CkTopicPartition
+from cluster_support import (
+    QUIET,
+    AckedWriter,
+    controller_epoch,
+    controller_id,
+    exactly_once,
+    listed_reassignments,
+    partition_dirs,
+    read_all,
+    wait_until,
+)
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from kafka import KafkaAdminClient
 from kafka import TopicPartition as KpTopicPartition
@@ -33,7 +42,6 @@ from kafkalite.zkserver import ZooKeeperServer
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
-QUIET = {"log_level": 0}
 TOPIC = "moving"
 P0 = KpTopicPartition(TOPIC, 0)
 P1 = KpTopicPartition(TOPIC, 1)
@@ -57,61 +65,8 @@ def cluster(tmp_path: Path, zookeeper: ZooKeeperServer) -> Iterator[LocalCluster
         yield c
 
 
-class Writer(threading.Thread):
-    """Numbered records to both partitions; remembers where each was acknowledged."""
-
-    def __init__(self, bootstrap: str) -> None:
-        super().__init__(name="writer", daemon=True)
-        self.producer = Producer(
-            {
-                "bootstrap.servers": bootstrap,
-                "acks": "all",
-                "enable.idempotence": True,
-                "linger.ms": 5,
-                "message.timeout.ms": 60_000,
-                **QUIET,
-            }
-        )
-        self.acked: dict[bytes, tuple[int, int]] = {}
-        self.failed = 0
-        self.stop = threading.Event()
-
-    def _done(self, err: Any, msg: Any) -> None:
-        if err is None:
-            self.acked[msg.value()] = (msg.partition(), msg.offset())
-        else:
-            self.failed += 1
-
-    def run(self) -> None:
-        n = 0
-        while not self.stop.is_set():
-            if len(self.producer) > 1000:
-                self.producer.poll(0.05)
-                continue
-            self.producer.produce(
-                TOPIC, f"r{n:08d}".encode(), partition=n % 2, on_delivery=self._done
-            )
-            n += 1
-            if n % 20 == 0:
-                self.producer.poll(0.005)
-        self.producer.flush(60)
-
-
 def _read_all(bootstrap: str) -> list[tuple[int, int, bytes]]:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "checker", **QUIET})
-    ends = {p: c.get_watermark_offsets(CkTopicPartition(TOPIC, p), timeout=10)[1] for p in (0, 1)}
-    c.assign([CkTopicPartition(TOPIC, p, 0) for p in (0, 1)])
-    got: list[tuple[int, int, bytes]] = []
-    counts = dict.fromkeys(ends, 0)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and any(counts[p] < ends[p] for p in ends):
-        m = c.poll(0.5)
-        if m is None or m.error():
-            continue
-        got.append((m.partition(), m.offset(), m.value()))
-        counts[m.partition()] += 1
-    c.close()
-    return got
+    return read_all(bootstrap, TOPIC, 2)
 
 
 def _replicas(admin: AdminClient) -> dict[int, list[int]]:
@@ -120,40 +75,14 @@ def _replicas(admin: AdminClient) -> dict[int, list[int]]:
 
 
 def _dirs(cluster: LocalCluster, broker: int, partition: int) -> list[Path]:
-    base = cluster.brokers[broker].data_dir
-    return [d for d in base.rglob(f"{TOPIC}-{partition}") if d.is_dir()]
-
-
-def _controller_epoch(raw: KazooClient) -> int:
-    return zd.decode_controller_epoch(raw.get(zd.CONTROLLER_EPOCH)[0])
-
-
-def _controller(raw: KazooClient) -> int:
-    return zd.decode_controller(raw.get(zd.CONTROLLER)[0])
-
-
-def _listed(cluster: LocalCluster, raw: KazooClient) -> list[KpTopicPartition]:
-    """The moves the controller named in ZooKeeper lists, asked directly with a short timeout: a
-    client's metadata refresh may pick the SIGSTOPped broker and wait out its request timeout."""
-    try:
-        with WireClient(cluster.brokers[_controller(raw)].bootstrap, timeout=3) as wc:
-            resp = wc.send(ListPartitionReassignmentsRequest(topics=None))
-    except Exception:  # no controller yet, or it is just starting
-        return []
-    if resp.error_code != ErrorCode.NO_ERROR:
-        return []
-    return [KpTopicPartition(t.name, p.partition_index) for t in resp.topics for p in t.partitions]
+    return partition_dirs(cluster, broker, TOPIC, partition)
 
 
 T0 = [time.monotonic()]
 
 
 def _wait(what: str, check: Any, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
-    print(f"  {time.monotonic() - T0[0]:5.1f} s: {what}")
+    wait_until(what, check, timeout, T0[0])
 
 
 def test_move_a_partition_under_load_and_cancel_another(cluster: LocalCluster) -> None:
@@ -173,8 +102,8 @@ def test_move_a_partition_under_load_and_cancel_another(cluster: LocalCluster) -
     kadmin = KafkaAdminClient(bootstrap_servers=bs, request_timeout_ms=20_000)
     raw = KazooClient(hosts=cluster.zookeeper_connect)
     raw.start()
-    epoch = _controller_epoch(raw)
-    writer = Writer(bs)
+    epoch = controller_epoch(raw)
+    writer = AckedWriter(bs, TOPIC, 2)
     writer.start()
     try:
         _wait("first acknowledgements", lambda: len(writer.acked) > 500)
@@ -226,8 +155,8 @@ def test_move_a_partition_under_load_and_cancel_another(cluster: LocalCluster) -
                 grow.result(10)
             # a controller change in the middle: the next controller resumes from the znodes
             raw.delete(zd.CONTROLLER)
-            _wait("a new controller term", lambda: _controller_epoch(raw) > epoch, 5)
-            _wait("the move listed again", lambda: _listed(cluster, raw) == [P0], 10)
+            _wait("a new controller term", lambda: controller_epoch(raw) > epoch, 5)
+            _wait("the move listed again", lambda: listed_reassignments(cluster, raw) == [P0], 10)
         finally:
             cluster.brokers[joining].resume()
         _wait("the move to finish", lambda: kadmin.list_partition_reassignments() == {})
@@ -249,18 +178,13 @@ def test_move_a_partition_under_load_and_cancel_another(cluster: LocalCluster) -
         _wait("the leaving broker to delete its copy", lambda p=p: not _dirs(cluster, leaving, p))
     assert _dirs(cluster, joining, 0) and _dirs(cluster, joining, 1)
     print(
-        f"controller {controller} then {_controller(raw)}: {TOPIC}-0 and (after a cancel) "
+        f"controller {controller} then {controller_id(raw)}: {TOPIC}-0 and (after a cancel) "
         f"{TOPIC}-1 moved {origin} -> {target}"
     )
     raw.stop()
 
     got = _read_all(bs)
-    seen: dict[bytes, int] = {}
-    for _p, _o, v in got:
-        seen[v] = seen.get(v, 0) + 1
-    lost = [v for v in writer.acked if v not in seen]
-    duplicated = [v for v, n in seen.items() if n > 1]
-    misplaced = [v for p, o, v in got if v in writer.acked and writer.acked[v] != (p, o)]
+    lost, duplicated, misplaced = exactly_once(writer.acked, got)
     print(
         f"acknowledged {len(writer.acked)}, failed {writer.failed}, read {len(got)}, "
         f"lost {len(lost)}, duplicated {len(duplicated)}, misplaced {len(misplaced)}"
