@@ -114,7 +114,7 @@ def test_alter_and_describe_through_kafka_python(admin: KafkaAdminClient) -> Non
         ([("user", "x")], {"producer_byte_rate": -5}, "must be positive"),
         ([("user", "x")], {"bogus_rate": 5}, "Unknown quota key"),
         ([("user", "x")], {"controller_mutation_rate": 5}, "not enforced"),
-        ([("ip", "10.0.0.1")], {"producer_byte_rate": 5}, "ip quotas"),
+        ([("ip", "10.0.0.1")], {"producer_byte_rate": 5}, "only connection_creation_rate"),
         ([("user", "x"), ("user", "y")], {"producer_byte_rate": 5}, "Duplicate"),
         ([("group", "g")], {"producer_byte_rate": 5}, "Unknown quota entity type"),
     ],

@@ -1,5 +1,6 @@
 """The broker's client quotas: produce and fetch byte rates and request time per user / client id,
-loaded from the metadata store, altered through it, measured per request and turned into throttle times.
+loaded from the metadata store, altered through it, measured per request and turned into throttle times;
+and KIP-612's connection_creation_rate per ip entity, handed to the connection quotas that enforce it.
 
 Kafka's enforcement (KIP-219): the answer carries throttle_time_ms and the connection reads nothing more
 for that long; clients too old to back off themselves get their answer late instead.
@@ -10,11 +11,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 
 from kafkalite.cluster.metadata import MetadataStore
 from kafkalite.cluster.quota_data import describe_entity
 from kafkalite.security.quota import (
+    CONNECTION_CREATION_RATE,
     CONSUMER_BYTE_RATE,
     PRODUCER_BYTE_RATE,
     REQUEST_PERCENTAGE,
@@ -86,6 +88,9 @@ class ClientQuotas:
         self.request = ClientQuotaManager(REQUEST_PERCENTAGE, samples, window_ms, window_ms)
         self._entities: dict[QuotaEntity, dict[str, float]] = {}
         self.active = False  # any quota at all: when not, requests skip every quota step
+        # where the ip entities' connection_creation_rate go (the broker's ConnectionQuotas):
+        # called with {ip or "<default>": rate} on every change
+        self.on_ip_quotas: Callable[[Mapping[str, float]], None] | None = None
 
     async def load(self) -> None:
         self._entities = await asyncio.to_thread(self.store.client_quotas)
@@ -99,6 +104,16 @@ class ClientQuotas:
                 {e: v[manager.key] for e, v in self._entities.items() if manager.key in v}
             )
         self.active = self.produce.enabled or self.fetch.enabled or self.request.enabled
+        if self.on_ip_quotas is not None:
+            self.on_ip_quotas(self.ip_quotas())
+
+    def ip_quotas(self) -> dict[str, float]:
+        """connection_creation_rate per ip entity (`<default>`: every address without its own)."""
+        return {
+            e.ip: v[CONNECTION_CREATION_RATE]
+            for e, v in self._entities.items()
+            if e.ip is not None and CONNECTION_CREATION_RATE in v
+        }
 
     def entities(self) -> dict[QuotaEntity, dict[str, float]]:
         return {e: dict(v) for e, v in self._entities.items()}

@@ -1,10 +1,12 @@
 """Kafka's connection quotas (KIP-402, KIP-612): max.connections broker-wide and per listener, max.connections.per.ip
-with its overrides, and max.connection.creation.rate broker-wide and per listener; refusals logged at a bounded rate.
+with its overrides, max.connection.creation.rate broker-wide and per listener, and the ip entities'
+connection_creation_rate (per address, a token bucket each); refusals logged at a bounded rate.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import socket
 import time
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from kafkalite.broker.config import ConfigError
 from kafkalite.broker.config_defs import CONNECTION_QUOTA_CONFIGS
+from kafkalite.security.quota import DEFAULT_ENTITY
 
 if TYPE_CHECKING:
     from kafkalite.broker.connection import Connection
@@ -25,9 +28,19 @@ LISTENER_PREFIX = "listener.name."
 # the per-listener spellings Kafka accepts: listener.name.<listener>.max.connections / ...rate
 LISTENER_QUOTA_SUFFIXES = ("max.connections", "max.connection.creation.rate")
 REFUSAL_LOG_INTERVAL_S = 10.0
+REFUSAL_LOG_MAX_KEYS = 1024  # past this many reasons, the quiet ones are forgotten
+# Kafka bounds a connection's throttle time by one quota window (quota.window.size.seconds, 1 s)
+IP_THROTTLE_MAX_S = 1.0
+IP_BUCKET_SWEEP_S = 10.0  # how often full (idle) per-address buckets are dropped
 
 
-__all__ = ["CONNECTION_QUOTA_CONFIGS", "ConnectionLimits", "ConnectionQuotas", "ConnectionSlot"]
+__all__ = [
+    "CONNECTION_QUOTA_CONFIGS",
+    "ConnectionLimits",
+    "ConnectionQuotas",
+    "ConnectionSlot",
+    "Throttled",
+]
 
 
 def is_listener_quota_config(name: str) -> bool:
@@ -118,14 +131,30 @@ class ConnectionLimits:
 
 class TokenBucket:
     """A connection creation rate: `rate` per second on average, bursts of up to `rate` (one
-    second's worth) allowed."""
+    second's worth, at least one connection) allowed."""
 
     __slots__ = ("rate", "tokens", "stamp")
 
-    def __init__(self, rate: int) -> None:
+    def __init__(self, rate: float, now: float | None = None) -> None:
         self.rate = rate
-        self.tokens = float(max(rate, 1))
-        self.stamp = time.monotonic()
+        self.tokens = self.capacity
+        self.stamp = time.monotonic() if now is None else now
+
+    @property
+    def capacity(self) -> float:
+        return float(max(self.rate, 1))
+
+    def set_rate(self, rate: float, now: float) -> None:
+        """A new rate from now on: a higher one adds its larger burst at once, a lower one keeps
+        what was saved up, up to its own burst size."""
+        self.delay(now)
+        old_capacity = self.capacity
+        self.rate = rate
+        self.tokens = min(self.capacity, self.tokens + max(0.0, self.capacity - old_capacity))
+
+    def full(self, now: float) -> bool:
+        """Refilled to its burst size: no different from a new bucket, so it may be dropped."""
+        return self.delay(now) == 0.0 and self.tokens >= self.capacity
 
     def delay(self, now: float) -> float:
         """Seconds until one more connection may be created (0: now; no token is taken)."""
@@ -133,7 +162,7 @@ class TokenBucket:
             return 0.0
         if self.rate <= 0:
             return 1.0
-        self.tokens = min(float(max(self.rate, 1)), self.tokens + (now - self.stamp) * self.rate)
+        self.tokens = min(self.capacity, self.tokens + max(0.0, now - self.stamp) * self.rate)
         self.stamp = now
         return 0.0 if self.tokens >= 1.0 else (1.0 - self.tokens) / self.rate
 
@@ -153,6 +182,8 @@ class RefusalLog:
 
     def warn(self, key: str, message: str, *args: object) -> None:
         now = time.monotonic()
+        if len(self._last) >= REFUSAL_LOG_MAX_KEYS and key not in self._last:
+            self._forget_quiet(now)
         last = self._last.get(key)
         if last is not None and now - last < self.interval_s:
             self._suppressed[key] = self._suppressed.get(key, 0) + 1
@@ -163,6 +194,24 @@ class RefusalLog:
             message += " (and %d more like this in the last %.0f s)"
             args = (*args, more, now - last if last is not None else 0.0)
         log.warning(message, *args)
+
+    def _forget_quiet(self, now: float) -> None:
+        """Drop the reasons (often one per address) not logged within the interval: their next
+        refusal is logged at once, as it would be anyway, and the memory stays bounded."""
+        for key in [k for k, t in self._last.items() if now - t >= self.interval_s]:
+            del self._last[key]
+            self._suppressed.pop(key, None)
+
+
+class Throttled:
+    """A connection over its address's connection_creation_rate (KIP-612): accepted, never read,
+    and closed after `close_after_s` (Kafka closes a throttled connection once its throttle time
+    has passed, so a client reconnecting at once cannot spin)."""
+
+    __slots__ = ("close_after_s",)
+
+    def __init__(self, close_after_s: float) -> None:
+        self.close_after_s = close_after_s
 
 
 class ConnectionSlot:
@@ -211,6 +260,12 @@ class ConnectionQuotas:
         }
         self._waiters: list[asyncio.Future[None]] = []
         self.refusals = RefusalLog()
+        # KIP-612 ip entities: connection_creation_rate per address, else the `<default>` one
+        self.ip_rates: dict[str, float] = {}
+        self.ip_default_rate: float = INT_MAX
+        self._ip_buckets: dict[str, TokenBucket] = {}
+        self._next_ip_sweep = 0.0
+        self.throttled_per_ip_rate = 0
 
     def reconfigure(self, limits: ConnectionLimits) -> None:
         """New limits (AlterConfigs): open connections stay; waiting acceptors re-check."""
@@ -225,6 +280,65 @@ class ConnectionQuotas:
         if limits != old:
             log.info("connection quotas now %s", limits)
         self._wake()
+
+    def update_ip_quotas(self, quotas: Mapping[str, float], now: float | None = None) -> None:
+        """The ip entities' connection_creation_rate ({address or `<default>`: rate}), from the
+        client quotas on every change; new connections see them at once."""
+        rates: dict[str, float] = {}
+        for name, rate in quotas.items():
+            if name == DEFAULT_ENTITY:
+                continue
+            try:  # as the accepted peers' addresses are spelt
+                rates[_quota_address(ipaddress.ip_address(name).compressed)] = rate
+            except ValueError:
+                log.warning(
+                    "ignoring the connection_creation_rate of ip entity %r: not an IP", name
+                )
+        default = quotas.get(DEFAULT_ENTITY, INT_MAX)
+        if rates == self.ip_rates and default == self.ip_default_rate:
+            return
+        self.ip_rates, self.ip_default_rate = rates, default
+        now = time.monotonic() if now is None else now
+        for ip, bucket in list(self._ip_buckets.items()):
+            rate = self.ip_rate(ip)
+            if rate >= INT_MAX or rate <= 0:
+                del self._ip_buckets[ip]
+            elif rate != bucket.rate:
+                bucket.set_rate(rate, now)
+        log.info(
+            "ip connection_creation_rate quotas now: default %s, %d address(es) of their own",
+            "none" if default >= INT_MAX else f"{default:g}/s",
+            len(rates),
+        )
+
+    def ip_rate(self, ip: str) -> float:
+        """The connection_creation_rate of an address (INT_MAX: none)."""
+        return self.ip_rates.get(_quota_address(ip), self.ip_default_rate)
+
+    def ip_bucket_count(self) -> int:
+        return len(self._ip_buckets)
+
+    def _ip_throttle(self, ip: str, now: float) -> float:
+        """Seconds to throttle a new connection from `ip` for its connection_creation_rate (0: it
+        is within the rate, and counted against it)."""
+        ip = _quota_address(ip)
+        if now >= self._next_ip_sweep:
+            self._next_ip_sweep = now + IP_BUCKET_SWEEP_S
+            for idle in [a for a, b in self._ip_buckets.items() if b.full(now)]:
+                del self._ip_buckets[idle]
+        rate = self.ip_rate(ip)
+        if rate >= INT_MAX:
+            return 0.0
+        if rate <= 0:  # a quota of 0 lets nothing in from there
+            return IP_THROTTLE_MAX_S
+        bucket = self._ip_buckets.get(ip)
+        if bucket is None:
+            bucket = self._ip_buckets[ip] = TokenBucket(rate, now)
+        delay = bucket.delay(now)
+        if delay > 0:
+            return min(delay, IP_THROTTLE_MAX_S)
+        bucket.take()
+        return 0.0
 
     def protected(self, listener: str) -> bool:
         return listener == self.inter_broker_listener and len(self.listeners) > 1
@@ -299,9 +413,31 @@ class ConnectionQuotas:
             self._broker_rate.take()
         return 0.0
 
-    def admit(self, listener: str, ip: str, peer: str) -> ConnectionSlot | None:
-        """Count an accepted connection, or None when its address is at max.connections.per.ip
-        (the caller closes it at once, as Kafka does)."""
+    def admit(
+        self, listener: str, ip: str, peer: str, now: float | None = None
+    ) -> ConnectionSlot | Throttled | None:
+        """Count an accepted connection; Throttled when its address is over its ip entity's
+        connection_creation_rate (the caller closes it after the delay), None when the address is
+        at max.connections.per.ip (the caller closes it at once). As in Kafka, the rate is
+        checked first."""
+        throttle = self._ip_throttle(ip, time.monotonic() if now is None else now)
+        if throttle > 0:
+            self.throttled_per_ip_rate += 1
+            rate = self.ip_rate(ip)
+            self.refusals.warn(
+                "ip-rate",
+                "throttled new connection %s on listener %s: %s is over its connection creation "
+                "rate quota of %g/s (ip entity %s); it is closed unanswered after %.0f ms. Raise "
+                "connection_creation_rate of that ip entity (AlterClientQuotas) if clients there "
+                "legitimately connect this fast",
+                peer,
+                listener,
+                ip,
+                rate,
+                ip if _quota_address(ip) in self.ip_rates else DEFAULT_ENTITY,
+                throttle * 1000,
+            )
+            return Throttled(throttle)
         limit = self.limits.ip_limit(ip)
         count = self.per_ip.get(ip, 0)
         if count >= limit:
@@ -359,6 +495,14 @@ class ConnectionQuotas:
             for fut in waiters:
                 if not fut.done():
                     fut.set_result(None)
+
+
+def _quota_address(ip: str) -> str:
+    """An accepted peer's address as ip entities name it: an IPv4 client of a dual-stack listener
+    (`::ffff:10.0.0.1`) is its IPv4 address."""
+    if ip.startswith("::ffff:") and "." in ip:
+        return ip[7:]
+    return ip
 
 
 def close_least_recently_active(connections: Iterable[Connection], protected_listener: str) -> bool:

@@ -20,7 +20,7 @@ from kafkalite.broker.config import (
     Listener,
 )
 from kafkalite.broker.connection import Connection
-from kafkalite.broker.connection_quotas import ConnectionSlot
+from kafkalite.broker.connection_quotas import ConnectionSlot, Throttled
 from kafkalite.broker.tls import handshake_failure_reason, server_context, ssl_settings
 from kafkalite.cluster.metadata_cache import ListenerEndpoint
 
@@ -158,6 +158,8 @@ class Acceptor:
         self.listener = listener
         self.sockets = [sock]
         self._sock = sock
+        # connections over their ip entity's connection_creation_rate, closed after their delay
+        self._throttled: dict[socket.socket, asyncio.TimerHandle] = {}
         self._accepting = asyncio.get_running_loop().create_task(
             self._accept_loop(), name=f"accept-{listener.name}"
         )
@@ -209,6 +211,11 @@ class Acceptor:
         if slot is None:
             _close_now(sock)
             return
+        if isinstance(slot, Throttled):
+            self._throttled[sock] = asyncio.get_running_loop().call_later(
+                slot.close_after_s, self._close_throttled, sock
+            )
+            return
         task = asyncio.get_running_loop().create_task(self._open(sock, where, slot))
         self.listener.handshakes.add(task)
         task.add_done_callback(self.listener.handshakes.discard)
@@ -240,9 +247,17 @@ class Acceptor:
                 handshake_failure_reason(exc),
             )
 
+    def _close_throttled(self, sock: socket.socket) -> None:
+        self._throttled.pop(sock, None)
+        _close_now(sock)
+
     def close(self) -> None:
         self._accepting.cancel()
         self._sock.close()
+        for sock, timer in list(self._throttled.items()):
+            timer.cancel()
+            _close_now(sock)
+        self._throttled.clear()
 
     async def wait_closed(self) -> None:
         with contextlib.suppress(asyncio.CancelledError):

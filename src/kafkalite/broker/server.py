@@ -200,6 +200,8 @@ class BrokerServer:
             self.inter_broker_listener,
             lambda listener: close_least_recently_active(self.connections, listener),
         )
+        # KIP-612: the ip entities' connection_creation_rate, enforced where connections are accepted
+        self.client_quotas.on_ip_quotas = self.connection_quotas.update_ip_quotas
         self.advertised: list[Listener] = []
         self.sendfile_enabled = (
             str(config.get("kafkalite.sendfile.enable", "true")).lower() != "false"

@@ -1,5 +1,5 @@
 """Client quotas at rest: the single-node file in the data dir and the quota keys of Kafka's
-entity config znodes (/config/users/..., /config/clients/...), with their values as strings.
+entity config znodes (/config/users/..., /config/clients/..., /config/ips/...), values as strings.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 from collections.abc import Collection, Mapping
 
 from kafkalite.security.quota import (
-    CLIENT_QUOTA_KEYS,
+    QUOTA_KEYS,
     QuotaEntity,
     format_quota_value,
     validate_quota_value,
@@ -24,7 +24,7 @@ class QuotaDataError(ValueError):
 def quotas_from_config(config: Mapping[str, str]) -> dict[str, float]:
     """The quota keys of an entity's config (other keys, such as SCRAM credentials, are skipped)."""
     out: dict[str, float] = {}
-    for key in CLIENT_QUOTA_KEYS:
+    for key in QUOTA_KEYS:
         text = config.get(key)
         if text is None:
             continue
@@ -48,15 +48,23 @@ def apply_quota_changes(
     return out
 
 
+def _entry(e: QuotaEntity, values: Mapping[str, float]) -> dict[str, object]:
+    entry: dict[str, object] = {
+        "user": e.user,
+        "client-id": e.client_id,
+        "config": {k: format_quota_value(k, v) for k, v in sorted(values.items())},
+    }
+    if e.ip is not None:  # written only for ip entities: files without one read as before
+        entry["ip"] = e.ip
+    return entry
+
+
 def encode_quota_file(quotas: Mapping[QuotaEntity, Mapping[str, float]]) -> str:
     entries = [
-        {
-            "user": e.user,
-            "client-id": e.client_id,
-            "config": {k: format_quota_value(k, v) for k, v in sorted(values.items())},
-        }
+        _entry(e, values)
         for e, values in sorted(
-            quotas.items(), key=lambda kv: (kv[0].user or "", kv[0].client_id or "")
+            quotas.items(),
+            key=lambda kv: (kv[0].user or "", kv[0].client_id or "", kv[0].ip or ""),
         )
         if values
     ]
@@ -74,11 +82,11 @@ def decode_quota_file(text: str) -> dict[QuotaEntity, dict[str, float]]:
     for entry in doc["entities"]:
         if not isinstance(entry, dict) or not isinstance(entry.get("config"), dict):
             raise QuotaDataError(f"bad entity entry {entry!r}")
-        user, client = entry.get("user"), entry.get("client-id")
-        if not isinstance(user, str | None) or not isinstance(client, str | None):
+        user, client, ip = entry.get("user"), entry.get("client-id"), entry.get("ip")
+        if not all(isinstance(n, str | None) for n in (user, client, ip)):
             raise QuotaDataError(f"bad entity names in {entry!r}")
         try:
-            entity = QuotaEntity(user, client)
+            entity = QuotaEntity(user, client, ip)
         except ValueError as exc:
             raise QuotaDataError(str(exc)) from None
         out[entity] = quotas_from_config({str(k): str(v) for k, v in entry["config"].items()})
@@ -86,7 +94,9 @@ def decode_quota_file(text: str) -> dict[QuotaEntity, dict[str, float]]:
 
 
 def describe_entity(entity: QuotaEntity) -> str:
-    """A person's name for an entity, for log lines: user=alice, client-id=<default>."""
+    """A person's name for an entity, for log lines: user=alice, client-id=<default>, ip=10.0.0.1."""
+    if entity.ip is not None:
+        return f"ip={entity.ip}"
     parts = []
     if entity.user is not None:
         parts.append(f"user={entity.user}")

@@ -525,7 +525,7 @@ class KafkaZkClient:
         path = zd.group_config_path(group_id)
         return self.write_entity_config(path, zd.group_entity_path(group_id), config, version)
 
-    # -- client quotas: /config/users/<u>[/clients/<c>] and /config/clients/<c>
+    # -- client quotas: /config/users/<u>[/clients/<c>], /config/clients/<c>, /config/ips/<ip>
     def _children(self, path: str) -> list[str]:
         try:
             return list(self.zk.get_children(path))
@@ -542,6 +542,8 @@ class KafkaZkClient:
                 out.append(QuotaEntity(user, zd.desanitize_entity_name(c)))
         for c in self._children(zd.CONFIG_CLIENTS):
             out.append(QuotaEntity(None, zd.desanitize_entity_name(c)))
+        for ip in self._children(zd.CONFIG_IPS):
+            out.append(QuotaEntity(ip=zd.desanitize_entity_name(ip)))
         return out
 
     def mark_topic_for_deletion(self, name: str) -> None:

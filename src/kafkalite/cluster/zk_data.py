@@ -29,6 +29,7 @@ CONFIG_BROKERS = "/config/brokers"
 CONFIG_CHANGES = "/config/changes"
 CONFIG_USERS = "/config/users"
 CONFIG_CLIENTS = "/config/clients"
+CONFIG_IPS = "/config/ips"  # KIP-612: connection_creation_rate per IP address
 CONFIG_GROUPS = "/config/groups"  # kafkalite's: per-group configs (Kafka keeps them in KRaft only)
 DELETE_TOPICS = "/admin/delete_topics"
 REASSIGN_PARTITIONS = "/admin/reassign_partitions"
@@ -423,7 +424,9 @@ def user_config_path(user: str) -> str:
 
 def quota_entity_path(entity: QuotaEntity) -> str:
     """The entity path of a client quota, as /config/changes names it: "users/<u>",
-    "users/<u>/clients/<c>" or "clients/<c>" (`<default>` for a default entity)."""
+    "users/<u>/clients/<c>", "clients/<c>" or "ips/<ip>" (`<default>` for a default entity)."""
+    if entity.ip is not None:
+        return f"ips/{sanitize_entity_name(entity.ip)}"
     if entity.user is not None:
         base = f"users/{sanitize_entity_name(entity.user)}"
         if entity.client_id is None:
@@ -447,6 +450,8 @@ def parse_quota_entity_path(entity_path: str) -> QuotaEntity | None:
         return QuotaEntity(desanitize_entity_name(parts[1]), desanitize_entity_name(parts[3]))
     if len(parts) == 2 and parts[0] == "clients" and parts[1]:
         return QuotaEntity(None, desanitize_entity_name(parts[1]))
+    if len(parts) == 2 and parts[0] == "ips" and parts[1]:
+        return QuotaEntity(ip=desanitize_entity_name(parts[1]))
     return None
 
 

@@ -1,10 +1,12 @@
-"""Kafka's client quota arithmetic: the sampled rate, the throttle time, and KIP-55 entity precedence.
+"""Kafka's client quota arithmetic: the sampled rate, the throttle time, and KIP-55 entity precedence;
+the quota entities (user, client-id, and KIP-612's ip) and which keys each takes.
 
 Pure and clock-free: every call takes the time in milliseconds, so tests drive it with a fake clock.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -163,12 +165,18 @@ class QuotaEntity:
 
     QuotaEntity("alice", None) is /config/users/alice; QuotaEntity("<default>", "app") is
     /config/users/<default>/clients/app; QuotaEntity(None, "<default>") is /config/clients/<default>.
+    QuotaEntity(ip="10.0.0.1") is /config/ips/10.0.0.1 (KIP-612: an ip entity stands alone).
     """
 
     user: str | None = None
     client_id: str | None = None
+    ip: str | None = None
 
     def __post_init__(self) -> None:
+        if self.ip is not None:
+            if self.user is not None or self.client_id is not None:
+                raise ValueError(IP_COMBINATION_ERROR)
+            return
         if self.user is None and self.client_id is None:
             raise ValueError("a quota entity names a user, a client-id, or both")
 
@@ -223,8 +231,16 @@ PRODUCER_BYTE_RATE = "producer_byte_rate"
 CONSUMER_BYTE_RATE = "consumer_byte_rate"
 REQUEST_PERCENTAGE = "request_percentage"
 CONTROLLER_MUTATION_RATE = "controller_mutation_rate"
+CONNECTION_CREATION_RATE = "connection_creation_rate"  # KIP-612, the only key of an ip entity
 CLIENT_QUOTA_KEYS = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE)
+IP_QUOTA_KEYS = (CONNECTION_CREATION_RATE,)
+QUOTA_KEYS = CLIENT_QUOTA_KEYS + IP_QUOTA_KEYS
 _LONG_KEYS = frozenset({PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE})
+_INT_KEYS = frozenset({CONNECTION_CREATION_RATE})  # Kafka's type INT, at least 0
+IP_RATE_UNLIMITED = 2**31 - 1  # Kafka's default connection_creation_rate (Int.MaxValue): no quota
+IP_COMBINATION_ERROR = (
+    "Invalid quota entity combination, IP entity should not be used with user/client ID entity."
+)
 
 # entity types as the admin protocol names them
 ENTITY_USER = "user"
@@ -232,14 +248,29 @@ ENTITY_CLIENT_ID = "client-id"
 ENTITY_IP = "ip"
 
 
-def validate_quota_value(key: str, value: float) -> str | None:
-    """Why `key = value` cannot be a client quota, or None when it can."""
+def validate_quota_value(key: str, value: float, entity: QuotaEntity | None = None) -> str | None:
+    """Why `key = value` cannot be a quota (of `entity`, when given: an ip entity takes only
+    connection_creation_rate, user and client-id entities only the client keys), or None."""
     if key == CONTROLLER_MUTATION_RATE:
         return (
             "controller_mutation_rate quotas are not enforced by kafkalite, so they cannot be set"
         )
-    if key not in CLIENT_QUOTA_KEYS:
-        return f"Unknown quota key {key!r} (known: {', '.join(CLIENT_QUOTA_KEYS)})"
+    if entity is not None and entity.ip is not None:
+        if key not in IP_QUOTA_KEYS:
+            return (
+                f"Invalid configuration key {key!r} for an ip entity: "
+                f"it takes only {CONNECTION_CREATION_RATE}"
+            )
+    elif entity is not None and key in IP_QUOTA_KEYS:
+        return f"{key} is a quota of ip entities, not of user or client-id entities"
+    elif key not in QUOTA_KEYS:
+        return f"Unknown quota key {key!r} (known: {', '.join(QUOTA_KEYS)})"
+    if key in _INT_KEYS:
+        if not math.isfinite(value) or value < 0 or value > IP_RATE_UNLIMITED:
+            return f"{key} must be between 0 and {IP_RATE_UNLIMITED}, got {value}"
+        if value != math.floor(value):
+            return f"Configuration {key} must be a INT value, got {value}"
+        return None
     if not math.isfinite(value) or value <= 0:
         return f"{key} must be positive, got {value}"
     if key in _LONG_KEYS and value != math.floor(value):
@@ -249,16 +280,33 @@ def validate_quota_value(key: str, value: float) -> str | None:
 
 def format_quota_value(key: str, value: float) -> str:
     """The value as Kafka writes it in a config znode: a long for byte rates, a double otherwise."""
-    return str(int(value)) if key in _LONG_KEYS else repr(float(value))
+    return str(int(value)) if key in _LONG_KEYS or key in _INT_KEYS else repr(float(value))
+
+
+def canonical_ip(name: str) -> str:
+    """An ip entity's name as kafkalite keeps it: the address in its canonical text (`::1`,
+    `10.0.0.1`); ValueError for anything else (Kafka also resolves host names; kafkalite does not)."""
+    try:
+        return ipaddress.ip_address(name.strip()).compressed
+    except ValueError:
+        raise ValueError(
+            f"{name} is not a valid IP address (kafkalite's ip quota entities are IP "
+            "addresses, not host names)"
+        ) from None
 
 
 def entity_from_parts(parts: Mapping[str, str | None]) -> QuotaEntity:
     """An entity from the admin protocol's (type -> name or null for the default) pairs."""
-    unknown = set(parts) - {ENTITY_USER, ENTITY_CLIENT_ID}
-    if ENTITY_IP in unknown:
-        raise ValueError("ip quotas (connection_creation_rate) are not supported by kafkalite")
+    unknown = set(parts) - {ENTITY_USER, ENTITY_CLIENT_ID, ENTITY_IP}
     if unknown:
         raise ValueError(f"Unknown quota entity type(s): {', '.join(sorted(unknown))}")
+    if ENTITY_IP in parts:
+        if len(parts) > 1:
+            raise ValueError(IP_COMBINATION_ERROR)
+        ip = parts[ENTITY_IP]
+        if ip == "":
+            raise ValueError("an empty ip is not a quota entity; null means the default")
+        return QuotaEntity(ip=DEFAULT_ENTITY if ip is None else canonical_ip(ip))
 
     def name(kind: str) -> str | None:
         if kind not in parts:
@@ -274,10 +322,18 @@ def entity_from_parts(parts: Mapping[str, str | None]) -> QuotaEntity:
 def entity_parts(entity: QuotaEntity) -> list[tuple[str, str | None]]:
     """The admin protocol's (type, name or null for the default) pairs of an entity."""
     out: list[tuple[str, str | None]] = []
-    for kind, value in ((ENTITY_USER, entity.user), (ENTITY_CLIENT_ID, entity.client_id)):
+    for kind, value in _names(entity):
         if value is not None:
             out.append((kind, None if value == DEFAULT_ENTITY else value))
     return out
+
+
+def _names(entity: QuotaEntity) -> tuple[tuple[str, str | None], ...]:
+    return (
+        (ENTITY_USER, entity.user),
+        (ENTITY_CLIENT_ID, entity.client_id),
+        (ENTITY_IP, entity.ip),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,7 +345,7 @@ class QuotaFilter:
     match: str | None = None
 
     def accepts(self, entity: QuotaEntity) -> bool:
-        value = entity.user if self.entity_type == ENTITY_USER else entity.client_id
+        value = dict(_names(entity)).get(self.entity_type)
         if value is None:
             return False
         if self.match_type == 0:
@@ -314,6 +370,11 @@ def validate_filters(filters: list[QuotaFilter]) -> str | None:
             return "An exact match needs a name"
         if f.match_type != 0 and f.match is not None:
             return "Only an exact match takes a name"
+    if ENTITY_IP in seen and len(seen) > 1:
+        return (
+            "Invalid entity filter component combination, IP filter component should not be "
+            "used with user or clientId filter component."
+        )
     return None
 
 
@@ -328,11 +389,7 @@ def matching_entities(
         if not all(f.accepts(entity) for f in filters):
             continue
         if strict:
-            present = {
-                k
-                for k, v in ((ENTITY_USER, entity.user), (ENTITY_CLIENT_ID, entity.client_id))
-                if v is not None
-            }
+            present = {k for k, v in _names(entity) if v is not None}
             if present - kinds:
                 continue
         out.append(entity)

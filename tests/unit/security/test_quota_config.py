@@ -27,7 +27,9 @@ def test_values() -> None:
     assert "whole number" in (validate_quota_value("consumer_byte_rate", 1.5) or "")
     assert "positive" in (validate_quota_value("producer_byte_rate", 0) or "")
     assert "positive" in (validate_quota_value("request_percentage", float("nan")) or "")
-    assert "Unknown" in (validate_quota_value("connection_creation_rate", 5) or "")
+    assert "Unknown" in (validate_quota_value("bogus_rate", 5) or "")
+    # an ip entity's key (test_ipquota_config.py checks which entity may take it)
+    assert validate_quota_value("connection_creation_rate", 5) is None
     assert "not enforced" in (validate_quota_value("controller_mutation_rate", 5) or "")
     assert format_quota_value("producer_byte_rate", 1048576.0) == "1048576"
     assert format_quota_value("request_percentage", 12.5) == "12.5"
@@ -43,8 +45,8 @@ def test_entities_round_trip() -> None:
     for parts, entity in cases:
         assert entity_from_parts(parts) == entity
         assert dict(entity_parts(entity)) == parts
-    with pytest.raises(ValueError, match="ip quotas"):
-        entity_from_parts({"ip": "1.2.3.4"})
+    with pytest.raises(ValueError, match="IP entity should not be used with user"):
+        entity_from_parts({"ip": "1.2.3.4", "user": "alice"})
     with pytest.raises(ValueError, match="Unknown"):
         entity_from_parts({"topic": "t"})
     with pytest.raises(ValueError, match="empty"):

@@ -1,5 +1,5 @@
 """AlterClientQuotas (key 49): set or remove produce / consume byte rates and request percentages
-of user and client-id entities (null name: the default), through the metadata store.
+of user and client-id entities, and connection_creation_rate of ip entities (null name: the default).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def _plan(entry: Any) -> tuple[QuotaEntity, dict[str, float], set[str]]:
             raise ValueError(f"Duplicate {e.entity_type} entity type in one entity")
         parts[e.entity_type] = e.entity_name
     if not parts:
-        raise ValueError("An entity names a user, a client-id, or both")
+        raise ValueError("An entity names a user, a client-id, both, or an ip")
     entity = entity_from_parts(parts)
     upsert: dict[str, float] = {}
     remove: set[str] = set()
@@ -34,12 +34,12 @@ def _plan(entry: Any) -> tuple[QuotaEntity, dict[str, float], set[str]]:
         if op.key in upsert or op.key in remove:
             raise ValueError(f"Duplicate quota key {op.key!r} in one entity")
         if op.remove:
-            why = validate_quota_value(op.key, 1.0)  # only the key matters when removing
+            why = validate_quota_value(op.key, 1.0, entity)  # only the key matters to a removal
             if why is not None:
                 raise ValueError(why)
             remove.add(op.key)
             continue
-        why = validate_quota_value(op.key, op.value)
+        why = validate_quota_value(op.key, op.value, entity)
         if why is not None:
             raise ValueError(why)
         upsert[op.key] = op.value
