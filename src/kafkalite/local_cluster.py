@@ -76,13 +76,13 @@ class BrokerProcess:
             "-m",
             "kafkalite.cli.main",
             "serve",
-            "--data-dir",
-            str(self.data_dir),
             "--override",
             f"broker.id={self.broker_id}",
             "--override",
             f"listeners={self.listeners}",
         ]
+        if "log.dirs" not in self.props:  # a broker given its own log.dirs (JBOD) keeps them
+            args += ["--data-dir", str(self.data_dir)]
         for k, v in self.props.items():
             args += ["--override", f"{k}={v}"]
         self._log = open(self.log_path, "ab")  # noqa: SIM115 (closed in wait/kill)

@@ -139,6 +139,9 @@ class ZkBroker:
         )
         loop = asyncio.get_running_loop()
         self.zk.add_session_listener(asyncio_callback(loop, self._on_session))
+        server.log_manager.dir_failure_listeners.append(
+            asyncio_callback(loop, self._on_log_dir_failure)
+        )
         self._tasks.append(loop.create_task(self._isr_expiration(), name="isr-expiration"))
         self._tasks.append(loop.create_task(self._alter_partition_sender(), name="alter-partition"))
         self._config_changes_seen = await asyncio.to_thread(self.zk.config_changes)
@@ -218,6 +221,23 @@ class ZkBroker:
     def _forget_task(self, task: asyncio.Task[None]) -> None:
         if task in self._tasks:
             self._tasks.remove(task)
+
+    # -- a failed log dir (JBOD) ------------------------------------------------------------------------
+    def _on_log_dir_failure(self, d: Any) -> None:
+        self._spawn(self._report_log_dir_failure(str(d)), "log-dir-failure")
+
+    async def _report_log_dir_failure(self, d: str) -> None:
+        """Stop fetching the partitions of the failed dir and tell the controller (a log dir event
+        notification), which moves their leadership away and takes them out of their ISRs."""
+        offline = [p.key for p in self.server.replica_manager.partitions() if p.log.offline]
+        if self.fetchers is not None:
+            self.fetchers.remove_fetchers(offline)
+        log.warning(
+            "log dir %s failed: %d partitions offline here; notifying the controller",
+            d,
+            len(offline),
+        )
+        await asyncio.to_thread(self.zk.write_log_dir_event, self.broker_id)
 
     # -- the ZooKeeper session ------------------------------------------------------------------------
     def _on_session(self, state: str) -> None:

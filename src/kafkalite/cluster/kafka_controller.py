@@ -21,6 +21,7 @@ from kazoo.exceptions import KazooException
 
 from kafkalite.cluster import zk_data as zd
 from kafkalite.cluster.channel import ChannelError, ChannelManager
+from kafkalite.cluster.controller.events import LeaderAndIsrResponseReceived, LogDirEventNotified
 from kafkalite.cluster.controller.leader_balance import LeaderBalanceConfig
 from kafkalite.cluster.controller.machine import (
     AlterPartitionItem,
@@ -81,6 +82,7 @@ _TOPICS = "topics"
 _DELETIONS = "deletions"
 _LEGACY_REASSIGN = "reassign_partitions"
 _PREFERRED_ELECTION = "preferred_replica_election"
+_LOG_DIR_EVENTS = "log_dir_events"
 
 
 class KafkaController:
@@ -245,6 +247,12 @@ class KafkaController:
         elif item == _PREFERRED_ELECTION:
             await self._preferred_replica_election()
             return
+        elif item == _LOG_DIR_EVENTS:
+            failed = await asyncio.to_thread(self.zk.take_log_dir_events)
+            if not failed:
+                return
+            log.warning("log dir failures reported by brokers %s", sorted(failed))
+            event = LogDirEventNotified(frozenset(failed))
         else:
             event = item
         await self._execute(self.machine.handle(event))
@@ -298,6 +306,7 @@ class KafkaController:
             (zd.BROKER_IDS, _BROKERS),
             (zd.BROKER_TOPICS, _TOPICS),
             (zd.DELETE_TOPICS, _DELETIONS),
+            (zd.LOG_DIR_EVENT_NOTIFICATION, _LOG_DIR_EVENTS),
         ):
             await asyncio.to_thread(
                 self.zk.watch_children, path, asyncio_callback(loop, self._enqueue(what))
@@ -531,6 +540,12 @@ class KafkaController:
                             "broker %d answered %s with %s",
                             broker_id, type(request).__name__, ErrorCode.name_of(resp.error_code),
                         )  # fmt: skip
+                    elif isinstance(request, LeaderAndIsrRequest):
+                        offline = _storage_errors(request, resp)
+                        if offline:  # replicas in a failed log dir (Kafka's replicasOnOfflineDirs)
+                            self._queue.put_nowait(
+                                LeaderAndIsrResponseReceived(broker_id, epoch, offline)
+                            )
                     break
                 except ChannelError as exc:
                     attempt += 1
@@ -662,3 +677,15 @@ def _um_partition(cls: Any, part: int, controller_epoch: int, info: PartitionInf
         replicas=list(info.replicas),
         offline_replicas=list(info.offline),
     )
+
+
+def _storage_errors(request: Any, response: Any) -> frozenset[TopicPartition]:
+    """The partitions a LeaderAndIsr (v5+: topics by id) response answers KAFKA_STORAGE_ERROR."""
+    names = {t.topic_id: t.topic_name for t in request.topic_states}
+    out: set[TopicPartition] = set()
+    for t in response.topics or ():
+        name = names.get(t.topic_id)
+        for pe in t.partition_errors:
+            if name is not None and pe.error_code == ErrorCode.KAFKA_STORAGE_ERROR:
+                out.add((name, pe.partition_index))
+    return frozenset(out)

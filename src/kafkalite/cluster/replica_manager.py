@@ -168,6 +168,10 @@ class ReplicaManager:
                 )  # fmt: skip
                 change.errors[(topic, part)] = ErrorCode.STALE_CONTROLLER_EPOCH
                 continue
+            if existing is not None and existing.log.offline:
+                # its log dir failed: the controller takes the replica offline on this answer
+                change.errors[(topic, part)] = ErrorCode.KAFKA_STORAGE_ERROR
+                continue
             try:
                 p = self._ensure_partition(
                     topic, part, topic_ids.get(topic), (topic_configs or {}).get(topic)

@@ -441,6 +441,35 @@ class KafkaZkClient:
             makepath=True,
         )
 
+    # -- log dir failures ------------------------------------------------------------------------------
+    def write_log_dir_event(self, broker_id: int) -> None:
+        """A log dir of this broker failed: tell the controller (a sequential notification)."""
+        self.zk.create(
+            f"{zd.LOG_DIR_EVENT_NOTIFICATION}/{zd.LOG_DIR_EVENT_PREFIX}",
+            zd.encode_log_dir_event(broker_id),
+            sequence=True,
+            makepath=True,
+        )
+
+    def take_log_dir_events(self) -> set[int]:
+        """Read and delete every log dir event notification: the brokers they name (the
+        controller's, as Kafka's handles them)."""
+        brokers: set[int] = set()
+        for name in self._children(zd.LOG_DIR_EVENT_NOTIFICATION):
+            path = f"{zd.LOG_DIR_EVENT_NOTIFICATION}/{name}"
+            try:
+                data, _ = self.zk.get(path)
+                brokers.add(zd.decode_log_dir_event(data))
+            except NoNodeError:
+                continue
+            except zd.ZkDataError as exc:
+                log.error("ignoring %s: %s", path, exc)
+            try:
+                self.zk.delete(path)
+            except NoNodeError:
+                pass
+        return brokers
+
     def config_changes(self) -> set[str]:
         """The names of the /config/changes notifications present now."""
         try:

@@ -331,6 +331,21 @@ def decode_reassignment_request(data: bytes) -> dict[tuple[str, int], tuple[int,
     return out
 
 
+# -- /log_dir_event_notification/log_dir_event_<seq> (a broker's log dir failed) ---------------------------
+LOG_DIR_EVENT_PREFIX = "log_dir_event_"
+LOG_DIR_FAILURE = 1  # Kafka's LogDirEventNotificationHandler.LogDirFailure
+
+
+def encode_log_dir_event(broker_id: int, event: int = LOG_DIR_FAILURE) -> bytes:
+    return _dump({"version": 1, "broker": broker_id, "event": event})
+
+
+def decode_log_dir_event(data: bytes) -> int:
+    """The broker id of a log dir event notification."""
+    doc = _load(LOG_DIR_EVENT_NOTIFICATION, data)
+    return _int(LOG_DIR_EVENT_NOTIFICATION, doc, "broker")
+
+
 # -- /admin/preferred_replica_election (Kafka's kafka-preferred-replica-election.sh before ElectLeaders) ----
 def encode_preferred_replica_election(partitions: list[tuple[str, int]]) -> bytes:
     return _dump(

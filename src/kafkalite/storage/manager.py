@@ -112,6 +112,9 @@ class LogManager:
         self._log_dir_of: dict[TopicPartition, Path] = {}
         self._topic_overrides: dict[str, dict[str, str]] = {}
         self._lock_fds: list[int] = []
+        # called (on the failing thread) once per log dir that goes offline: the broker tells its
+        # controller (cluster mode) and stops fetching the dir's partitions
+        self.dir_failure_listeners: list[Callable[[Path], None]] = []
         self._pending_dir_deletes: list[tuple[int, Path, Log]] = []
         self.last_shutdown_clean = True  # every log dir had the clean-shutdown marker at startup
         self._stop = threading.Event()
@@ -344,6 +347,11 @@ class LogManager:
                 "then restart: the logs there are recovered from their last flushed state.",
                 d, type(exc).__name__, where, exc.strerror or exc, len(victims),
             )  # fmt: skip
+            for fn in list(self.dir_failure_listeners):
+                try:
+                    fn(d)
+                except Exception:
+                    log.exception("log dir failure listener failed")
 
     def get_or_create_log(
         self,

@@ -87,7 +87,9 @@ def topic_entry(ctx: RequestContext, info: TopicMetadata, include_ops: bool = Fa
                 leader_epoch=pm.leader_epoch,
                 replica_nodes=list(pm.replicas),
                 isr_nodes=list(pm.isr),
-                offline_replicas=[r for r in pm.replicas if not alive(r)],
+                offline_replicas=[
+                    r for r in pm.replicas if not alive(r) or r in pm.offline_replicas
+                ],
             )
             for pm in info.partitions
         ],

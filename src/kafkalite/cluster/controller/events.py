@@ -128,6 +128,23 @@ class LegacyReassignmentRequested:
     targets: dict[TopicPartition, tuple[int, ...]]
 
 
+@dataclass(frozen=True)
+class LogDirEventNotified:
+    """/log_dir_event_notification named these brokers: a log dir of theirs failed."""
+
+    broker_ids: frozenset[int]
+
+
+@dataclass(frozen=True)
+class LeaderAndIsrResponseReceived:
+    """A broker (at `broker_epoch`) answered LeaderAndIsr with KAFKA_STORAGE_ERROR for these
+    partitions: their replicas there are in an offline log dir."""
+
+    broker_id: int
+    broker_epoch: int
+    storage_errors: frozenset[TopicPartition]
+
+
 Event = (
     Startup
     | BrokersChanged
@@ -141,6 +158,8 @@ Event = (
     | LeaderImbalanceCheck
     | ReassignmentRequested
     | LegacyReassignmentRequested
+    | LogDirEventNotified
+    | LeaderAndIsrResponseReceived
 )
 
 

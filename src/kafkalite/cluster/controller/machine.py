@@ -26,9 +26,11 @@ from kafkalite.cluster.controller.events import (
     DeleteTopicZNodes,
     Effect,
     Event,
+    LeaderAndIsrResponseReceived,
     LeaderElectionRequested,
     LeaderImbalanceCheck,
     LegacyReassignmentRequested,
+    LogDirEventNotified,
     PartitionInfo,
     PartitionStatesReloaded,
     PartitionStatesWritten,
@@ -53,6 +55,11 @@ from kafkalite.cluster.controller.leader_balance import (
     ElectionDecision,
     decide_elections,
     rebalance_candidates,
+)
+from kafkalite.cluster.controller.offline_dirs import (
+    newly_offline,
+    offline_replica_proposals,
+    usable_replicas,
 )
 from kafkalite.cluster.controller.reassignment import (
     ReplicaAssignment,
@@ -167,6 +174,9 @@ class ControllerMachine:
         self._reassign_later: dict[TopicPartition, set[int]] = {}
         # moves asked for through /admin/reassign_partitions that still run: partition -> target
         self.legacy: dict[TopicPartition, tuple[int, ...]] = {}
+        # replicas in a failed log dir of a live broker (Kafka's replicasOnOfflineDirs): partition
+        # -> those brokers; forgotten when the broker dies or comes back (it recovers its dirs)
+        self.offline_replicas: dict[TopicPartition, set[int]] = {}
         self._next_tag = 0
 
     # -- queries ---------------------------------------------------------------------------------------
@@ -229,6 +239,10 @@ class ControllerMachine:
             return self._legacy_reassign(event)
         if isinstance(event, LeaderImbalanceCheck):
             return self._rebalance_check(event.per_broker_percentage)
+        if isinstance(event, LogDirEventNotified):
+            return self._log_dir_event(event.broker_ids)
+        if isinstance(event, LeaderAndIsrResponseReceived):
+            return self._replicas_offline(event)
         return self._leader_election(event)
 
     # -- startup and membership -----------------------------------------------------------------------------
@@ -245,6 +259,7 @@ class ControllerMachine:
         self._writing.clear()
         self._reassign_later.clear()
         self.legacy.clear()
+        self.offline_replicas.clear()
         self.partition_states.clear()
         self.replica_states.clear()
         live = self.live
@@ -292,6 +307,8 @@ class ControllerMachine:
         joined = {b for b in brokers if b not in old or brokers[b].epoch != old[b].epoch}
         self.brokers = dict(brokers)
         self.shutting_down -= dead
+        for gone in self.offline_replicas.values():
+            gone -= dead | joined  # a new incarnation reports its failed dirs again
         effects: list[Effect] = []
         if dead:
             log.info("brokers %s are gone", sorted(dead))
@@ -364,10 +381,10 @@ class ControllerMachine:
 
     def _elect(self, tps: Iterable[TopicPartition]) -> list[Effect]:
         """Leaders for partitions that have none (new or offline)."""
-        live = self.live - self.shutting_down
         proposals: dict[TopicPartition, LeaderIsr] = {}
         new: set[TopicPartition] = set()
         for tp in tps:
+            live = usable_replicas(tp, self.live - self.shutting_down, self.offline_replicas)
             replicas = self.replicas(tp)
             st = self.leadership.get(tp)
             if st is None:
@@ -465,6 +482,7 @@ class ControllerMachine:
         for p in info.assignment:
             tp = (name, p)
             self._reassign_later.pop(tp, None)
+            self.offline_replicas.pop(tp, None)
             self.leadership.pop(tp, None)
             self.partition_states.pop(tp, None)
             for r in info.assignment[p]:
@@ -537,7 +555,12 @@ class ControllerMachine:
             ):
                 rejected[tp] = ErrorCode.INVALID_REQUEST
             elif any(
-                r not in st.isr and (r not in self.brokers or r in self.shutting_down)
+                r not in st.isr
+                and (
+                    r not in self.brokers
+                    or r in self.shutting_down
+                    or r in self.offline_replicas.get(tp, ())
+                )
                 for r in item.new_isr
             ):
                 rejected[tp] = ErrorCode.INELIGIBLE_REPLICA
@@ -694,7 +717,8 @@ class ControllerMachine:
             st = LeaderIsr(LEADER_DURING_DELETE, -1, (), -1)  # brokers forget it (UpdateMetadata)
         else:
             st = self.leadership.get(tp) or LeaderIsr(NO_LEADER, -1, (), -1)
-        offline = tuple(r for r in replicas if r not in self.brokers)
+        gone = self.offline_replicas.get(tp, ())
+        offline = tuple(r for r in replicas if r not in self.brokers or r in gone)
         return PartitionInfo(st, replicas, offline, is_new)
 
     def _send_leader_and_isr(
@@ -872,4 +896,62 @@ class ControllerMachine:
                     "replica of %s-%d on broker %d (down) left the assignment; its log stays there",
                     tp[0], tp[1], r,
                 )  # fmt: skip
+        return effects
+
+    # -- failed log dirs (JBOD); decisions in offline_dirs --------------------------------------------------
+    def _log_dir_event(self, broker_ids: frozenset[int]) -> list[Effect]:
+        """A broker's log dir failed: send it LeaderAndIsr for every replica it hosts; it answers
+        KAFKA_STORAGE_ERROR for those in an offline dir (LeaderAndIsrResponseReceived)."""
+        effects: list[Effect] = []
+        for b in sorted(broker_ids & self.live):
+            hosted = [
+                tp
+                for tp in self.all_partitions()
+                if b in self.replicas(tp) and tp in self.leadership and tp[0] not in self.deleting
+            ]
+            effects += self._send_leader_and_isr(hosted, only={b})
+        return effects
+
+    def _replicas_offline(self, ev: LeaderAndIsrResponseReceived) -> list[Effect]:
+        """Replicas of a live broker in an offline log dir: OfflineReplica; their partitions get a
+        new leader or lose the replica from their ISR."""
+        b = self.brokers.get(ev.broker_id)
+        if b is None or b.epoch != ev.broker_epoch:
+            return []  # an answer of an earlier incarnation
+        tps = [
+            tp for tp in ev.storage_errors if tp[0] in self.topics and tp[0] not in self.deleting
+        ]
+        assignments = {tp: self.replicas(tp) for tp in tps}
+        # a partition with a write in flight is left for the broker's answer to the LeaderAndIsr
+        # that follows that write (it reports the same storage error again)
+        fresh = [
+            tp
+            for tp in newly_offline(ev.broker_id, tps, assignments, self.offline_replicas)
+            if tp not in self._writing
+        ]
+        if not fresh:
+            return []
+        log.warning(
+            "replicas on broker %d are in an offline log dir: %s",
+            ev.broker_id, ", ".join(f"{t}-{p}" for t, p in fresh),
+        )  # fmt: skip
+        for tp in fresh:
+            self.offline_replicas.setdefault(tp, set()).add(ev.broker_id)
+            replica_transition(self.replica_states, tp, ev.broker_id, R.OFFLINE)
+        proposals = offline_replica_proposals(
+            ev.broker_id,
+            fresh,
+            self.leadership,
+            assignments,
+            self.live - self.shutting_down,
+            self.offline_replicas,
+            self.unclean,
+        )
+        for tp, st in proposals.items():
+            if st.leader == NO_LEADER:
+                partition_transition(self.partition_states, tp, P.OFFLINE)
+        effects = self._write("elect", proposals)
+        unwritten = [tp for tp in fresh if tp not in proposals]
+        if unwritten:  # no leadership change, but every broker lists the replica as offline
+            effects.append(self._update_metadata(tuple(sorted(self.live)), unwritten))
         return effects
