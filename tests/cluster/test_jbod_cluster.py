@@ -5,6 +5,7 @@ producer keeps succeeding, and broker 1 keeps leading the partitions in its heal
 
 from __future__ import annotations
 
+import os
 import subprocess
 import threading
 import time
@@ -18,12 +19,15 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkalite.cli.wire import WireClient
 from kafkalite.local_cluster import LocalCluster
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.messages.admin import DescribeLogDirsRequest
 from kafkalite.zkserver import ZooKeeperServer
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 TOPIC = "jbod"
 X = 1  # the broker with two log dirs
+DEBUG = {"debug": "eos,topic,msg", "log_level": 7} if os.environ.get("JBOD_DEBUG") else {}
 
 
 @pytest.fixture
@@ -47,7 +51,7 @@ class Writer(threading.Thread):
         super().__init__(name="writer", daemon=True)
         self.producer = Producer(
             {"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-             "linger.ms": 5, "message.timeout.ms": 60_000, "log_level": 0}
+             "linger.ms": 5, "message.timeout.ms": 60_000, "log_level": 0, **DEBUG}
         )  # fmt: skip
         self.acked: list[tuple[int, float]] = []  # (partition, when)
         self.failed = 0
@@ -135,6 +139,16 @@ def test_a_failed_log_dir_moves_leadership_away_and_the_broker_keeps_serving(
                 assert X not in md[p][1] and md[p][2] == [X], md  # out of ISR, listed offline
             for p in on_healthy:
                 assert md[p][0] == X, md  # still led by broker 1
+            # DescribeLogDirs on broker 1: the failed dir with its error, the other with its logs
+            with WireClient(c.brokers[X].bootstrap, timeout=5) as wc:
+                dirs = {r.log_dir: r for r in wc.send(DescribeLogDirsRequest(topics=None)).results}
+            bad = dirs[str((small_disk / "logs").resolve())]
+            good = dirs[str(healthy.resolve())]
+            assert bad.error_code == ErrorCode.KAFKA_STORAGE_ERROR and not bad.topics
+            assert good.error_code == 0
+            assert {
+                p.partition_index for t in good.topics if t.name == TOPIC for p in t.partitions
+            } == on_healthy
             # the producer keeps succeeding on every partition after the move
             since = time.monotonic()
             while time.monotonic() < since + 15:

@@ -12,11 +12,14 @@ import time
 import uuid
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from kafkalite.cluster.errors import NotLeaderOrFollower, UnknownTopicOrPartition
 from kafkalite.cluster.partition import LeaderAndIsrState, Partition
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.storage import Log, LogManager
+from kafkalite.storage.errors import StorageError
+from kafkalite.storage.log_dir_move import ReplicaMove
 from kafkalite.storage.types import AppendResult, FetchDataInfo
 
 log = logging.getLogger("kafkalite.cluster.replica_manager")
@@ -61,6 +64,27 @@ class ReplicaManager:
 
     def partitions(self) -> list[Partition]:
         return list(self._partitions.values())
+
+    # -- log dirs (JBOD) ----------------------------------------------------------------------------
+    def alter_replica_log_dir(self, topic: str, partition: int, path: str) -> ErrorCode:
+        """AlterReplicaLogDirs for one replica: move its log to the log dir `path`, online. A
+        replica not hosted here has the dir remembered for its creation and answers
+        NOT_LEADER_OR_FOLLOWER, as Kafka's does."""
+        try:
+            here = self.log_manager.alter_log_dir(topic, partition, path)
+        except StorageError as exc:
+            log.warning("AlterReplicaLogDirs of %s-%d to %s: %s", topic, partition, path, exc)
+            return exc.error_code
+        if here and (topic, partition) in self._partitions:
+            return ErrorCode.NO_ERROR
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+    def log_dir_moves(self) -> dict[TopicPartition, ReplicaMove]:
+        """Replicas being moved to another log dir (their future logs), for DescribeLogDirs."""
+        return self.log_manager.moves()
+
+    def offline_log_dirs(self) -> set[Path]:
+        return set(self.log_manager.offline_dirs)
 
     def hosts_topic(self, topic: str) -> bool:
         return any(t == topic for t, _ in self._partitions)

@@ -53,6 +53,12 @@ class LogDirOffline(LogClosed):
     error_code = ErrorCode.KAFKA_STORAGE_ERROR
 
 
+class LogDirNotFound(StorageError):
+    """AlterReplicaLogDirs named a directory that is not one of this broker's log dirs."""
+
+    error_code = ErrorCode.LOG_DIR_NOT_FOUND
+
+
 class OutOfOrderSequence(StorageError):
     """An idempotent producer's batch skips sequence numbers."""
 

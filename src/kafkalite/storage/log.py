@@ -757,6 +757,30 @@ class Log(LogReads, LogProducers, LogRetention):
         with self._flush_cond:
             self._flush_cond.notify_all()
 
+    def take_place_of_files(self, finish: Callable[[], Log]) -> tuple[LogSegment, ...]:
+        """A move to another log dir ends: under this log's lock (appends wait), `finish()` returns
+        the caught-up copy reopened in its final place, and this log takes over its directory,
+        segments, leader-epoch cache and producer state; the high watermark stays. Returns the old
+        segments, for the caller to close once in-flight reads are done."""
+        with self._lock:
+            if self._closed:
+                raise self._closed_error()
+            self.remove_deleted_segments(force=True)
+            new = finish()
+            old = self._segments
+            self.dir = new.dir
+            self._set_segments(new._segments)
+            self._leo = new._leo
+            self._log_start = new._log_start
+            self._recovery_point = new._recovery_point
+            self._hw = min(max(self._hw, self._log_start), self._leo)
+            self.leader_epoch_cache = new.leader_epoch_cache
+            self._latest_epoch = new._latest_epoch
+            self._producer_state = new._producer_state
+            self.recovery = new.recovery
+            self._dir_dirty = True
+            return old
+
     def mark_deleted(self) -> None:
         """Refuse further appends and flushes; reads keep working until `close()` (the topic is
         being deleted, and FileSlices already handed out must stay valid for a while)."""

@@ -25,10 +25,16 @@ from kafkalite.storage.checkpoint import (
 )
 from kafkalite.storage.cleaner import LogCleaner
 from kafkalite.storage.config import LogConfig
-from kafkalite.storage.errors import InvalidConfig, KafkaStorageError
+from kafkalite.storage.errors import InvalidConfig, KafkaStorageError, LogClosed, LogDirNotFound
 from kafkalite.storage.file_cache import default_capacity, process_file_cache
 from kafkalite.storage.latency import LatencyHistogram
 from kafkalite.storage.log import Log
+from kafkalite.storage.log_dir_move import (
+    FUTURE_DIR_SUFFIX,
+    ReplicaMove,
+    RetiredSegments,
+    future_dir,
+)
 from kafkalite.storage.types import MIN_FD_GRACE_MS, now_ms, parse_topic_partition
 
 log = logging.getLogger(__name__)
@@ -115,7 +121,15 @@ class LogManager:
         # called (on the failing thread) once per log dir that goes offline: the broker tells its
         # controller (cluster mode) and stops fetching the dir's partitions
         self.dir_failure_listeners: list[Callable[[Path], None]] = []
-        self._pending_dir_deletes: list[tuple[int, Path, Log]] = []
+        self._pending_dir_deletes: list[tuple[int, Path, Log | RetiredSegments]] = []
+        # AlterReplicaLogDirs: logs being copied to another dir, and the dirs asked for partitions
+        # not created yet (Kafka's preferred log dirs)
+        self._moves: dict[TopicPartition, ReplicaMove] = {}
+        self._preferred_dirs: dict[TopicPartition, Path] = {}
+        self.move_interval_ms = 50
+        # taken by whoever starts, cancels or finishes a move, never under a log's lock (a log's
+        # I/O failure takes _lock while holding its own)
+        self._move_lock = threading.Lock()
         self.last_shutdown_clean = True  # every log dir had the clean-shutdown marker at startup
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -142,7 +156,8 @@ class LogManager:
                 path = d / entry
                 if not path.is_dir():
                     continue
-                if entry.endswith(DELETE_DIR_SUFFIX):
+                if entry.endswith(DELETE_DIR_SUFFIX) or entry.endswith(FUTURE_DIR_SUFFIX):
+                    # a move cut short by a restart starts again only if asked again
                     shutil.rmtree(path, ignore_errors=True)
                     continue
                 tp = parse_topic_partition(entry)
@@ -321,7 +336,10 @@ class LogManager:
         return min(online, key=lambda d: counts[d])
 
     def _log_dir_failed(self, failed: Log, exc: OSError) -> None:
-        d = self._log_dir_of.get((failed.topic, failed.partition), failed.dir.parent)
+        if failed.dir.name.endswith(FUTURE_DIR_SUFFIX):  # a copy being moved: its target failed
+            d = failed.dir.parent
+        else:
+            d = self._log_dir_of.get((failed.topic, failed.partition), failed.dir.parent)
         self.fail_log_dir(d, exc, failed.dir.name, failed)
 
     def fail_log_dir(self, d: Path, exc: OSError, where: str, failed: Log | None = None) -> None:
@@ -336,6 +354,11 @@ class LogManager:
                 for tp, ld in self._log_dir_of.items()
                 if ld == d and tp in self._logs
             ]
+            # moves into the failed dir stop; a log moving out of it goes offline with its copy
+            for tp, mv in list(self._moves.items()):
+                if mv.dest == d or self._log_dir_of.get(tp) == d:
+                    del self._moves[tp]
+                    victims.append(mv.future)
         if failed is not None and failed not in victims:
             victims.append(failed)
         for lg in victims:
@@ -368,7 +391,7 @@ class LogManager:
                 return existing
             if config_overrides:
                 self.set_topic_config(topic, config_overrides)
-            d = self._log_dir_of.get(tp) or self._pick_dir()
+            d = self._log_dir_of.get(tp) or self._preferred_dirs.pop(tp, None) or self._pick_dir()
             if d in self.offline_dirs:
                 raise KafkaStorageError(f"log dir {d} of {topic}-{partition} is offline")
             lg = Log.open(d / f"{topic}-{partition}", self.topic_config(topic), topic_id)
@@ -383,9 +406,12 @@ class LogManager:
         """Stop the partition's log and rename its dir `<name>.<uuid>-delete`; its files are closed
         and removed in the background after file.delete.delay.ms (in-flight reads stay valid)."""
         tp = (topic, partition)
-        with self._lock:
+        with self._move_lock, self._lock:
             lg = self._logs.pop(tp, None)
             d = self._log_dir_of.pop(tp, None)
+            mv = self._moves.pop(tp, None)
+        if mv is not None:
+            mv.abort()
         if lg is None:
             return False
         lg.mark_deleted()
@@ -495,6 +521,7 @@ class LogManager:
             ("kafkalite-log-retention", self.retention_check_interval_ms, self.cleanup_logs),
             ("kafkalite-log-flusher", self.flush_check_interval_ms, self.flush_dirty_logs),
             ("kafkalite-log-checkpoint", self.checkpoint_interval_ms, self.checkpoint),
+            ("kafkalite-log-dir-mover", self.move_interval_ms, self.run_moves_once),
             (
                 "kafkalite-file-deleter",
                 self.file_delete_check_interval_ms,
@@ -514,6 +541,10 @@ class LogManager:
         for t in self._threads:
             t.join(timeout=30)
         self._threads = []
+        with self._lock:
+            moves, self._moves = list(self._moves.values()), {}
+        for mv in moves:  # as at startup: an unfinished copy is dropped, the log stays where it was
+            mv.abort()
         for lg in self.logs():
             try:
                 lg.close()
@@ -533,3 +564,98 @@ class LogManager:
                 os.close(fd)
         self._lock_fds = []
         self._started = False
+
+    # -- moving logs between dirs (AlterReplicaLogDirs) -----------------------------------------------
+    def log_dir_of(self, topic: str, partition: int) -> Path | None:
+        return self._log_dir_of.get((topic, partition))
+
+    def moves(self) -> dict[TopicPartition, ReplicaMove]:
+        """The moves in flight: partition -> its copy (the future log, its target dir)."""
+        with self._lock:
+            return dict(self._moves)
+
+    def resolve_log_dir(self, path: str | Path) -> Path:
+        """One of this broker's log dirs, named by an absolute path (LogDirNotFound otherwise)."""
+        want = Path(path)
+        for d in self.log_dirs:
+            if d == want or d.resolve() == want.resolve():
+                return d
+        raise LogDirNotFound(f"{path} is not a log dir of this broker")
+
+    def alter_log_dir(self, topic: str, partition: int, path: str | Path) -> bool:
+        """Move the partition's log to the log dir `path` (online: a future log copies it, then
+        takes its place). False when the log is not here: the dir is remembered for its creation.
+        Asking for its current dir cancels a move in flight."""
+        tp = (topic, partition)
+        dest = self.resolve_log_dir(path)
+        if dest in self.offline_dirs:
+            raise KafkaStorageError(f"log dir {dest} is offline")
+        with self._move_lock:
+            return self._alter_log_dir(tp, dest)
+
+    def _alter_log_dir(self, tp: TopicPartition, dest: Path) -> bool:
+        topic, partition = tp
+        with self._lock:
+            src = self._logs.get(tp)
+            if src is None:
+                self._preferred_dirs[tp] = dest
+                return False
+            if src.offline:
+                raise KafkaStorageError(f"log {src.dir.name} is offline")
+            current = self._moves.get(tp)
+            if current is not None and current.dest == dest:
+                return True  # already on its way there
+            cancelled = self._moves.pop(tp, None)
+            if self._log_dir_of.get(tp) != dest:
+                fut = Log.open(future_dir(dest, topic, partition), src.config, src.topic_id)
+                fut.clock = self.clock
+                fut.flush_times = self.flush_times
+                fut.io_error = self._log_dir_failed
+                self._moves[tp] = ReplicaMove(src, fut, dest)
+                log.info("moving %s-%d from %s to %s", topic, partition, src.dir.parent, dest)
+        if cancelled is not None:
+            cancelled.abort()
+        return True
+
+    def run_moves_once(self, budget_bytes: int = 8 * 1024 * 1024) -> int:
+        """Copy up to `budget_bytes` per move; moves that caught up take their log's place.
+        Returns how many moves finished."""
+        done = 0
+        for tp, mv in self.moves().items():
+            try:
+                start = mv.bytes_copied
+                caught_up = mv.copy_step()
+                while not caught_up and mv.bytes_copied - start < budget_bytes:
+                    caught_up = mv.copy_step()
+                if caught_up and self._finish_move(tp, mv):
+                    done += 1
+            except (LogClosed, KafkaStorageError, OSError) as exc:
+                with self._lock:
+                    if self._moves.get(tp) is mv:
+                        del self._moves[tp]
+                log.warning("move of %s-%d to %s stopped: %s", tp[0], tp[1], mv.dest, exc)
+                if not mv.future.offline:
+                    mv.abort()
+        return done
+
+    def _finish_move(self, tp: TopicPartition, mv: ReplicaMove) -> bool:
+        with self._move_lock:
+            if self._moves.get(tp) is not mv:
+                return False  # cancelled, replaced or failed meanwhile
+            old_dir = mv.source.dir
+            old_segments = mv.finish()
+            with self._lock:
+                self._moves.pop(tp, None)
+                self._log_dir_of[tp] = mv.dest
+        target = old_dir.with_name(f"{old_dir.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
+        try:
+            os.rename(old_dir, target)
+        except OSError as exc:
+            log.warning("cannot rename %s for deletion: %s", old_dir, exc)
+            target = old_dir
+        due = self.clock() + max(mv.source.config.file_delete_delay_ms, MIN_FD_GRACE_MS)
+        with self._lock:
+            self._pending_dir_deletes.append((due, target, RetiredSegments(old_segments)))
+        log.info("moved %s-%d to %s (%d bytes copied)", tp[0], tp[1], mv.dest, mv.bytes_copied)
+        self.checkpoint()
+        return True

@@ -45,6 +45,7 @@ EXPECTED_APIS: list[tuple[str, int, int, int]] = [
     ("TxnOffsetCommit", 28, 0, 3),
     ("DescribeConfigs", 32, 0, 4),
     ("AlterConfigs", 33, 0, 2),
+    ("AlterReplicaLogDirs", 34, 0, 2),  # issue 19: JBOD
     ("DescribeLogDirs", 35, 0, 4),
     ("SaslAuthenticate", 36, 0, 2),
     ("CreatePartitions", 37, 0, 3),

@@ -1,4 +1,5 @@
-"""DescribeLogDirs (key 35): per log directory, the partitions it holds with their sizes on disk.
+"""DescribeLogDirs (key 35): per log directory, the partitions it holds with their sizes on disk, the
+copies being moved into it (is_future_key) and, for a failed dir, KAFKA_STORAGE_ERROR.
 
 v4 adds total and usable bytes of the file system.
 """
@@ -30,10 +31,24 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     if request.topics is not None:
         wanted = {t.topic: set(t.partitions) for t in request.topics}
     results = []
-    hosted = sorted(broker.replica_manager.partitions(), key=lambda p: p.key)
+    rm = broker.replica_manager
+    hosted = sorted(rm.partitions(), key=lambda p: p.key)
+    moves = sorted(rm.log_dir_moves().items())
+    offline = {Path(d).resolve() for d in rm.offline_log_dirs()}
     for d in broker.log_dirs:
         by_topic: dict[str, list[Any]] = {}
         root = Path(d).resolve()
+        if root in offline:  # as Kafka: the dir is listed, with its error and nothing in it
+            results.append(
+                _Result(
+                    error_code=ErrorCode.KAFKA_STORAGE_ERROR,
+                    log_dir=str(root),
+                    topics=[],
+                    total_bytes=-1,
+                    usable_bytes=-1,
+                )
+            )
+            continue
         for part in hosted:
             if wanted is not None and part.partition not in wanted.get(part.topic, ()):
                 continue
@@ -46,6 +61,19 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                     partition_size=int(lg.size_in_bytes),
                     offset_lag=max(0, lg.high_watermark - lg.log_end_offset),
                     is_future_key=False,
+                )
+            )
+        for (topic, p), mv in moves:  # a copy in progress into this dir (the "future" replica)
+            if Path(mv.dest).resolve() != root:
+                continue
+            if wanted is not None and p not in wanted.get(topic, ()):
+                continue
+            by_topic.setdefault(topic, []).append(
+                _Part(
+                    partition_index=p,
+                    partition_size=int(mv.future.size_in_bytes),
+                    offset_lag=mv.lag,
+                    is_future_key=True,
                 )
             )
         try:

@@ -1,5 +1,6 @@
 """Admin APIs: CreateTopics, DeleteTopics, CreatePartitions, DeleteRecords, DescribeConfigs, AlterConfigs,
-IncrementalAlterConfigs, DescribeCluster and DescribeLogDirs, declared at the version ranges the broker serves.
+IncrementalAlterConfigs, DescribeCluster, DescribeLogDirs, AlterReplicaLogDirs, declared at the version
+ranges the broker serves.
 """
 
 from __future__ import annotations
@@ -322,6 +323,65 @@ AlterConfigsResponse = response(
 )
 
 ALTER_CONFIGS = api("AlterConfigs", AlterConfigsRequest, AlterConfigsResponse)
+
+# -- AlterReplicaLogDirs (34) ---------------------------------------------------------------------------
+
+AlterReplicaLogDirsRequest = request(
+    34,
+    "AlterReplicaLogDirsRequest",
+    valid="0-2",
+    flexible="2+",
+    fields=[
+        F(
+            "dirs",
+            "[]AlterReplicaLogDir",
+            "0+",
+            fields=[
+                F("path", "string", "0+"),
+                F(
+                    "topics",
+                    "[]AlterReplicaLogDirTopic",
+                    "0+",
+                    fields=[
+                        F("name", "string", "0+"),
+                        F("partitions", "[]int32", "0+"),
+                    ],
+                ),
+            ],
+        ),
+    ],
+)
+
+AlterReplicaLogDirsResponse = response(
+    34,
+    "AlterReplicaLogDirsResponse",
+    valid="0-2",
+    flexible="2+",
+    fields=[
+        F("throttle_time_ms", "int32", "0+"),
+        F(
+            "results",
+            "[]AlterReplicaLogDirTopicResult",
+            "0+",
+            fields=[
+                F("topic_name", "string", "0+"),
+                F(
+                    "partitions",
+                    "[]AlterReplicaLogDirPartitionResult",
+                    "0+",
+                    fields=[
+                        F("partition_index", "int32", "0+"),
+                        F("error_code", "int16", "0+"),
+                    ],
+                ),
+            ],
+        ),
+    ],
+)
+
+ALTER_REPLICA_LOG_DIRS = api(
+    "AlterReplicaLogDirs", AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse
+)
 
 # -- DescribeLogDirs (35) ------------------------------------------------------------------------------
 
