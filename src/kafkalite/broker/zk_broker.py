@@ -232,6 +232,8 @@ class ZkBroker:
         offline = [p.key for p in self.server.replica_manager.partitions() if p.log.offline]
         if self.fetchers is not None:
             self.fetchers.remove_fetchers(offline)
+        for key in offline:  # acks=all produces waiting on them answer KAFKA_STORAGE_ERROR now
+            self.server.delayed.notify(key)
         log.warning(
             "log dir %s failed: %d partitions offline here; notifying the controller",
             d,

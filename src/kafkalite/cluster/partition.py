@@ -18,6 +18,7 @@ from kafkalite.cluster.errors import (
     NotLeaderOrFollower,
     UnknownLeaderEpoch,
 )
+from kafkalite.protocol.errors import ErrorCode
 from kafkalite.storage import Log
 from kafkalite.storage.types import AppendResult
 
@@ -248,9 +249,12 @@ class Partition:
     def acks_all_done(self, required_offset: int) -> tuple[bool, int]:
         """For a waiting acks=all produce: (finished, error code). Finished once the HW passes the
         batch; NOT_ENOUGH_REPLICAS_AFTER_APPEND when it made it but the ISR shrank below the minimum;
-        NOT_LEADER_OR_FOLLOWER when leadership moved meanwhile."""
+        NOT_LEADER_OR_FOLLOWER when leadership moved meanwhile; KAFKA_STORAGE_ERROR when its log
+        dir failed (its high watermark will not move again here)."""
         if not self.is_leader:
             return True, int(NotLeaderOrFollower.error_code)
+        if self.log.offline:
+            return True, int(ErrorCode.KAFKA_STORAGE_ERROR)
         if self.log.high_watermark >= required_offset:
             if len(self.isr) < self.log.config.min_insync_replicas:
                 return True, int(NotEnoughReplicasAfterAppend.error_code)

@@ -62,8 +62,13 @@ def test_replica_moves_between_log_dirs_while_written(tmp_path: Path) -> None:
             assert {where[(0, False)], where[(1, False)]} == {str(a), str(b)}  # spread over both
             src = where[(0, False)]
             dest = str(b) if src == str(a) else str(a)
-            assert _alter(wc, dest, TOPIC, [0]) == {0: ErrorCode.NO_ERROR}
-            append(100, 1)  # written while the copy may still run (storage tests race it)
+            with lg._lock:  # appends wait, so the copy catches up but cannot take the log's place
+                assert _alter(wc, dest, TOPIC, [0]) == {0: ErrorCode.NO_ERROR}
+                deadline = time.monotonic() + 20
+                while (0, True) not in (where := _where(wc)) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                assert where[(0, True)] == dest and where[(0, False)] == src  # the future copy
+            append(100, 1)  # written while the move may still be finishing
             deadline = time.monotonic() + 20
             while time.monotonic() < deadline:
                 where = _where(wc)

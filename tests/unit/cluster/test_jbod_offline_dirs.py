@@ -169,3 +169,17 @@ def test_log_dir_event_znode_is_kafkas_json() -> None:
     data = zd.encode_log_dir_event(3)
     assert data == b'{"version":1,"broker":3,"event":1}'
     assert zd.decode_log_dir_event(data) == 3
+
+
+def test_acks_all_produce_waiting_on_a_failed_log_answers_storage_error(tmp_path: Any) -> None:
+    from kafkalite.cluster.partition import LeaderAndIsrState, Partition
+    from kafkalite.records.batch import build_batch
+    from kafkalite.storage import Log, LogConfig
+
+    lg = Log.open(tmp_path / "t-0", LogConfig())
+    p = Partition("t", 0, 1, lg, lambda _p: None)
+    p.make_leader(LeaderAndIsrState(1, 5, (1, 2), (1, 2)), now_ms=1000)
+    p.append_records_to_leader(build_batch([(None, b"v", [], 1)]), required_acks=-1)
+    assert p.acks_all_done(1) == (False, 0)  # broker 2 has not fetched it
+    lg.go_offline()  # its log dir failed: the high watermark will never get there
+    assert p.acks_all_done(1) == (True, ErrorCode.KAFKA_STORAGE_ERROR)
