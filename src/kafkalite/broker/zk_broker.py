@@ -438,8 +438,8 @@ class ZkBroker:
     def propose_isr(self, partition: Partition, new_isr: tuple[int, ...]) -> None:
         """Ask the controller to change a partition's ISR; until it answers, the high watermark
         counts the larger set (Partition.pending_isr)."""
-        if partition.pending_isr is not None or not partition.is_leader:
-            return
+        if partition.pending_isr is not None or not partition.is_leader or partition.log.offline:
+            return  # (a replica in a failed log dir no longer leads, whatever it last heard)
         partition.pending_isr = new_isr
         self._pending_isr[partition.key] = new_isr
         self._isr_size_before[partition.key] = len(partition.isr)

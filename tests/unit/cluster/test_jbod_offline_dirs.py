@@ -183,3 +183,12 @@ def test_acks_all_produce_waiting_on_a_failed_log_answers_storage_error(tmp_path
     assert p.acks_all_done(1) == (False, 0)  # broker 2 has not fetched it
     lg.go_offline()  # its log dir failed: the high watermark will never get there
     assert p.acks_all_done(1) == (True, ErrorCode.KAFKA_STORAGE_ERROR)
+
+
+def test_unclean_election_skips_a_replica_in_a_failed_dir() -> None:
+    c = Cluster()
+    c.m.unclean = lambda _t: True
+    c.storage_error(3, A)
+    c.run(BrokersChanged({i: _broker(i) for i in (2, 3)}))
+    c.run(BrokersChanged({3: _broker(3)}))  # only broker 3 is left, and its replica failed
+    assert c.m.leadership[A].leader == NO_LEADER

@@ -332,7 +332,10 @@ class ControllerMachine:
                 continue
             if st.leader in dead:
                 partition_transition(self.partition_states, tp, P.OFFLINE)
-                elected = offline_partition_leader(st, self.replicas(tp), live, self.unclean(tp[0]))
+                usable = usable_replicas(tp, live, self.offline_replicas)
+                elected = offline_partition_leader(
+                    st, self.replicas(tp), usable, self.unclean(tp[0])
+                )
                 if elected is not None:
                     proposals[tp] = elected
                     continue
