@@ -126,7 +126,7 @@ class LogManager:
         # not created yet (Kafka's preferred log dirs)
         self._moves: dict[TopicPartition, ReplicaMove] = {}
         self._preferred_dirs: dict[TopicPartition, Path] = {}
-        self.move_interval_ms = 50
+        self.move_interval_ms = 100
         # taken by whoever starts, cancels or finishes a move, never under a log's lock (a log's
         # I/O failure takes _lock while holding its own)
         self._move_lock = threading.Lock()
