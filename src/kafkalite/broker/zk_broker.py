@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import time
 import uuid
@@ -239,7 +240,13 @@ class ZkBroker:
             d,
             len(offline),
         )
-        await asyncio.to_thread(self.zk.write_log_dir_event, self.broker_id)
+        for attempt in itertools.count(1):
+            try:
+                await asyncio.to_thread(self.zk.write_log_dir_event, self.broker_id)
+                return
+            except Exception as exc:  # ZooKeeper away: the controller must still hear of it
+                log.warning("log dir event notification failed (attempt %d): %r", attempt, exc)
+                await asyncio.sleep(min(0.5 * attempt, 5.0))
 
     # -- the ZooKeeper session ------------------------------------------------------------------------
     def _on_session(self, state: str) -> None:
