@@ -11,6 +11,7 @@ from pathlib import Path
 
 from kafkalite.storage.log import Log
 from kafkalite.storage.segment import LogSegment
+from kafkalite.storage.types import parse_topic_partition
 
 log = logging.getLogger(__name__)
 
@@ -70,10 +71,13 @@ class ReplicaMove:
         self.bytes_copied += len(data)
         return fut.log_end_offset >= src.log_end_offset
 
-    def finish(self) -> tuple[LogSegment, ...]:
-        """Under the source's lock: the last batches, then the future log is flushed, renamed to
-        `<topic>-<partition>` in `dest`, reopened, and the source takes its files. Returns the
-        source's old segments (its old dir is the caller's to delete)."""
+    def finish(self, retired_dir: Path) -> tuple[LogSegment, ...]:
+        """Under the source's lock: the last batches; the future log is flushed; the source's dir
+        is renamed `retired_dir` (to be deleted), then the future's to `<topic>-<partition>` in
+        `dest`; it is reopened and the source takes its files. Returns the source's old segments.
+
+        A crash between the renames leaves only the complete future dir, which the next start
+        makes the partition's log (LogManager.startup); never two current dirs of one partition."""
         src = self.source
 
         def swap() -> Log:
@@ -82,25 +86,24 @@ class ReplicaMove:
             fut = self.future
             fut.close()  # flushed: the reopen needs no recovery
             final = self.dest / f"{src.topic}-{src.partition}"
-            os.rename(fut.dir, final)
+            old = src.dir
+            os.rename(old, retired_dir)
             try:
-                fd = os.open(self.dest, os.O_RDONLY)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-                return Log.open(
-                    final,
-                    src.config,
-                    src.topic_id,
-                    recovery_point=fut.log_end_offset,
-                    log_start_offset=fut.log_start_offset,
-                    high_watermark=src.high_watermark,
-                    clean_shutdown=True,
-                )
+                os.rename(fut.dir, final)
             except BaseException:
-                os.rename(final, fut.dir)  # never two dirs of one partition: the copy is dropped
+                os.rename(retired_dir, old)  # the copy is dropped, the log stays where it was
                 raise
+            _fsync_dir(old.parent)
+            _fsync_dir(self.dest)
+            return Log.open(
+                final,
+                src.config,
+                src.topic_id,
+                recovery_point=fut.log_end_offset,
+                log_start_offset=fut.log_start_offset,
+                high_watermark=src.high_watermark,
+                clean_shutdown=True,
+            )
 
         return src.take_place_of_files(swap)
 
@@ -118,3 +121,19 @@ class RetiredSegments:
     def close(self, *, flush: bool = False) -> None:
         for s in self.segments:
             s.close(discard=True)
+
+
+def _fsync_dir(d: Path) -> None:
+    fd = os.open(d, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def future_partition(name: str) -> tuple[str, int] | None:
+    """`<topic>-<partition>.<uuid>-future` -> (topic, partition), or None."""
+    if not name.endswith(FUTURE_DIR_SUFFIX):
+        return None
+    stem, dot, _ = name[: -len(FUTURE_DIR_SUFFIX)].rpartition(".")
+    return parse_topic_partition(stem) if dot else None

@@ -34,6 +34,7 @@ from kafkalite.storage.log_dir_move import (
     ReplicaMove,
     RetiredSegments,
     future_dir,
+    future_partition,
 )
 from kafkalite.storage.types import MIN_FD_GRACE_MS, now_ms, parse_topic_partition
 
@@ -139,6 +140,7 @@ class LogManager:
     def startup(self) -> None:
         """Lock the dirs, finish interrupted deletes, load and recover every log (in parallel)."""
         jobs: list[tuple[Path, TopicPartition, int, int, int, int, bool]] = []
+        futures: list[tuple[Path, TopicPartition, Path]] = []
         for d in self.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
             self._lock_dir(d)
@@ -156,9 +158,12 @@ class LogManager:
                 path = d / entry
                 if not path.is_dir():
                     continue
-                if entry.endswith(DELETE_DIR_SUFFIX) or entry.endswith(FUTURE_DIR_SUFFIX):
-                    # a move cut short by a restart starts again only if asked again
+                if entry.endswith(DELETE_DIR_SUFFIX):
                     shutil.rmtree(path, ignore_errors=True)
+                    continue
+                ftp = future_partition(entry)
+                if ftp is not None:  # a move cut short by the restart: decided below
+                    futures.append((path, ftp, d))
                     continue
                 tp = parse_topic_partition(entry)
                 if tp is None:
@@ -172,6 +177,16 @@ class LogManager:
                         hws.get(tp, 0), clean,
                     )
                 )  # fmt: skip
+        for path, ftp, d in futures:
+            if ftp in self._log_dir_of:
+                continue  # resumed once the logs are loaded
+            # the move had retired the old dir (deleted above) but not yet renamed its complete
+            # copy: the copy is the partition's log now
+            final = d / f"{ftp[0]}-{ftp[1]}"
+            os.rename(path, final)
+            log.warning("%s: finishing a move the restart cut short: %s", final, path.name)
+            self._log_dir_of[ftp] = d
+            jobs.append((final, ftp, 0, 0, 0, 0, False))
         self._load_topic_configs()
 
         def load(
@@ -198,6 +213,9 @@ class LogManager:
                 for tp, lg in ex.map(load, jobs):
                     self._logs[tp] = lg
         self._started = True
+        for path, ftp, d in futures:
+            if path.exists():
+                self._resume_move(path, ftp, d)
         self.checkpoint()
         scanned = sum(lg.recovery.segments_scanned for lg in self._logs.values())
         cut = sum(lg.recovery.bytes_truncated for lg in self._logs.values())
@@ -543,8 +561,8 @@ class LogManager:
         self._threads = []
         with self._lock:
             moves, self._moves = list(self._moves.values()), {}
-        for mv in moves:  # as at startup: an unfinished copy is dropped, the log stays where it was
-            mv.abort()
+        for mv in moves:  # an unfinished copy is kept: the next start resumes it
+            mv.future.close()
         for lg in self.logs():
             try:
                 lg.close()
@@ -617,6 +635,19 @@ class LogManager:
             cancelled.abort()
         return True
 
+    def _resume_move(self, path: Path, tp: TopicPartition, dest: Path) -> None:
+        """A move the restart cut short continues from what its copy had (recovered), as Kafka's."""
+        src = self._logs.get(tp)
+        if src is None or self._log_dir_of.get(tp) == dest:
+            shutil.rmtree(path, ignore_errors=True)
+            return
+        fut = Log.open(path, src.config, src.topic_id)
+        fut.clock = self.clock
+        fut.flush_times = self.flush_times
+        fut.io_error = self._log_dir_failed
+        self._moves[tp] = ReplicaMove(src, fut, dest)
+        log.info("resuming the move of %s-%d to %s at offset %d", *tp, dest, fut.log_end_offset)
+
     def run_moves_once(self, budget_bytes: int = 8 * 1024 * 1024) -> int:
         """Copy up to `budget_bytes` per move; moves that caught up take their log's place.
         Returns how many moves finished."""
@@ -643,16 +674,11 @@ class LogManager:
             if self._moves.get(tp) is not mv:
                 return False  # cancelled, replaced or failed meanwhile
             old_dir = mv.source.dir
-            old_segments = mv.finish()
+            target = old_dir.with_name(f"{old_dir.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
+            old_segments = mv.finish(target)
             with self._lock:
                 self._moves.pop(tp, None)
                 self._log_dir_of[tp] = mv.dest
-        target = old_dir.with_name(f"{old_dir.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
-        try:
-            os.rename(old_dir, target)
-        except OSError as exc:
-            log.warning("cannot rename %s for deletion: %s", old_dir, exc)
-            target = old_dir
         due = self.clock() + max(mv.source.config.file_delete_delay_ms, MIN_FD_GRACE_MS)
         with self._lock:
             self._pending_dir_deletes.append((due, target, RetiredSegments(old_segments)))

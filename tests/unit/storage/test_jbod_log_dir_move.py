@@ -97,16 +97,43 @@ def test_bad_requests(tmp_path: Path) -> None:
     m.shutdown()
 
 
-def test_unfinished_move_is_dropped_at_restart(tmp_path: Path) -> None:
+def test_unfinished_move_resumes_after_a_restart(tmp_path: Path) -> None:
     m = _manager(tmp_path)
     lg = m.get_or_create_log("t", 0)
     for i in range(20):
         lg.append_as_leader(make_batch(2, 20, tag=i), 0)
+    data = read_all(lg)
     m.alter_log_dir("t", 0, str(tmp_path / "b"))
     m.moves()[("t", 0)].copy_step(max_bytes=100)
     m.shutdown()
     again = _manager(tmp_path)
-    assert not [p for p in (tmp_path / "b").iterdir() if p.name.endswith(FUTURE_DIR_SUFFIX)]
+    assert set(again.moves()) == {("t", 0)}  # picked up where the copy was
+    while not again.run_moves_once():
+        pass
     back = again.get_log("t", 0)
-    assert back is not None and back.dir.parent == tmp_path / "a" and back.log_end_offset == 40
+    assert back is not None and back.dir == tmp_path / "b" / "t-0"
+    assert back.log_end_offset == 40 and read_all(back) == data
+    again.shutdown()
+
+
+def test_crash_between_the_renames_keeps_the_complete_copy(tmp_path: Path) -> None:
+    m = _manager(tmp_path)
+    lg = m.get_or_create_log("t", 0)
+    for i in range(20):
+        lg.append_as_leader(make_batch(2, 20, tag=i), 0)
+    data = read_all(lg)
+    m.alter_log_dir("t", 0, str(tmp_path / "b"))
+    mv = m.moves()[("t", 0)]
+    while not mv.copy_step():
+        pass
+    mv.future.flush()
+    fut_dir = mv.future.dir
+    m.shutdown()  # then the state a crash after the first rename of finish() leaves:
+    (tmp_path / "a" / "t-0").rename(tmp_path / "a" / "t-0.0123-delete")
+    assert fut_dir.is_dir()
+    again = _manager(tmp_path)
+    back = again.get_log("t", 0)
+    assert back is not None and back.dir == tmp_path / "b" / "t-0" and not again.moves()
+    assert read_all(back) == data
+    assert sorted(p.name for p in (tmp_path / "a").iterdir() if p.name.startswith("t-")) == []
     again.shutdown()
