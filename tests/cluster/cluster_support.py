@@ -18,7 +18,11 @@ from kafkalite.cli.wire import WireClient
 from kafkalite.cluster import zk_data as zd
 from kafkalite.local_cluster import LocalCluster
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.reassignments import ListPartitionReassignmentsRequest
+from kafkalite.protocol.messages.reassignments import (
+    AlterPartitionReassignmentsRequest,
+    ListPartitionReassignmentsRequest,
+)
+from kafkalite.protocol.schema import APIS
 
 QUIET = {"log_level": 0}
 
@@ -130,6 +134,41 @@ def listed_reassignments(cluster: LocalCluster, raw: KazooClient) -> list[KpTopi
     if resp.error_code != ErrorCode.NO_ERROR:
         return None
     return [KpTopicPartition(t.name, p.partition_index) for t in resp.topics for p in t.partitions]
+
+
+def alter_reassignments(
+    cluster: LocalCluster, raw: KazooClient, moves: dict[KpTopicPartition, list[int] | None]
+) -> dict[KpTopicPartition, int]:
+    """AlterPartitionReassignments sent straight to the controller named in ZooKeeper: each
+    partition's error code (a client's admin may pick a SIGSTOPped broker for its metadata)."""
+    R = AlterPartitionReassignmentsRequest
+    by_topic: dict[str, list[Any]] = {}
+    for tp, replicas in moves.items():
+        by_topic.setdefault(tp.topic, []).append(
+            R.ReassignableTopic.ReassignablePartition(
+                partition_index=tp.partition, replicas=replicas
+            )
+        )
+    req = R(
+        timeout_ms=20_000,
+        topics=[R.ReassignableTopic(name=t, partitions=ps) for t, ps in by_topic.items()],
+    )
+    with WireClient(cluster.brokers[controller_id(raw)].bootstrap, timeout=20) as wc:
+        resp = wc.send(req)
+    assert resp.error_code == ErrorCode.NO_ERROR, resp
+    return {
+        KpTopicPartition(t.name, p.partition_index): p.error_code
+        for t in resp.responses
+        for p in t.partitions
+    }
+
+
+def topic_known(cluster: LocalCluster, broker: int, topic: str) -> bool:
+    """Whether `broker`'s metadata has `topic` (asked of that broker alone)."""
+    md = APIS[3].request
+    with WireClient(cluster.brokers[broker].bootstrap, timeout=10) as wc:
+        resp = wc.send(md(topics=[md.MetadataRequestTopic(name=topic)]), version=4)
+    return any(t.name == topic and t.error_code == ErrorCode.NO_ERROR for t in resp.topics)
 
 
 def wait_until(what: str, check: Any, timeout: float, since: float) -> None:
