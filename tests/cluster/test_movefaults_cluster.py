@@ -152,7 +152,19 @@ def test_controller_killed_mid_move_and_a_topic_deleted_mid_move(cluster: LocalC
         # the old controller is dead: the new one resumed the moves from the topic znodes
         wait_until("the moves to finish", lambda: listed_reassignments(cluster, raw) == [], 30, t0)
         print(f"moves done {time.monotonic() - killed:.1f} s after the controller was killed")
-        wait_until("metadata of the move", lambda: replicas(admin) == [target, target], 15, t0)
+        seen: list[object] = []
+
+        def moved() -> bool:  # any broker may answer; one just restarted may lag a moment
+            try:
+                seen[:] = [replicas(admin)]
+            except Exception as exc:  # a broker of the answer may be restarting
+                seen[:] = [exc]
+            return seen[0] == [target, target]
+
+        try:
+            wait_until("metadata of the move", moved, 30, t0)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; last seen {seen} for {target}") from None
         wait_until("the deletion held back to finish", lambda: not has_topic(admin, DOOMED), 15, t0)
         time.sleep(1.0)  # keep producing and consuming against the new replica sets
     finally:
