@@ -405,6 +405,14 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ),
         _d("log.cleaner.enable", T_BOOLEAN, "true", "Run the log cleaner for compacted topics."),
         _d(
+            "num.recovery.threads.per.data.dir",
+            T_INT,
+            "1",
+            "Threads that load and recover logs at startup after an unclean shutdown (a clean "
+            "one loads every log from the shutdown's manifest on the starting thread).",
+            at_least=1,
+        ),
+        _d(
             "log.cleaner.delete.retention.ms",
             T_LONG,
             "86400000",
@@ -897,7 +905,6 @@ IGNORED_KAFKA_CONFIGS: dict[str, str] = {
     "num.network.threads": "one event loop serves every connection",
     "num.io.threads": "requests are handled on the event loop",
     "background.threads": "background work runs on a few fixed threads",
-    "num.recovery.threads.per.data.dir": "log recovery uses up to 8 threads",
     "socket.send.buffer.bytes": "sockets keep the operating system's buffer sizes",
     "socket.receive.buffer.bytes": "sockets keep the operating system's buffer sizes",
     "socket.listen.backlog.size": "listeners use a backlog of 1024",

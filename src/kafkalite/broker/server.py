@@ -262,6 +262,7 @@ class BrokerServer:
             flush_check_interval_ms=min(flush_check, 1000),
             cleaner_enable=bool(cfg.get("log.cleaner.enable")),
             open_files_max=prepare_open_files(cfg),
+            recovery_threads=int(cfg.get("num.recovery.threads.per.data.dir")) * len(self.log_dirs),
         )
         await asyncio.to_thread(self.log_manager.startup)
         self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.delayed.notify)

@@ -25,10 +25,17 @@ EpochEntry = tuple[int, int]  # (epoch, start offset)
 class LeaderEpochFileCache:
     """(epoch, start offset) pairs, oldest first. Thread-safe; every change is written atomically."""
 
-    def __init__(self, directory: Path, entries: Iterable[EpochEntry] = ()) -> None:
+    def __init__(
+        self, directory: Path, entries: Iterable[EpochEntry] = (), *, new_log: bool = False
+    ) -> None:
         self.path = Path(directory) / LEADER_EPOCH_CHECKPOINT
         self._lock = threading.Lock()
         self._entries: list[EpochEntry] = []
+        # a new log has no file yet: while its entries all start at offset 0 (they say no more than
+        # its batches, from which a lost file is rebuilt) the file is written by the log's next
+        # flush or close, not at each leader change (creating 100,000 partitions: 100,000 files)
+        self._defer = new_log
+        self._pending = False
         for epoch, start in entries:
             self._assign_locked(epoch, start)
 
@@ -61,6 +68,12 @@ class LeaderEpochFileCache:
             return None
 
     def _write_locked(self) -> None:
+        if self._defer:
+            if all(start == 0 for _, start in self._entries):
+                self._pending = True
+                return
+            self._defer = False
+        self._pending = False
         text = "\n".join(
             [str(_VERSION), str(len(self._entries))] + [f"{e} {s}" for e, s in self._entries]
         )
@@ -78,7 +91,13 @@ class LeaderEpochFileCache:
 
     def flush(self) -> None:
         with self._lock:
+            self._defer = False
             self._write_locked()
+
+    def write_pending(self) -> None:
+        """Write the file if a deferred change is waiting (a new log's first flush or close)."""
+        if self._pending:
+            self.flush()
 
     # -- queries ---------------------------------------------------------------------------------
     def entries(self) -> list[EpochEntry]:

@@ -38,6 +38,7 @@ from kafkalite.storage.errors import (
 )
 from kafkalite.storage.latency import LatencyHistogram
 from kafkalite.storage.loader import RecoveryStats, load_segments
+from kafkalite.storage.log_manifest import LogState
 from kafkalite.storage.log_producers import LogProducers
 from kafkalite.storage.log_read import LogReads
 from kafkalite.storage.log_retention import LogRetention
@@ -173,6 +174,82 @@ class Log(LogReads, LogProducers, LogRetention):
         # newest snapshot plus the headers past it: every append and fetch needs it
         self._producer_state_locked()
         return self
+
+    @classmethod
+    def create(
+        cls, directory: Path, config: LogConfig | None = None, topic_id: uuid.UUID | None = None
+    ) -> Log:
+        """A new, empty log in a directory made for it: nothing to list, read or recover (creating
+        thousands of partitions costs a mkdir and two small files each). When the directory is
+        already there (a partition made before), the log is opened and recovered as by `open`."""
+        directory = Path(directory)
+        try:
+            os.mkdir(directory)
+        except FileExistsError:
+            return cls.open(directory, config, topic_id)
+        self = cls(directory, config if config is not None else LogConfig(), topic_id)
+        seg = LogSegment(
+            directory,
+            0,
+            index_interval_bytes=self.config.index_interval_bytes,
+            max_index_bytes=self.config.segment_index_bytes,
+            create=True,
+            fresh_dir=True,
+        )
+        self._set_segments([seg])
+        self._dir_dirty = True
+        self.leader_epoch_cache = LeaderEpochFileCache(directory, new_log=True)
+        self._write_partition_metadata()
+        self._producer_state = ProducerStateManager()
+        return self
+
+    @classmethod
+    def restore(cls, directory: Path, config: LogConfig, state: LogState) -> Log:
+        """The log as a clean shutdown closed it, from its manifest entry: no file is opened or
+        read (segments, indexes and the producer state load on first need). ValueError when the
+        entry does not hold together (the caller opens the log from its files instead)."""
+        directory = Path(directory)
+        tid = uuid.UUID(state.topic_id) if state.topic_id else None
+        self = cls(directory, config, tid)
+        segs: list[LogSegment] = []
+        for st in state.segments:
+            seg = LogSegment(
+                directory,
+                st[0],
+                index_interval_bytes=self.config.index_interval_bytes,
+                max_index_bytes=self.config.segment_index_bytes,
+                known_size=st[1],
+            )
+            seg.restore(st)
+            segs.append(seg)
+        last = segs[-1]
+        end = last.next_offset if last.size else max(last.next_offset, last.base_offset)
+        if end != state.log_end or not 0 <= state.log_start <= state.log_end:
+            raise ValueError(f"log end {state.log_end} but its last segment ends at {end}")
+        self._set_segments(segs)
+        self._leo = self._recovery_point = state.log_end
+        self._log_start = self.first_dirty_offset = state.log_start
+        self._hw = min(max(state.high_watermark, self._log_start), self._leo)
+        self.leader_epoch_cache = LeaderEpochFileCache(directory, state.epochs)
+        self._latest_epoch = self.leader_epoch_cache.latest_epoch
+        if not state.stable:  # an open transaction: the last stable offset needs the state now
+            self._producer_state_locked()
+        return self
+
+    def manifest_state(self) -> LogState:
+        """This closed log's manifest entry (see `restore`)."""
+        with self._lock:
+            state = self._producer_state
+            return LogState(
+                self.dir.name,
+                str(self.topic_id) if self.topic_id is not None else None,
+                self._log_start,
+                self._leo,
+                self._hw,
+                self.leader_epoch_cache.entries(),
+                state is None or not state.has_unstable(),
+                [seg.state() for seg in self._segments],
+            )
 
     def _new_segment(self, base_offset: int, suffix: str = "", create: bool = True) -> LogSegment:
         return LogSegment(
@@ -509,6 +586,10 @@ class Log(LogReads, LogProducers, LogRetention):
         with self._lock:
             if self._closed:
                 raise self._closed_error()
+            if self._producer_state is None and any(h.producer_id >= 0 for _, h in headers):
+                # (a log restored lazily: the state is built from what is there before this
+                # append, which then updates it, so the last stable offset stays right)
+                self._producer_state_locked()
             if producers and assign_offsets:
                 dup = self._check_producer(producers[0])
                 if dup is not None:
@@ -706,6 +787,7 @@ class Log(LogReads, LogProducers, LogRetention):
             for seg in segs:
                 if seg.next_offset > self._recovery_point or seg.dirty:
                     seg.flush(indexes=seg is not last)
+            self.leader_epoch_cache.write_pending()
             if dir_dirty:
                 self._fsync_dir()
             flushed_to = leo
@@ -747,6 +829,7 @@ class Log(LogReads, LogProducers, LogRetention):
                 for s in segs:
                     s.flush(indexes=True)
                 self._snapshot_producers(fsync=True)
+                self.leader_epoch_cache.write_pending()
                 self._fsync_dir()
                 self._recovery_point = self._leo
             self._closed = True

@@ -36,6 +36,7 @@ from kafkalite.storage.log_dir_move import (
     future_dir,
     future_partition,
 )
+from kafkalite.storage.log_manifest import LogState, take_manifest, write_manifest
 from kafkalite.storage.types import MIN_FD_GRACE_MS, now_ms, parse_topic_partition
 
 log = logging.getLogger(__name__)
@@ -78,7 +79,7 @@ class LogManager:
         log_dirs: list[Path] | list[str],
         default_config: LogConfig | None = None,
         *,
-        recovery_threads: int | None = None,
+        recovery_threads: int = 1,
         retention_check_interval_ms: int = 300_000,
         flush_check_interval_ms: int = 1000,
         checkpoint_interval_ms: int = 60_000,
@@ -118,6 +119,9 @@ class LogManager:
         self._logs: dict[TopicPartition, Log] = {}
         self._log_dir_of: dict[TopicPartition, Path] = {}
         self._topic_overrides: dict[str, dict[str, str]] = {}
+        # topic -> (its overrides dict, the default config, the LogConfig built from both): valid
+        # while both are the same objects (overrides are replaced on change, never edited in place)
+        self._config_cache: dict[str, tuple[dict[str, str] | None, LogConfig, LogConfig]] = {}
         self._lock_fds: list[int] = []
         # called (on the failing thread) once per log dir that goes offline: the broker tells its
         # controller (cluster mode) and stops fetching the dir's partitions
@@ -140,23 +144,30 @@ class LogManager:
     def startup(self) -> None:
         """Lock the dirs, finish interrupted deletes, load and recover every log (in parallel)."""
         jobs: list[tuple[Path, TopicPartition, int, int, int, int, bool]] = []
+        restores: list[tuple[Path, TopicPartition, LogState, int]] = []
         futures: list[tuple[Path, TopicPartition, Path]] = []
         for d in self.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
             self._lock_dir(d)
             marker = d / CLEAN_SHUTDOWN_FILE
             clean = marker.exists()
+            # (taken either way: a manifest without its marker is stale)
+            manifest = take_manifest(d)
             if clean:
                 marker.unlink()
-            elif any(parse_topic_partition(e) is not None for e in os.listdir(d)):
-                self.last_shutdown_clean = False
+            else:
+                manifest = None
+                if any(parse_topic_partition(e) is not None for e in os.listdir(d)):
+                    self.last_shutdown_clean = False
+            manifest = manifest or {}
             rp = OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT).read()
             hws = OffsetCheckpointFile(d / REPLICATION_OFFSET_CHECKPOINT).read()
             lso = OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT).read()
             cleaner = OffsetCheckpointFile(d / CLEANER_OFFSET_CHECKPOINT).read()
             for entry in sorted(os.listdir(d)):
                 path = d / entry
-                if not path.is_dir():
+                state = manifest.get(entry)
+                if state is None and not path.is_dir():
                     continue
                 if entry.endswith(DELETE_DIR_SUFFIX):
                     shutil.rmtree(path, ignore_errors=True)
@@ -171,6 +182,9 @@ class LogManager:
                 if tp in self._log_dir_of:
                     raise KafkaStorageError(f"duplicate log directories for {tp}: {path}")
                 self._log_dir_of[tp] = d
+                if state is not None:
+                    restores.append((path, tp, state, cleaner.get(tp, 0)))
+                    continue
                 jobs.append(
                     (
                         path, tp, rp.get(tp, 0), lso.get(tp, 0), cleaner.get(tp, 0),
@@ -189,6 +203,13 @@ class LogManager:
             jobs.append((final, ftp, 0, 0, 0, 0, False))
         self._load_topic_configs()
 
+        def adopt(lg: Log, dirty: int) -> Log:
+            lg.clock = self.clock
+            lg.flush_times = self.flush_times
+            lg.io_error = self._log_dir_failed
+            lg.first_dirty_offset = max(lg.log_start_offset, min(dirty, lg.log_end_offset))
+            return lg
+
         def load(
             job: tuple[Path, TopicPartition, int, int, int, int, bool],
         ) -> tuple[TopicPartition, Log]:
@@ -201,13 +222,21 @@ class LogManager:
                 high_watermark=hw,
                 clean_shutdown=clean_,
             )
-            lg.clock = self.clock
-            lg.flush_times = self.flush_times
-            lg.io_error = self._log_dir_failed
-            lg.first_dirty_offset = max(lg.log_start_offset, min(dirty, lg.log_end_offset))
-            return tp, lg
+            return tp, adopt(lg, dirty)
 
-        workers = self.recovery_threads or min(8, max(1, len(jobs)))
+        # after a clean shutdown every log is taken up from the manifest, opening no file
+        restored = 0
+        for path, tp, state, dirty in restores:
+            try:
+                self._logs[tp] = adopt(Log.restore(path, self.topic_config(tp[0]), state), dirty)
+                restored += 1
+            except ValueError as exc:
+                log.warning(
+                    "%s: manifest entry unusable (%s); loading it from its files", path, exc
+                )
+                jobs.append((path, tp, state.log_end, state.log_start, dirty, state.high_watermark,
+                             True))  # fmt: skip
+        workers = max(1, self.recovery_threads)
         if jobs:
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="log-recovery") as ex:
                 for tp, lg in ex.map(load, jobs):
@@ -221,9 +250,10 @@ class LogManager:
         cut = sum(lg.recovery.bytes_truncated for lg in self._logs.values())
         dropped = sum(lg.recovery.segments_dropped for lg in self._logs.values())
         log.info(
-            "loaded %d logs from %s; last shutdown %s; recovery scanned %d segments, truncated %d "
-            "bytes, dropped %d segments",
+            "loaded %d logs (%d from the clean-shutdown manifest) from %s; last shutdown %s; "
+            "recovery scanned %d segments, truncated %d bytes, dropped %d segments",
             len(self._logs),
+            restored,
             ", ".join(map(str, self.log_dirs)),
             "was clean" if self.last_shutdown_clean else "was NOT clean (crash or kill)",
             scanned,
@@ -295,10 +325,16 @@ class LogManager:
             return dict(self._topic_overrides.get(topic, {}))
 
     def topic_config(self, topic: str) -> LogConfig:
+        """The topic's LogConfig (its overrides over the default), built once per change: creating
+        thousands of partitions of a topic must not parse its properties for each."""
         with self._lock:
-            return LogConfig.from_properties(
-                self._topic_overrides.get(topic, {}), self.default_config
-            )
+            overrides = self._topic_overrides.get(topic)
+            cached = self._config_cache.get(topic)
+            if cached is not None and cached[0] is overrides and cached[1] is self.default_config:
+                return cached[2]
+            cfg = LogConfig.from_properties(overrides or {}, self.default_config)
+            self._config_cache[topic] = (overrides, self.default_config, cfg)
+            return cfg
 
     def set_topic_config(self, topic: str, overrides: Mapping[str, str]) -> LogConfig:
         """Replace the topic's overrides (AlterConfigs); applies to its logs and persists."""
@@ -412,7 +448,7 @@ class LogManager:
             d = self._log_dir_of.get(tp) or self._preferred_dirs.pop(tp, None) or self._pick_dir()
             if d in self.offline_dirs:
                 raise KafkaStorageError(f"log dir {d} of {topic}-{partition} is offline")
-            lg = Log.open(d / f"{topic}-{partition}", self.topic_config(topic), topic_id)
+            lg = Log.create(d / f"{topic}-{partition}", self.topic_config(topic), topic_id)
             lg.clock = self.clock
             lg.flush_times = self.flush_times
             lg.io_error = self._log_dir_failed
@@ -563,17 +599,20 @@ class LogManager:
             moves, self._moves = list(self._moves.values()), {}
         for mv in moves:  # an unfinished copy is kept: the next start resumes it
             mv.future.close()
+        unclosed: set[Path] = set()
         for lg in self.logs():
             try:
                 lg.close()
             except Exception:
                 log.exception("failed to close %s", lg)
+                unclosed.add(lg.dir.parent)
         if self._started:
             self.checkpoint()
         self.remove_deleted_files(force=True)
         if self._started:  # every log closed and checkpointed: the next start had nothing to fear
             for d in self.log_dirs:
-                if d not in self.offline_dirs:
+                if d not in self.offline_dirs and d not in unclosed:
+                    self._write_manifest(d)
                     (d / CLEAN_SHUTDOWN_FILE).touch()
         for fd in self._lock_fds:
             try:
@@ -582,6 +621,16 @@ class LogManager:
                 os.close(fd)
         self._lock_fds = []
         self._started = False
+
+    def _write_manifest(self, d: Path) -> None:
+        """The dir's clean-shutdown manifest (see log_manifest); without it the next start loads
+        the logs from their files, so a failure here only costs time."""
+        with self._lock:
+            logs = [lg for tp, lg in self._logs.items() if self._log_dir_of.get(tp) == d]
+        try:
+            write_manifest(d, [lg.manifest_state() for lg in logs if lg.closed and not lg.offline])
+        except OSError as exc:
+            log.warning("could not write the log manifest of %s: %s", d, exc)
 
     # -- moving logs between dirs (AlterReplicaLogDirs) -----------------------------------------------
     def log_dir_of(self, topic: str, partition: int) -> Path | None:

@@ -57,6 +57,11 @@ def read_header(fd: int, position: int, limit: int) -> BatchHeader | None:
     return h
 
 
+# (base offset, size, next offset, max timestamp, its offset, first batch's timestamp, bytes since
+# the last offset-index entry, the time index's last timestamp)
+SegmentState = tuple[int, int, int, int, int, int, int, int]
+
+
 @dataclass(frozen=True, slots=True)
 class RecoveryResult:
     valid_bytes: int
@@ -76,6 +81,8 @@ class LogSegment:
         max_index_bytes: int,
         suffix: str = "",
         create: bool = False,
+        fresh_dir: bool = False,
+        known_size: int | None = None,
     ) -> None:
         self.dir = directory
         self.base_offset = base_offset
@@ -86,21 +93,29 @@ class LogSegment:
         self._create_flags = 0  # O_CREAT | O_TRUNC for the first open of a new segment only
         self.closed = False
         self.log_path = directory / (segment_file_name(base_offset) + suffix)
-        if create:  # empty index files (opened again only when entries are written)
+        if create and not fresh_dir:  # empty index files (written again only with entries; a new
+            # directory has none to replace: its segment's are created by their first flush)
             for ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
                 p = directory / (segment_file_name(base_offset, ext) + suffix)
                 os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
             (directory / (segment_file_name(base_offset, TXN_INDEX_SUFFIX) + suffix)).unlink(
                 missing_ok=True
             )
-        self.indexes_missing = not create and not all(
-            (directory / (segment_file_name(base_offset, ext) + suffix)).exists()
-            for ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+        self.indexes_missing = (
+            not create
+            and known_size is None
+            and not all(
+                (directory / (segment_file_name(base_offset, ext) + suffix)).exists()
+                for ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+            )
         )
         if create:  # a new segment is about to be written: its file goes straight into the cache
             self._create_flags = os.O_CREAT | os.O_TRUNC
-            self._cache.open(self)
+            if not fresh_dir:  # (in a new directory the first use creates it: a partition that
+                self._cache.open(self)  # is made and never written costs no file)
             size = 0
+        elif known_size is not None:  # restored from a clean shutdown's manifest: no stat
+            size = known_size
         else:
             try:
                 size = os.stat(self.log_path).st_size
@@ -447,6 +462,27 @@ class LogSegment:
         self.bytes_since_last_index_entry = since
         self._load_first_timestamp()
         return True
+
+    def state(self) -> SegmentState:
+        """What `restore` needs to take this segment up again without reading it (a closed,
+        flushed segment: written into the clean-shutdown manifest)."""
+        return (
+            self.base_offset, self.size, self.next_offset, self.max_timestamp,
+            self.offset_of_max_timestamp, self.first_batch_timestamp,
+            self.bytes_since_last_index_entry, self.time_index.last_timestamp,
+        )  # fmt: skip
+
+    def restore(self, state: SegmentState) -> None:
+        """`load` without I/O, from `state()` as written at a clean shutdown: both indexes stay on
+        disk until a lookup needs them (then they are loaded and spot-checked as after `load`)."""
+        _, size, nxt, max_ts, off_max, first_ts, since, last_ts = state
+        self.size = self.synced_size = size
+        self.next_offset = nxt
+        self.max_timestamp, self.offset_of_max_timestamp = max_ts, off_max
+        self.first_batch_timestamp = first_ts
+        self.offset_index.defer_load(self._load_indexes)
+        self.time_index.defer_load(self._load_indexes, last_ts)
+        self.bytes_since_last_index_entry = since
 
     def _load_indexes(self) -> None:
         """Load both lazy indexes and spot-check them against the log; rebuild them from the

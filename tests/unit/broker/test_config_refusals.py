@@ -232,7 +232,8 @@ def test_clean_shutdown_marker_and_recovery_summary(
     with caplog.at_level(logging.INFO, logger="kafkalite.storage.manager"):
         lm.startup()
     assert lm.last_shutdown_clean and not (d / CLEAN_SHUTDOWN_FILE).exists()
-    assert "last shutdown was clean" in caplog.text and "recovery scanned 1 segments" in caplog.text
+    assert "last shutdown was clean" in caplog.text and "recovery scanned 0 segments" in caplog.text
+    assert "(1 from the clean-shutdown manifest)" in caplog.text
     lm.shutdown()
     (d / CLEAN_SHUTDOWN_FILE).unlink()  # as after kill -9
     lm = LogManager([d])

@@ -25,9 +25,9 @@ pytestmark = pytest.mark.compat
 
 
 def fail_nth_open(monkeypatch: pytest.MonkeyPatch, topic: str, n: int) -> list[int]:
-    """Make the n-th (0-based) log opened for `topic` fail as a process out of descriptors does,
+    """Make the n-th (0-based) log created for `topic` fail as a process out of descriptors does,
     after its directory was made (as a real open half done leaves it)."""
-    real = Log.open.__func__  # type: ignore[attr-defined]
+    real = Log.create.__func__  # type: ignore[attr-defined]
     calls: list[int] = []
 
     def open_(cls: Any, directory: Path, *args: Any, **kwargs: Any) -> Log:
@@ -38,7 +38,7 @@ def fail_nth_open(monkeypatch: pytest.MonkeyPatch, topic: str, n: int) -> list[i
                 raise OSError(errno.EMFILE, "Too many open files")
         return real(cls, directory, *args, **kwargs)  # type: ignore[no-any-return]
 
-    monkeypatch.setattr(Log, "open", classmethod(open_))
+    monkeypatch.setattr(Log, "create", classmethod(open_))
     return calls
 
 
