@@ -1,0 +1,86 @@
+"""A handler that hit an OSError (EMFILE, EIO, ENOSPC ...) answers its request with KAFKA_STORAGE_ERROR
+on every entry; the broker logs what it was doing (rate-limited) and the connection stays open.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import time
+from typing import Any
+
+from kafkalite.broker.connection import CloseConnection
+from kafkalite.protocol.error_response import error_response
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.schema import Api, Struct
+
+log = logging.getLogger("kafkalite.broker.storage_errors")
+
+PRODUCE_KEY = 0
+LOG_EVERY_S = (
+    10.0  # one WARNING per (API, errno) this often; the lines skipped meanwhile are counted
+)
+
+
+class _RateLimit:
+    def __init__(self) -> None:
+        self.last: dict[tuple[int, int | None], float] = {}
+        self.skipped: dict[tuple[int, int | None], int] = {}
+
+    def allow(self, key: tuple[int, int | None]) -> int | None:
+        """None: stay quiet; else how many lines were skipped since the last one logged."""
+        now = time.monotonic()
+        if now - self.last.get(key, -LOG_EVERY_S) < LOG_EVERY_S:
+            self.skipped[key] = self.skipped.get(key, 0) + 1
+            return None
+        self.last[key] = now
+        return self.skipped.pop(key, 0)
+
+
+_limit = _RateLimit()
+
+
+def describe(exc: OSError) -> str:
+    """errno name, message and file of an OSError: `EMFILE (Too many open files) on /x/0.log`."""
+    name = errno.errorcode.get(exc.errno, str(exc.errno)) if exc.errno is not None else "no errno"
+    text = f"{name} ({exc.strerror or exc})"
+    if exc.filename is not None:
+        text += f" on {exc.filename}"
+    return text
+
+
+def storage_error_answer(
+    api: Api, version: int, request: Any, peer: str, client_id: str | None, exc: OSError
+) -> Any:
+    """The request's answer with KAFKA_STORAGE_ERROR everywhere (None: acks=0 Produce answers
+    nothing). An API whose response cannot say it (no error field reachable from the request)
+    raises CloseConnection, as any failure did before."""
+    silent = api.key == PRODUCE_KEY and getattr(request, "acks", 1) == 0
+    response, errors = None, 0
+    if isinstance(
+        request, Struct
+    ):  # not a hot-path decoded Produce / Fetch (they answer their own)
+        response, errors = error_response(
+            api.response, request, version, int(ErrorCode.KAFKA_STORAGE_ERROR), describe(exc)
+        )
+    skipped = _limit.allow((api.key, exc.errno))
+    if skipped is not None:
+        log.warning(
+            "%s v%d from %s (client id %r) failed on storage: %s; %s%s",
+            api.name,
+            version,
+            peer,
+            client_id,
+            describe(exc),
+            "no answer (acks=0)"
+            if silent
+            else "answered KAFKA_STORAGE_ERROR"
+            if errors
+            else "its response has no error field, closing the connection",
+            f" ({skipped} more like it in the last {LOG_EVERY_S:.0f} s)" if skipped else "",
+        )
+    if silent:
+        return None
+    if not errors:
+        raise CloseConnection from exc
+    return response
