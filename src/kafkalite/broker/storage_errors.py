@@ -54,29 +54,33 @@ def storage_error_answer(
 ) -> Any:
     """The request's answer with KAFKA_STORAGE_ERROR everywhere (None: acks=0 Produce answers
     nothing). An API whose response cannot say it (no error field reachable from the request)
-    raises CloseConnection, as any failure did before."""
+    raises CloseConnection, as any failure did before. A TimeoutError (an OSError in Python) is
+    not storage: it answers REQUEST_TIMED_OUT, as Kafka maps its TimeoutException."""
     silent = api.key == PRODUCE_KEY and getattr(request, "acks", 1) == 0
+    timed_out = isinstance(exc, TimeoutError)
+    code = ErrorCode.REQUEST_TIMED_OUT if timed_out else ErrorCode.KAFKA_STORAGE_ERROR
     response, errors = None, 0
-    if isinstance(
-        request, Struct
-    ):  # not a hot-path decoded Produce / Fetch (they answer their own)
-        response, errors = error_response(
-            api.response, request, version, int(ErrorCode.KAFKA_STORAGE_ERROR), describe(exc)
-        )
+    # a hot-path decoded Produce / Fetch is no schema message (those handlers answer storage
+    # errors per partition themselves)
+    if isinstance(request, Struct):
+        response, errors = error_response(api.response, request, version, int(code), describe(exc))
     skipped = _limit.allow((api.key, exc.errno))
     if skipped is not None:
+        if silent:
+            outcome = "no answer (acks=0)"
+        elif errors:
+            outcome = f"answered {code.name}"
+        else:
+            outcome = "its response has no error field to say so: closing the connection"
         log.warning(
-            "%s v%d from %s (client id %r) failed on storage: %s; %s%s",
+            "%s v%d from %s (client id %r) failed %s: %s; %s%s",
             api.name,
             version,
             peer,
             client_id,
+            "waiting" if timed_out else "on storage",
             describe(exc),
-            "no answer (acks=0)"
-            if silent
-            else "answered KAFKA_STORAGE_ERROR"
-            if errors
-            else "its response has no error field, closing the connection",
+            outcome,
             f" ({skipped} more like it in the last {LOG_EVERY_S:.0f} s)" if skipped else "",
         )
     if silent:

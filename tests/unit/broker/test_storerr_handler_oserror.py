@@ -71,7 +71,7 @@ def test_offset_for_leader_epoch_emfile_answers_every_partition(
     lines = [r.getMessage() for r in caplog.records if r.name == "kafkalite.broker.storage_errors"]
     assert len(lines) == 1, lines
     assert "OffsetForLeaderEpoch" in lines[0] and "EMFILE" in lines[0]
-    assert "client id 'kafkalite-cli'" in lines[0] or "client id" in lines[0]
+    assert "client id 'kafkalite-cli'" in lines[0] and "answered KAFKA_STORAGE_ERROR" in lines[0]
     # the same socket serves on
     assert client.metadata([topic]).topics[0].error_code == 0
     monkeypatch.undo()
@@ -110,6 +110,17 @@ def test_acks0_produce_answers_nothing_and_unanswerable_apis_close(
     with caplog.at_level(logging.WARNING, "kafkalite.broker.storage_errors"):
         assert storage_error_answer(APIS[0], 2, req, "1.2.3.4:5", "p", exc) is None
     assert "acks=0" in caplog.text and "ENOSPC" in caplog.text
+    # a timeout is an OSError in Python but not storage: REQUEST_TIMED_OUT, as Kafka answers it
+    dg: Any = APIS[15].request
+    resp = storage_error_answer(APIS[15], 5, dg(groups=["g"]), "p", None, TimeoutError())
+    assert resp.groups[0].error_code == ErrorCode.REQUEST_TIMED_OUT
+    # the log is rate-limited per (API, errno); the next line says how many it left out
+    limit = storage_errors._RateLimit()
+    assert limit.allow((3, 5)) == 0
+    assert limit.allow((3, 5)) is None and limit.allow((3, 5)) is None
+    assert limit.allow((3, 24)) == 0  # another errno is its own line
+    limit.last[(3, 5)] -= storage_errors.LOG_EVERY_S
+    assert limit.allow((3, 5)) == 2
     # AlterUserScramCredentials answers per user, which the request names in two lists: the
     # generic answer cannot say which entry failed, so the connection closes as before
     scram: Any = APIS[51].request
