@@ -636,7 +636,7 @@ class BrokerServer:
         except OSError as exc:  # the handler's file I/O, not this client's socket
             encoder = None  # the error answer is a schema message, not a hot-path result
             result = storage_error_answer(
-                entry.api, version, request, conn.peer, header.client_id, exc
+                entry.api, version, request, conn.peer, header.client_id, exc, frame, pos
             )
         if request_log.isEnabledFor(logging.DEBUG):
             log_request(ctx, entry.api.name, len(frame))
@@ -663,7 +663,7 @@ class BrokerServer:
                     encoder,
                     conn,
                     throttle,
-                    (entry.api, request, header.client_id),
+                    (entry.api, request, header.client_id, frame, pos),
                 )
             )
         if result is None:
@@ -725,15 +725,17 @@ class BrokerServer:
         encoder: Any,
         conn: Connection,
         throttle: int,
-        origin: tuple[Api, Any, str | None],
+        origin: tuple[Api, Any, str | None, bytes | bytearray, int],
     ) -> list[Any] | None:
         try:
             result = await deferred.answer
         except ConnectionError:
             raise
         except OSError as exc:  # completing the request hit storage, not this client's socket
-            api, request, client_id = origin
-            result = storage_error_answer(api, version, request, conn.peer, client_id, exc)
+            api, request, client_id, frame, pos = origin
+            result = storage_error_answer(
+                api, version, request, conn.peer, client_id, exc, frame, pos
+            )
             encoder = None
         if result is None:
             return None

@@ -12,6 +12,7 @@ from typing import Any
 from kafkalite.broker.connection import CloseConnection
 from kafkalite.protocol.error_response import error_response
 from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.exceptions import DecodeError
 from kafkalite.protocol.schema import Api, Struct
 
 log = logging.getLogger("kafkalite.broker.storage_errors")
@@ -50,18 +51,31 @@ def describe(exc: OSError) -> str:
 
 
 def storage_error_answer(
-    api: Api, version: int, request: Any, peer: str, client_id: str | None, exc: OSError
+    api: Api,
+    version: int,
+    request: Any,
+    peer: str,
+    client_id: str | None,
+    exc: OSError,
+    frame: bytes | bytearray | None = None,
+    body_at: int = 0,
 ) -> Any:
     """The request's answer with KAFKA_STORAGE_ERROR everywhere (None: acks=0 Produce answers
     nothing). An API whose response cannot say it (no error field reachable from the request)
     raises CloseConnection, as any failure did before. A TimeoutError (an OSError in Python) is
-    not storage: it answers REQUEST_TIMED_OUT, as Kafka maps its TimeoutException."""
+    not storage: it answers REQUEST_TIMED_OUT, as Kafka maps its TimeoutException. `frame` and
+    `body_at` (where the request body starts) let a hot-path decoded request be read again
+    through its declaration."""
     silent = api.key == PRODUCE_KEY and getattr(request, "acks", 1) == 0
     timed_out = isinstance(exc, TimeoutError)
     code = ErrorCode.REQUEST_TIMED_OUT if timed_out else ErrorCode.KAFKA_STORAGE_ERROR
     response, errors = None, 0
-    # a hot-path decoded Produce / Fetch is no schema message (those handlers answer storage
-    # errors per partition themselves)
+    if not isinstance(request, Struct) and frame is not None:
+        # a hot-path decoded Produce / Fetch: the declaration's view of the same frame
+        try:
+            request = api.request.decode(bytes(frame), version, body_at, exact=False)
+        except DecodeError:
+            request = None
     if isinstance(request, Struct):
         response, errors = error_response(api.response, request, version, int(code), describe(exc))
     skipped = _limit.allow((api.key, exc.errno))

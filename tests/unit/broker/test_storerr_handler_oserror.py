@@ -101,6 +101,40 @@ def test_describe_producers_eio_names_the_file(
     )
 
 
+def test_hot_path_produce_fsync_eio_answers_each_partition(
+    broker: Broker, client: WireClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Produce v9 is decoded by the hot-path codec; the fsync of a flush.messages=1 topic runs
+    outside the per-partition catch, so the answer comes from the declaration's view of the frame."""
+    from kafkalite.records.builder import build_batch
+
+    topic = f"fs-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(topic, 2, flush_messages=1)
+    monkeypatch.setattr(Log, "flush", fail(OSError(errno.EIO, "Input/output error")))
+    prod: Any = APIS[0].request
+    data = prod.TopicProduceData
+    for acks in (1, -1):  # the flush comes before any wait for replicas: both answer now
+        req = prod(
+            transactional_id=None,
+            acks=acks,
+            timeout_ms=5000,
+            topic_data=[
+                data(
+                    name=topic,
+                    partition_data=[
+                        data.PartitionProduceData(index=i, records=build_batch([(None, b"v")]))
+                        for i in (0, 1)
+                    ],
+                )
+            ],
+        )
+        [t] = client.send(req, version=9).responses
+        assert t.name == topic
+        got = [(p.index, p.error_code) for p in t.partition_responses]
+        assert got == [(0, STORAGE), (1, STORAGE)], acks
+    assert client.metadata([topic]).topics[0].error_code == 0
+
+
 def test_acks0_produce_answers_nothing_and_unanswerable_apis_close(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
