@@ -85,12 +85,8 @@ class _Builder:
                 nullable = Versions.parse(fdecl.nullable)
                 if not (self.version in nullable and getattr(obj, name) is None):
                     setattr(obj, name, self.build(schema.children[name], source))
-            elif source is not None and _is_identity(fdecl):
-                for alias in (name, *_ALIASES.get(name, ())):
-                    rdecl = req_fields.get(alias)
-                    if rdecl is not None and rdecl.type == ftype:
-                        setattr(obj, name, getattr(source, alias))
-                        break
+            elif source is not None and _is_identity(fdecl) and self._copy(obj, fdecl, source):
+                pass
             elif ftype == "records" and self.version not in Versions.parse(fdecl.nullable):
                 setattr(obj, name, b"")
             elif (
@@ -98,6 +94,17 @@ class _Builder:
             ):
                 setattr(obj, name, -1)
         return obj
+
+    @staticmethod
+    def _copy(obj: Struct, fdecl: F, source: Struct) -> bool:
+        """Copy an identity field from the request entry (under its name or an alias)."""
+        req_fields = source._schema.by_name
+        for alias in (fdecl.name, *_ALIASES.get(fdecl.name, ())):
+            rdecl = req_fields.get(alias)
+            if rdecl is not None and rdecl.type == fdecl.type:
+                setattr(obj, fdecl.name, getattr(source, alias))
+                return True
+        return False
 
     def _array(
         self,

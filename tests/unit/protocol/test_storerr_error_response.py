@@ -85,6 +85,9 @@ def test_primitive_lists_and_differently_named_arrays() -> None:
     fc: Any = APIS[10].request
     resp, _ = error_response(APIS[10].response, fc(key_type=0, coordinator_keys=["x"]), 4, 56, "m")
     assert [(c.key, c.error_code, c.error_message) for c in resp.coordinators] == [("x", 56, "m")]
+    # FindCoordinator v1: one coordinator, unknown (-1), not node 0
+    resp, _ = error_response(APIS[10].response, fc(key="g", key_type=0), 1, 56, "m")
+    assert (resp.error_code, resp.error_message, resp.node_id) == (56, "m", -1)
     # DescribeConfigs: resources[] -> results[]; the configuration keys asked for are not echoed
     dc: Any = APIS[32].request
     res = dc.DescribeConfigsResource(resource_type=2, resource_name="t", configuration_keys=["k"])
