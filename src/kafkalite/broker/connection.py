@@ -418,6 +418,8 @@ class Connection(asyncio.BufferedProtocol):
                 self._answers.pop(0)
                 self._maybe_resume_reading()
             self._flush_out()
+        except CloseConnection:  # a deferred answer that cannot be given (logged where raised)
+            self.close()
         except (ConnectionError, OSError) as exc:
             log.info("connection %s dropped while answering: %s", self.peer, exc)
             self.close()

@@ -60,6 +60,7 @@ from kafkalite.broker.share_coordinator import ShareCoordinatorComponent
 from kafkalite.broker.share_partitions import SharePartitionManager
 from kafkalite.broker.share_persister import SharePersister
 from kafkalite.broker.stats import BrokerStats
+from kafkalite.broker.storage_errors import storage_error_answer
 from kafkalite.broker.tls import client_context, server_context, ssl_settings
 from kafkalite.broker.transactions import TransactionCoordinatorComponent
 from kafkalite.broker.zk_broker import ZkBroker
@@ -85,6 +86,7 @@ from kafkalite.protocol.headers import (
     request_header_version,
     response_header_version,
 )
+from kafkalite.protocol.schema import Api
 from kafkalite.security.mechanisms import SaslLogin
 from kafkalite.security.principal import SslPrincipalMapper
 from kafkalite.security.sasl import IllegalSaslStateError, SaslAuthenticationError
@@ -627,7 +629,16 @@ class BrokerServer:
             )
             raise CloseConnection from None
         ctx = RequestContext(self, header, version, conn, time.monotonic_ns())
-        result = await entry.handle(ctx, request)
+        encoder = entry.encode_response
+        try:
+            result = await entry.handle(ctx, request)
+        except ConnectionError:
+            raise
+        except OSError as exc:  # the handler's file I/O, not this client's socket
+            encoder = None  # the error answer is a schema message, not a hot-path result
+            result = storage_error_answer(
+                entry.api, version, request, conn.peer, header.client_id, exc, frame, pos
+            )
         if request_log.isEnabledFor(logging.DEBUG):
             log_request(ctx, entry.api.name, len(frame))
         if ctx.parked_ns:
@@ -645,7 +656,15 @@ class BrokerServer:
         if isinstance(result, DeferredResponse):
             return DeferredResponse(
                 self._encode_later(
-                    result, corr, version, key, flexible, entry.encode_response, conn, throttle
+                    result,
+                    corr,
+                    version,
+                    key,
+                    flexible,
+                    encoder,
+                    conn,
+                    throttle,
+                    (entry.api, request, header.client_id, frame, pos),
                 )
             )
         if result is None:
@@ -653,9 +672,7 @@ class BrokerServer:
         if throttle:
             _set_throttle_time(result, throttle)
         header_version = response_header_version(key, flexible)
-        pieces = self._encode(
-            corr, version, result, header_version, entry.encode_response, flexible
-        )
+        pieces = self._encode(corr, version, result, header_version, encoder, flexible)
         if key == FETCH_KEY and quotas.fetch.enabled and not ctx.quota_exempt:
             size = sum(len(p) if isinstance(p, bytes | bytearray) else p.length for p in pieces)
             fetch_throttle = quotas.record_fetch(ctx.principal.name, ctx.quota_client_id, size)
@@ -709,8 +726,18 @@ class BrokerServer:
         encoder: Any,
         conn: Connection,
         throttle: int,
+        origin: tuple[Api, Any, str | None, bytes | bytearray, int],
     ) -> list[Any] | None:
-        result = await deferred.answer
+        try:
+            result = await deferred.answer
+        except ConnectionError:
+            raise
+        except OSError as exc:  # completing the request hit storage, not this client's socket
+            api, request, client_id, frame, pos = origin
+            result = storage_error_answer(
+                api, version, request, conn.peer, client_id, exc, frame, pos
+            )
+            encoder = None
         if result is None:
             return None
         if throttle:

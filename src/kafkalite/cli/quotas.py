@@ -1,5 +1,6 @@
 """`kafkalite quotas set|remove|list`: client quotas (producer_byte_rate, consumer_byte_rate,
-request_percentage) of users and client ids through AlterClientQuotas and DescribeClientQuotas.
+request_percentage) of users and client ids, and connection_creation_rate of ips (KIP-612), through
+AlterClientQuotas and DescribeClientQuotas.
 """
 
 from __future__ import annotations
@@ -17,17 +18,50 @@ from kafkalite.protocol.messages.quotas import (
     AlterClientQuotasRequest,
     DescribeClientQuotasRequest,
 )
-from kafkalite.security.quota import CLIENT_QUOTA_KEYS, ENTITY_CLIENT_ID, ENTITY_USER
+from kafkalite.security.quota import (
+    ENTITY_CLIENT_ID,
+    ENTITY_IP,
+    ENTITY_USER,
+    QUOTA_KEYS,
+    canonical_ip,
+)
+
+IP_COMBINATION = (
+    "an ip entity (--ip / --ip-default) stands alone: it cannot be combined with a user or a "
+    "client id (Kafka refuses that combination too)"
+)
+
+
+def _ip(a: argparse.Namespace) -> tuple[str, str | None] | None:
+    """The ip entity named on the command line (None: no ip), refusing what the broker refuses."""
+    if a.ip is None and not a.ip_default:
+        return None
+    if a.user is not None or a.user_default or a.client_id is not None or a.client_default:
+        raise CliError(IP_COMBINATION)
+    if a.ip_default:
+        return (ENTITY_IP, None)
+    if a.ip == "*" and a.quotas_command == "list":
+        return (ENTITY_IP, "*")
+    try:
+        return (ENTITY_IP, canonical_ip(a.ip))
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
 
 
 def _entity(a: argparse.Namespace) -> list[tuple[str, str | None]]:
+    ip = _ip(a)
+    if ip is not None:
+        return [ip]
     out: list[tuple[str, str | None]] = []
     if a.user is not None or a.user_default:
         out.append((ENTITY_USER, None if a.user_default else a.user))
     if a.client_id is not None or a.client_default:
         out.append((ENTITY_CLIENT_ID, None if a.client_default else a.client_id))
     if not out:
-        raise CliError("name a user (--user / --user-default), a client id, or both")
+        raise CliError(
+            "name a user (--user / --user-default), a client id, or both; or an ip "
+            "(--ip / --ip-default)"
+        )
     return out
 
 
@@ -61,9 +95,7 @@ def _set(c: WireClient, a: argparse.Namespace) -> None:
         except ValueError:
             value = float("nan")
         if not sep or value != value:
-            raise CliError(
-                f"{item!r}: expected KEY=NUMBER, KEY one of {', '.join(CLIENT_QUOTA_KEYS)}"
-            )
+            raise CliError(f"{item!r}: expected KEY=NUMBER, KEY one of {', '.join(QUOTA_KEYS)}")
         ops.append(op_cls(key=key, value=value, remove=False))
     _alter(c, a, ops)
 
@@ -76,9 +108,11 @@ def _remove(c: WireClient, a: argparse.Namespace) -> None:
 def _list(c: WireClient, a: argparse.Namespace) -> None:
     req_cls: Any = DescribeClientQuotasRequest
     components = []
+    ip = _ip(a)  # refuses an ip beside a user or client id, as the broker's filter check does
     for kind, name, default in (
         (ENTITY_USER, a.user, a.user_default),
         (ENTITY_CLIENT_ID, a.client_id, a.client_default),
+        (ENTITY_IP, ip[1] if ip is not None else None, a.ip_default),
     ):
         if default:
             components.append(
@@ -127,13 +161,18 @@ def _run(a: argparse.Namespace) -> int:
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "quotas",
-        help="set, remove and list client quotas (like kafka-configs.sh --entity-type users/clients)",
+        help="set, remove and list client quotas (like kafka-configs.sh --entity-type "
+        "users/clients/ips)",
     )
     quotas_sub = p.add_subparsers(dest="quotas_command", required=True)
     for name, text in (
-        ("set", "set quotas: producer_byte_rate=B, consumer_byte_rate=B, request_percentage=P"),
+        (
+            "set",
+            "set quotas: producer_byte_rate=B, consumer_byte_rate=B, request_percentage=P of users "
+            "and client ids; connection_creation_rate=N (new connections per second) of an ip",
+        ),
         ("remove", "remove quota keys of an entity"),
-        ("list", "list quotas (filter by user / client id; '*' means any named one)"),
+        ("list", "list quotas (filter by user / client id, or by ip; '*' means any named one)"),
     ):
         s = quotas_sub.add_parser(name, help=text)
         add_login_arguments(s)
@@ -145,12 +184,25 @@ def add_parser(sub: Any) -> None:
         client.add_argument(
             "--client-default", action="store_true", help="the default client-id entity"
         )
+        ip = s.add_mutually_exclusive_group()
+        ip.add_argument(
+            "--ip",
+            metavar="ADDR",
+            help="an IP address (KIP-612 entity; not with --user/--client-id)",
+        )
+        ip.add_argument(
+            "--ip-default",
+            "--ip-defaults",
+            dest="ip_default",
+            action="store_true",
+            help="the default ip entity (every address without its own quota)",
+        )
         if name == "list":
             s.add_argument("--output", choices=("text", "json"), default="text")
         if name == "set":
             s.add_argument("quota", nargs="+", metavar="KEY=VALUE")
         elif name == "remove":
-            s.add_argument("key", nargs="+", choices=CLIENT_QUOTA_KEYS)
+            s.add_argument("key", nargs="+", choices=QUOTA_KEYS)
         else:
             s.add_argument(
                 "--strict", action="store_true", help="only entities of exactly these types"
