@@ -126,8 +126,13 @@ class _IndexFile:
         self._pending = bytearray() if size <= self._pending_at else self._pending
         self.drain()
         fh = self._fh
-        if fh is None and size == 0 and not self.path.exists():
-            return  # nothing to cut: do not create the file for it
+        if fh is None and size == 0:  # by name: no descriptor taken, nothing created
+            try:
+                os.truncate(self.path, 0)
+            except FileNotFoundError:
+                return  # nothing to cut: do not create the file for it
+            self.dirty = True
+            return
         fh = self._handle()
         os.ftruncate(fh.fd, size)
         self.dirty = True

@@ -48,40 +48,51 @@ def load_segments(
     stats: RecoveryStats | None = None,
     *,
     clean_shutdown: bool = False,
+    names: set[str] | None = None,
 ) -> tuple[list[LogSegment], int]:
     """Open every segment of a partition directory and return (segments, log end offset).
 
     Leftover .deleted/.cleaned files are removed and interrupted swaps completed; segments that may
     hold offsets at or above `recovery_point` (and the last one) are scanned batch by batch and
     truncated at the first torn/corrupt batch, dropping every later segment; the others only load
-    and sanity-check their indexes (rebuilding them when damaged or missing)."""
+    and sanity-check their indexes (rebuilding them when damaged or missing). `names`, the
+    directory's listing when the caller has one, is used instead of listing it and kept up to date."""
     bases: set[int] = set()
     swaps: list[int] = []
-    for entry in os.listdir(directory):
+    listing = names if names is not None else set(os.listdir(directory))
+
+    def drop(entry: str) -> None:
+        (directory / entry).unlink(missing_ok=True)
+        listing.discard(entry)
+
+    for entry in list(listing):
         m = SEGMENT_FILE_RE.match(entry)
         if m is None:
             if entry.endswith(".tmp"):
-                (directory / entry).unlink(missing_ok=True)
+                drop(entry)
             continue
         base, kind, suffix = int(m.group(1)), m.group(2), m.group(3)
         if suffix in (DELETED_SUFFIX, CLEANED_SUFFIX):
-            (directory / entry).unlink(missing_ok=True)
+            drop(entry)
         elif suffix == SWAP_SUFFIX:
             if kind == "log":
                 swaps.append(base)
             else:
-                (directory / entry).unlink(missing_ok=True)
+                drop(entry)
         elif suffix == "" and kind == "log":
             bases.add(base)
         elif suffix:
-            (directory / entry).unlink(missing_ok=True)
-    for base in sorted(swaps):
-        _complete_swap(directory, new_segment, base, bases)
+            drop(entry)
+    if swaps:
+        for base in sorted(swaps):
+            _complete_swap(directory, new_segment, base, bases)
+        listing.clear()  # (files were renamed and removed: list again)
+        listing.update(os.listdir(directory))
     # index files without a log file
-    for entry in os.listdir(directory):
+    for entry in list(listing):
         m = SEGMENT_FILE_RE.match(entry)
         if m and m.group(3) == "" and m.group(2) != "log" and int(m.group(1)) not in bases:
-            (directory / entry).unlink(missing_ok=True)
+            drop(entry)
 
     ordered = sorted(bases)
     segments: list[LogSegment] = []

@@ -26,7 +26,7 @@ from kafkalite.records.header import (
     set_partition_leader_epoch,
 )
 from kafkalite.storage.config import LogConfig
-from kafkalite.storage.epoch_cache import LeaderEpochFileCache
+from kafkalite.storage.epoch_cache import LEADER_EPOCH_CHECKPOINT, LeaderEpochFileCache
 from kafkalite.storage.errors import (
     CorruptRecord,
     InvalidProducerBatch,
@@ -141,6 +141,7 @@ class Log(LogReads, LogProducers, LogRetention):
         self.flush_times = LatencyHistogram()
         # idempotent producers' last batches; built from the log on first need (None: not yet)
         self._producer_state: ProducerStateManager | None = None
+        self._names: set[str] | None = None  # the directory's listing while it is being loaded
         self.leader_epoch_cache = LeaderEpochFileCache(directory)
         self._latest_epoch = -1  # == leader_epoch_cache.latest_epoch, for the append fast path
 
@@ -166,13 +167,18 @@ class Log(LogReads, LogProducers, LogRetention):
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         self = cls(directory, config if config is not None else LogConfig(), topic_id)
-        self._load(recovery_point, log_start_offset, clean_shutdown)
-        self._hw = min(max(high_watermark, self._log_start), self._leo)
-        self._load_epochs()
-        self._write_partition_metadata()
-        # producers' state (and with it open transactions and the last stable offset) from the
-        # newest snapshot plus the headers past it: every append and fetch needs it
-        self._producer_state_locked()
+        # the directory is listed once; loading asks the listing, not the file system, what exists
+        self._names = set(os.listdir(directory))
+        try:
+            self._load(recovery_point, log_start_offset, clean_shutdown)
+            self._hw = min(max(high_watermark, self._log_start), self._leo)
+            self._load_epochs()
+            self._write_partition_metadata()
+            # producers' state (and with it open transactions and the last stable offset) from
+            # the newest snapshot plus the headers past it: every append and fetch needs it
+            self._producer_state_locked()
+        finally:
+            self._names = None
         return self
 
     @classmethod
@@ -259,6 +265,7 @@ class Log(LogReads, LogProducers, LogRetention):
             max_index_bytes=self.config.segment_index_bytes,
             suffix=suffix,
             create=create,
+            names=self._names,
         )
 
     def _load(self, recovery_point: int, log_start_offset: int, clean_shutdown: bool) -> None:
@@ -270,11 +277,12 @@ class Log(LogReads, LogProducers, LogRetention):
             log_start_offset,
             self.recovery,
             clean_shutdown=clean_shutdown,
+            names=self._names,
         )
         self._set_segments(segments)
         self._leo = leo
         # snapshots past the recovered end describe batches that did not survive: never use them
-        delete_snapshots_above(self.dir, leo)
+        delete_snapshots_above(self.dir, leo, self._names)
         self._log_start = max(log_start_offset, segments[0].base_offset)
         # recovered (rescanned) data is not known to be on disk: it stays above the recovery point
         # until the flush policy syncs it
@@ -285,7 +293,11 @@ class Log(LogReads, LogProducers, LogRetention):
     def _load_epochs(self) -> None:
         """The leader-epoch cache from its checkpoint, or rebuilt from the batches' partition
         leader epochs when the file is missing or damaged; cut to the recovered log either way."""
-        entries = LeaderEpochFileCache.read_file(self.dir)
+        names = self._names
+        if names is not None and LEADER_EPOCH_CHECKPOINT not in names:
+            entries = None
+        else:
+            entries = LeaderEpochFileCache.read_file(self.dir)
         if entries is None:
             entries = self._epochs_from_batches()
         cache = LeaderEpochFileCache(self.dir, entries)
@@ -315,7 +327,7 @@ class Log(LogReads, LogProducers, LogRetention):
     def _write_partition_metadata(self) -> None:
         if self.topic_id is None:
             p = self.dir / PARTITION_METADATA_FILE
-            if p.exists():
+            if PARTITION_METADATA_FILE in self._names if self._names is not None else p.exists():
                 for line in p.read_text().splitlines():
                     k, _, v = line.partition(":")
                     if k.strip() == "topic_id":
@@ -326,7 +338,8 @@ class Log(LogReads, LogProducers, LogRetention):
             return
         text = f"version: 0\ntopic_id: {self.topic_id}\n"
         p = self.dir / PARTITION_METADATA_FILE
-        if not p.exists() or p.read_text() != text:
+        there = PARTITION_METADATA_FILE in self._names if self._names is not None else p.exists()
+        if not there or p.read_text() != text:
             tmp = p.with_suffix(".tmp")
             tmp.write_text(text)
             os.replace(tmp, p)

@@ -42,6 +42,7 @@ class LogProducers:
     _recovery_point: int
     _snapshot: tuple[tuple[LogSegment, ...], tuple[int, ...]]
     _producer_state: ProducerStateManager | None
+    _names: set[str] | None
 
     @property
     def producer_state(self) -> ProducerStateManager:
@@ -59,7 +60,7 @@ class LogProducers:
         """The newest snapshot at or below the recovery point, then every batch header past it. The
         markers met on the way re-add their aborted transactions to the segments' indexes (entries
         a segment already holds are kept once), so an index lost in a crash is rebuilt."""
-        snap = latest_snapshot(self.dir, min(self._recovery_point, self._leo))
+        snap = latest_snapshot(self.dir, min(self._recovery_point, self._leo), self._names)
         since, state = snap if snap is not None else (-1, ProducerStateManager())
         for seg in self._segments:
             if seg.next_offset <= since:

@@ -41,10 +41,10 @@ def snapshot_path(directory: Path, offset: int) -> Path:
     return directory / f"{offset:020d}{SNAPSHOT_SUFFIX}"
 
 
-def snapshot_offsets(directory: Path) -> list[int]:
-    """Offsets of the snapshot files in `directory`, ascending."""
+def snapshot_offsets(directory: Path, names: set[str] | None = None) -> list[int]:
+    """Offsets of the snapshot files in `directory` (or among `names`, its listing), ascending."""
     out = []
-    for entry in os.listdir(directory):
+    for entry in os.listdir(directory) if names is None else names:
         m = SNAPSHOT_FILE_RE.match(entry)
         if m is not None:
             out.append(int(m.group(1)))
@@ -124,16 +124,22 @@ def write_snapshot(
         snapshot_path(directory, old).unlink(missing_ok=True)
 
 
-def delete_snapshots_above(directory: Path, offset: int) -> None:
-    """Drop snapshots past `offset` (the log was truncated there: they describe batches now gone)."""
-    for off in snapshot_offsets(directory):
+def delete_snapshots_above(directory: Path, offset: int, names: set[str] | None = None) -> None:
+    """Drop snapshots past `offset` (the log was truncated there: they describe batches now gone);
+    `names`, the directory's listing when the caller has one, is kept up to date."""
+    for off in snapshot_offsets(directory, names):
         if off > offset:
-            snapshot_path(directory, off).unlink(missing_ok=True)
+            path = snapshot_path(directory, off)
+            path.unlink(missing_ok=True)
+            if names is not None:
+                names.discard(path.name)
 
 
-def latest_snapshot(directory: Path, max_offset: int) -> tuple[int, ProducerStateManager] | None:
+def latest_snapshot(
+    directory: Path, max_offset: int, names: set[str] | None = None
+) -> tuple[int, ProducerStateManager] | None:
     """The newest readable snapshot at or below `max_offset` (the log end offset), if any."""
-    for off in reversed(snapshot_offsets(directory)):
+    for off in reversed(snapshot_offsets(directory, names)):
         if off > max_offset:
             continue
         try:

@@ -83,6 +83,7 @@ class LogSegment:
         create: bool = False,
         fresh_dir: bool = False,
         known_size: int | None = None,
+        names: set[str] | None = None,
     ) -> None:
         self.dir = directory
         self.base_offset = base_offset
@@ -105,7 +106,10 @@ class LogSegment:
             not create
             and known_size is None
             and not all(
-                (directory / (segment_file_name(base_offset, ext) + suffix)).exists()
+                # (`names`: the directory's listing while the log loads; it says what exists)
+                (segment_file_name(base_offset, ext) + suffix) in names
+                if names is not None
+                else (directory / (segment_file_name(base_offset, ext) + suffix)).exists()
                 for ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX)
             )
         )
@@ -134,9 +138,10 @@ class LogSegment:
             max_index_bytes,
         )
         # aborted transactions whose abort marker is in this segment (written by the Log)
-        self.txn_index = TransactionIndex(
-            directory / (segment_file_name(base_offset, TXN_INDEX_SUFFIX) + suffix)
-        )
+        txn_name = segment_file_name(base_offset, TXN_INDEX_SUFFIX) + suffix
+        self.txn_index = TransactionIndex(directory / txn_name)
+        if names is not None and not create and txn_name not in names:
+            self.txn_index.known_empty()
         self.size = size
         self.next_offset = base_offset
         self.max_timestamp = -1

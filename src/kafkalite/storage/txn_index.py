@@ -47,6 +47,11 @@ class TransactionIndex:
         self._dirty = False
         self._entries: list[AbortedTxn] | None = None  # loaded on first use
 
+    def known_empty(self) -> None:
+        """The file is known not to exist (its directory was just listed): nothing to read."""
+        if self._entries is None and self._fh is None:
+            self._entries = []
+
     # -- reading ----------------------------------------------------------------------------------
     def entries(self) -> list[AbortedTxn]:
         if self._entries is None:
