@@ -121,6 +121,12 @@ class MetadataCache:
     def broker(self, broker_id: int) -> BrokerEndpoint | None:
         return self._brokers.get(broker_id)
 
+    @property
+    def live_brokers_version(self) -> object:
+        """Changes (by identity) whenever the set of live brokers does: answers built from it can
+        be kept until then."""
+        return self._brokers
+
     def is_alive(self, broker_id: int) -> bool:
         return broker_id in self._brokers
 

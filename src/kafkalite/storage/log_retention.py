@@ -72,6 +72,8 @@ class LogRetention:
 
     def remove_deleted_segments(self, now: int | None = None, *, force: bool = False) -> int:
         """Close and unlink segments whose delete delay has passed; returns how many."""
+        if not self._pending_deletes:  # (most logs, every second: no lock taken)
+            return 0
         t = self.clock() if now is None else now
         with self._lock:
             ready = [s for due, s in self._pending_deletes if force or due <= t]

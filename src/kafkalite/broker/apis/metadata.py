@@ -72,27 +72,42 @@ def may_create_topic(ctx: RequestContext, name: str) -> bool:
     )
 
 
+# topic name -> (its TopicMetadata, the live brokers, the partition entries built from both):
+# TopicMetadata is immutable and replaced on every change, so an entry is reused while both are the
+# same objects (a producer to 1,000 topics of 100 partitions asks for them again and again)
+_PARTITION_ENTRIES: dict[str, tuple[TopicMetadata, object, list[Any]]] = {}
+
+
+def partition_entries(ctx: RequestContext, info: TopicMetadata) -> list[Any]:
+    cache = ctx.broker.metadata_cache
+    live = cache.live_brokers_version
+    hit = _PARTITION_ENTRIES.get(info.name)
+    if hit is not None and hit[0] is info and hit[1] is live:
+        return hit[2]
+    alive = cache.is_alive
+    entries = [
+        _Partition(
+            error_code=0 if pm.has_leader else ErrorCode.LEADER_NOT_AVAILABLE,
+            partition_index=pm.partition,
+            leader_id=pm.leader,
+            leader_epoch=pm.leader_epoch,
+            replica_nodes=list(pm.replicas),
+            isr_nodes=list(pm.isr),
+            offline_replicas=[r for r in pm.replicas if not alive(r) or r in pm.offline_replicas],
+        )
+        for pm in info.partitions
+    ]
+    _PARTITION_ENTRIES[info.name] = (info, live, entries)
+    return entries
+
+
 def topic_entry(ctx: RequestContext, info: TopicMetadata, include_ops: bool = False) -> Any:
-    alive = ctx.broker.metadata_cache.is_alive
     return _Topic(
         error_code=0,
         name=info.name,
         topic_id=info.topic_id,
         is_internal=info.internal,
-        partitions=[
-            _Partition(
-                error_code=0 if pm.has_leader else ErrorCode.LEADER_NOT_AVAILABLE,
-                partition_index=pm.partition,
-                leader_id=pm.leader,
-                leader_epoch=pm.leader_epoch,
-                replica_nodes=list(pm.replicas),
-                isr_nodes=list(pm.isr),
-                offline_replicas=[
-                    r for r in pm.replicas if not alive(r) or r in pm.offline_replicas
-                ],
-            )
-            for pm in info.partitions
-        ],
+        partitions=partition_entries(ctx, info),
         topic_authorized_operations=(
             ctx.authorized_operations(ResourceType.TOPIC, info.name)
             if include_ops
