@@ -11,6 +11,18 @@ from kafkalite.protocol import primitives as p
 from kafkalite.protocol.exceptions import DecodeError, EncodeError
 from kafkalite.protocol.schema import F, Struct, StructSchema, Versions
 
+
+class Encoded:
+    """A nested struct already encoded at the version being written: its bytes are written as they
+    are (an answer that repeats a part, such as Metadata's unchanged topics, encodes it once).
+    Whoever builds one answers for the version: `StructCodec.encode` makes it."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+
 _FIXED: dict[str, tuple[p.ReadFn, p.WriteFn]] = {
     "bool": (p.read_bool, p.write_bool),
     "int8": (p.read_int8, p.write_int8),
@@ -171,7 +183,16 @@ class StructCodec:
                 pos += size
         return obj, pos
 
+    def encode(self, obj: Any) -> Encoded:
+        """`obj` written at this codec's version, to be placed where such a struct goes."""
+        out = bytearray()
+        self.write(out, obj)
+        return Encoded(bytes(out))
+
     def write(self, out: bytearray, obj: Any) -> None:
+        if type(obj) is Encoded:
+            out += obj.data
+            return
         name = ""
         try:
             for name, _, wr in self.regular:

@@ -70,6 +70,11 @@ class LogRetention:
                 pass
             self._pending_deletes.append((due, seg))
 
+    @property
+    def has_pending_deletes(self) -> bool:
+        """Segments renamed for deletion wait for their delay to pass."""
+        return bool(self._pending_deletes)
+
     def remove_deleted_segments(self, now: int | None = None, *, force: bool = False) -> int:
         """Close and unlink segments whose delete delay has passed; returns how many."""
         if not self._pending_deletes:  # (most logs, every second: no lock taken)

@@ -507,8 +507,9 @@ class LogManager:
         """Flush logs whose flush.ms (or flush.messages) is due; returns how many were flushed."""
         t = self.clock() if now is None else now
         n = 0
-        for lg in self.logs():
-            if lg.unflushed_messages <= 0 or lg.closed:  # (the cheap test first: 100,000 logs)
+        # (one cheap test over every log first: a broker may hold 100,000, most of them idle)
+        for lg in [lg for lg in list(self._logs.values()) if lg.unflushed_messages > 0]:
+            if lg.closed:
                 continue
             if lg.needs_flush or lg.flush_due(t):
                 lg.flush()
@@ -517,7 +518,8 @@ class LogManager:
 
     def remove_deleted_files(self, now: int | None = None, *, force: bool = False) -> int:
         t = self.clock() if now is None else now
-        n = sum(lg.remove_deleted_segments(t, force=force) for lg in self.logs())
+        logs = list(self._logs.values())
+        n = sum(lg.remove_deleted_segments(t, force=force) for lg in logs if lg.has_pending_deletes)
         with self._lock:
             ready = [(p, lg) for due, p, lg in self._pending_dir_deletes if force or due <= t]
             self._pending_dir_deletes = [

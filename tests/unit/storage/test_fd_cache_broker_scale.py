@@ -4,6 +4,7 @@ before the FileCache): it creates them, takes a record in each and serves every 
 from __future__ import annotations
 
 import os
+import re
 import resource
 import socket
 import subprocess
@@ -45,6 +46,41 @@ def _limit_nofile() -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (NOFILE, NOFILE))
 
 
+def _start(data: Path, port: int, log_path: Path) -> subprocess.Popen[bytes]:
+    args = [sys.executable, "-m", "kafkalite.cli.main", "serve", "--data-dir", str(data)]
+    args += ["--listen", f"127.0.0.1:{port}", "--log-level", "INFO"]
+    with open(log_path, "ab") as out:
+        proc = subprocess.Popen(
+            args, stdout=out, stderr=subprocess.STDOUT, env=dict(os.environ),
+            preexec_fn=_limit_nofile,
+        )  # fmt: skip
+    deadline = time.monotonic() + 600
+    while True:
+        assert proc.poll() is None, log_path.read_text()[-3000:]
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return proc
+        except OSError:
+            assert time.monotonic() < deadline, "broker did not listen"
+            time.sleep(0.1)
+
+
+def _read_back(bootstrap: str, parts: list[TopicPartition]) -> dict[tuple[str, int], bytes]:
+    """Every partition's first record, read from offset 0 (retried while logs still load)."""
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest"
+    )
+    consumer.assign(parts)
+    seen: dict[tuple[str, int], bytes] = {}
+    t0 = time.monotonic()
+    while len(seen) < len(parts) and time.monotonic() - t0 < 600:
+        for tp, recs in consumer.poll(1000).items():
+            for r in recs:
+                seen.setdefault((tp.topic, tp.partition), r.value)
+    consumer.close(autocommit=False)
+    return seen
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_thousands_of_partitions_with_bounded_descriptors(tmp_path: Path) -> None:
@@ -53,24 +89,9 @@ def test_thousands_of_partitions_with_bounded_descriptors(tmp_path: Path) -> Non
         port = int(s.getsockname()[1])
     data = tmp_path / "data"
     log_path = tmp_path / "broker.log"
-    env = dict(os.environ)
-    args = [sys.executable, "-m", "kafkalite.cli.main", "serve", "--data-dir", str(data)]
-    args += ["--listen", f"127.0.0.1:{port}", "--log-level", "INFO"]
-    with open(log_path, "ab") as out:
-        proc = subprocess.Popen(
-            args, stdout=out, stderr=subprocess.STDOUT, env=env, preexec_fn=_limit_nofile
-        )
+    proc = _start(data, port, log_path)
     bootstrap = f"127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, log_path.read_text()[-3000:]
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                assert time.monotonic() < deadline, "broker did not listen"
-                time.sleep(0.1)
         cache = default_capacity(NOFILE)
         assert f"up to {cache} segment/index files kept open" in log_path.read_text()
         admin = KafkaAdminClient(bootstrap_servers=bootstrap, default_api_timeout_ms=600_000)
@@ -95,34 +116,41 @@ def test_thousands_of_partitions_with_bounded_descriptors(tmp_path: Path) -> Non
         producer.close()
         fds_written = _fds(proc.pid)
 
-        consumer = KafkaConsumer(
-            bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest"
-        )
         parts = [TopicPartition(f"scale-{t}", p) for t in range(TOPICS) for p in range(PER_TOPIC)]
-        consumer.assign(parts)
-        seen: dict[tuple[str, int], bytes] = {}
+        expected = {(f"scale-{t}", p): b"v-%d-%d" % (t, p) for t in range(TOPICS) for p in range(PER_TOPIC)}  # fmt: skip
         t2 = time.monotonic()
-        while len(seen) < len(parts) and time.monotonic() - t2 < 600:
-            for tp, recs in consumer.poll(1000).items():
-                for r in recs:
-                    seen[(tp.topic, tp.partition)] = r.value
+        assert _read_back(bootstrap, parts) == expected
         consume_s = time.monotonic() - t2
-        consumer.close(autocommit=False)
         fds_read = _fds(proc.pid)
         rss = _rss_mib(proc.pid)
+        restarts: list[str] = []
+        for how in ("clean shutdown", "SIGKILL"):
+            if how == "clean shutdown":
+                proc.terminate()
+            else:
+                proc.kill()
+            proc.wait(600)
+            t3 = time.monotonic()
+            proc = _start(data, port, log_path)
+            assert _read_back(bootstrap, parts) == expected, how
+            restarts.append(f"{how} {time.monotonic() - t3:.1f} s")
+            assert _fds(proc.pid) <= cache + FD_SLACK
         print(
             f"\n{len(parts):,} partitions, RLIMIT_NOFILE {NOFILE}, cache {cache} files: create "
             f"{create_s:.1f} s, produce {produce_s:.1f} s, consume {consume_s:.1f} s; broker fds "
             f"{fds_created} after create, {fds_written} after produce, {fds_read} after consume; "
-            f"RSS {rss:.0f} MiB"
+            f"RSS {rss:.0f} MiB; restart to every record read back: {', '.join(restarts)}"
         )
-        assert len(seen) == len(parts)
-        assert all(v == b"v-%d-%d" % (int(t[6:]), p) for (t, p), v in seen.items())
         assert 3 * len(parts) > NOFILE  # more than the limit would have allowed before
         assert max(fds_created, fds_written, fds_read) <= cache + FD_SLACK
         assert proc.poll() is None
-        # no request ran into the limit (a Fetch over every partition once did: EMFILE)
         text = log_path.read_text()
+        # the clean restart took every log from the manifest; the one after SIGKILL recovered
+        loads = re.findall(r"loaded (\d+) logs \((\d+) from the clean-shutdown manifest\)", text)
+        assert len(loads) == 3 and loads[1][0] == loads[1][1] and int(loads[1][0]) >= len(parts)
+        assert loads[2][1] == "0"
+        assert "last shutdown was NOT clean" in text
+        # no request ran into the limit (a Fetch over every partition once did: EMFILE)
         assert "out of file descriptors" not in text and " ERROR " not in text, text[-3000:]
     finally:
         proc.terminate()
