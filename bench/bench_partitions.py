@@ -62,25 +62,31 @@ def create(bs: str, topics: int, partitions: int) -> float:
     return time.perf_counter() - t0
 
 
-def write_all(bs: str, topics: int, partitions: int) -> None:
-    p = Producer({"bootstrap.servers": bs, "acks": "all", "linger.ms": 20, **QUIET})
+def write_all(bs: str, topics: int, partitions: int, per_producer: int = 10_000) -> None:
+    """One record to each partition, acks=all: a producer per `per_producer` partitions, one after
+    another (a single librdkafka producer spreads its work over every partition it has seen: at
+    100,000 partitions it, not the broker, is the bottleneck and messages time out)."""
     failed: list[object] = []
 
     def cb(err: object, _msg: object) -> None:
         if err is not None:
             failed.append(err)
 
-    for t in names(topics):
-        for part in range(partitions):
-            while True:
-                try:
-                    p.produce(t, f"{t}/{part}".encode(), partition=part, on_delivery=cb)
-                    break
-                except BufferError:
-                    p.poll(0.01)
-        p.poll(0)
-    if p.flush(600) or failed:
-        raise SystemExit(f"write: {len(failed)} failed ({failed[:1]})")
+    all_names = names(topics)
+    step = max(1, per_producer // partitions)
+    for i in range(0, topics, step):
+        p = Producer({"bootstrap.servers": bs, "acks": "all", "linger.ms": 20, **QUIET})
+        for t in all_names[i : i + step]:
+            for part in range(partitions):
+                while True:
+                    try:
+                        p.produce(t, f"{t}/{part}".encode(), partition=part, on_delivery=cb)
+                        break
+                    except BufferError:
+                        p.poll(0.01)
+            p.poll(0)
+        if p.flush(600) or failed:
+            raise SystemExit(f"write: {len(failed)} failed ({failed[:1]})")
 
 
 def serving_all(bs: str, topics: int, partitions: int, deadline: float) -> None:
@@ -109,19 +115,27 @@ def serving_all(bs: str, topics: int, partitions: int, deadline: float) -> None:
         c.close()
 
 
-def read_back(bs: str, topics: int, partitions: int) -> int:
-    c = Consumer({"bootstrap.servers": bs, "group.id": "bench-read", "enable.auto.commit": False,
-                  **QUIET})  # fmt: skip
-    expected = {f"{t}/{p}".encode() for t in names(topics) for p in range(partitions)}
-    c.assign([TopicPartition(t, p, 0) for t in names(topics) for p in range(partitions)])
-    seen: set[bytes] = set()
-    deadline = time.monotonic() + 600
-    while len(seen) < len(expected) and time.monotonic() < deadline:
-        for m in c.consume(10000, timeout=1):
-            if m.error() is None:
-                seen.add(m.value())
-    c.close()
-    return len(expected - seen)
+def read_back(bs: str, topics: int, partitions: int, per_consumer: int = 10_000) -> int:
+    """How many records are missing, read from offset 0 by a consumer per `per_consumer` partitions
+    (one after another, as the producers write)."""
+    missing = 0
+    all_names = names(topics)
+    step = max(1, per_consumer // partitions)
+    for i in range(0, topics, step):
+        chunk = all_names[i : i + step]
+        c = Consumer({"bootstrap.servers": bs, "group.id": "bench-read",
+                      "enable.auto.commit": False, **QUIET})  # fmt: skip
+        expected = {f"{t}/{p}".encode() for t in chunk for p in range(partitions)}
+        c.assign([TopicPartition(t, p, 0) for t in chunk for p in range(partitions)])
+        seen: set[bytes] = set()
+        deadline = time.monotonic() + 600
+        while len(seen) < len(expected) and time.monotonic() < deadline:
+            for m in c.consume(10000, timeout=1):
+                if m.error() is None:
+                    seen.add(m.value())
+        c.close()
+        missing += len(expected - seen)
+    return missing
 
 
 def main() -> None:

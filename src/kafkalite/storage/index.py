@@ -137,10 +137,13 @@ class _IndexFile:
         os.ftruncate(fh.fd, size)
         self.dirty = True
 
-    def flush(self) -> None:
+    def flush(self, *, sync: bool = True) -> None:
         """Write pending entries and fsync (creating the file if it does not exist yet, so a
-        flushed segment always has its index files)."""
+        flushed segment always has its index files); without `sync` only write them (the caller
+        syncs the whole file system)."""
         self.drain()
+        if not sync:
+            return
         if self.dirty or not self.exists():
             self.dirty = False
             fh = self._handle()
@@ -238,9 +241,9 @@ class _SparseIndex:
         self._written = min(self._written, n)
         self._file.truncate(n * self.ENTRY_SIZE)
 
-    def flush(self) -> None:
+    def flush(self, *, sync: bool = True) -> None:
         self._spill()
-        self._file.flush()
+        self._file.flush(sync=sync)
 
     def rename(self, path: Path) -> None:
         self._file.rename(path)

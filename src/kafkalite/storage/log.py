@@ -829,9 +829,10 @@ class Log(LogReads, LogProducers, LogRetention):
             os.close(fd)
 
     # -- lifecycle ------------------------------------------------------------------------------
-    def close(self, *, flush: bool = True) -> None:
+    def close(self, *, flush: bool = True, sync: bool = True) -> None:
         """Flush everything (with indexes, unless `flush=False` or the log was deleted), then
-        close all files."""
+        close all files. With `sync=False` everything is written but nothing fsynced: the caller
+        syncs the file system once for every log it closes (LogManager.shutdown)."""
         with self._lock:
             if self._files_closed:
                 return
@@ -840,10 +841,13 @@ class Log(LogReads, LogProducers, LogRetention):
                 for s in segs[:-1]:
                     s.seal()
                 for s in segs:
-                    s.flush(indexes=True)
-                self._snapshot_producers(fsync=True)
-                self.leader_epoch_cache.write_pending()
-                self._fsync_dir()
+                    s.flush(indexes=True, sync=sync)
+                self._snapshot_producers(fsync=sync)
+                if sync:
+                    # (a shutdown's manifest keeps the epochs instead; without it a deferred
+                    # checkpoint, all entries at offset 0, is rebuilt from the batches)
+                    self.leader_epoch_cache.write_pending()
+                    self._fsync_dir()
                 self._recovery_point = self._leo
             self._closed = True
             self._files_closed = True

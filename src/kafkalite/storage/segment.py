@@ -295,11 +295,13 @@ class LogSegment:
         if self.max_timestamp > self.time_index.last_timestamp and self.max_timestamp >= 0:
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
 
-    def flush(self, *, indexes: bool = True) -> None:
+    def flush(self, *, indexes: bool = True, sync: bool = True) -> None:
+        """fsync what was appended (and write and fsync the indexes); without `sync` nothing is
+        synced here: the caller syncs the whole file system once (a shutdown of many logs)."""
         if self.closed:
             return
         size = self.size  # every byte below it was written before it was published
-        if size != self.synced_size:
+        if size != self.synced_size and sync:
             try:
                 # any descriptor of the file syncs it (the data may have gone through another)
                 fh = self.handle()
@@ -309,10 +311,11 @@ class LogSegment:
                     return
                 raise
             self.synced_size = size
-        self.txn_index.flush()  # abort markers' entries are rare: synced with the data they describe
+        # abort markers' entries are rare: synced with the data they describe
+        self.txn_index.flush(sync=sync)
         if indexes:
-            self.offset_index.flush()
-            self.time_index.flush()
+            self.offset_index.flush(sync=sync)
+            self.time_index.flush(sync=sync)
 
     @property
     def dirty(self) -> bool:

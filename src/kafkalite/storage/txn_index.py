@@ -130,8 +130,8 @@ class TransactionIndex:
     def _open_fd(self) -> int:
         return os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
 
-    def flush(self) -> None:
-        if self._dirty:
+    def flush(self, *, sync: bool = True) -> None:
+        if self._dirty and sync:
             fh = self._fh if self._fh is not None else self._cache.open(self)
             os.fsync(fh.fd)
             self._dirty = False

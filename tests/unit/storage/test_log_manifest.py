@@ -190,3 +190,38 @@ def test_creating_a_partition_makes_one_small_file(tmp_path: Path) -> None:
         )
     finally:
         lm.shutdown()
+
+
+def test_a_shutdown_of_many_logs_syncs_each_file_system_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import kafkalite.storage.manager as manager
+
+    synced: list[Path] = []
+    real = manager.sync_file_system
+
+    def sync(path: Path) -> None:
+        synced.append(path)
+        real(path)
+
+    fsyncs: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(manager, "SYNC_EACH_LOG_UP_TO", 2)
+    monkeypatch.setattr(manager, "sync_file_system", sync)
+    lm = start(tmp_path)
+    for p in range(5):
+        lm.get_or_create_log("t", p).append(batch(b"x%d" % p))
+    monkeypatch.setattr(os, "fsync", lambda fd: fsyncs.append(fd) or real_fsync(fd))
+    lm.shutdown()
+    monkeypatch.undo()
+    assert synced == [tmp_path]
+    # the logs' own files were not fsynced one by one (4 checkpoints and their dir, the manifest)
+    assert len(fsyncs) <= 9, len(fsyncs)
+    lm = start(tmp_path)
+    try:
+        for p in range(5):
+            lg = lm.get_log("t", p)
+            assert lg is not None and lg.log_end_offset == 1
+            assert b"x%d" % p in read_all(lg)
+    finally:
+        lm.shutdown()
