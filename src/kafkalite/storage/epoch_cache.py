@@ -39,6 +39,12 @@ class LeaderEpochFileCache:
         for epoch, start in entries:
             self._assign_locked(epoch, start)
 
+    def load_entries(self, entries: Iterable[EpochEntry]) -> None:
+        """Take entries known to be right (a clean shutdown's manifest) without writing the file."""
+        with self._lock:
+            for epoch, start in entries:
+                self._assign_locked(epoch, start)
+
     # -- reading the file ------------------------------------------------------------------------
     @staticmethod
     def read_file(directory: Path) -> list[EpochEntry] | None:

@@ -214,7 +214,6 @@ class Log(LogReads, LogProducers, LogRetention):
         """The log as a clean shutdown closed it, from its manifest entry: no file is opened or
         read (segments, indexes and the producer state load on first need). ValueError when the
         entry does not hold together (the caller opens the log from its files instead)."""
-        directory = Path(directory)
         tid = uuid.UUID(state.topic_id) if state.topic_id else None
         self = cls(directory, config, tid)
         segs: list[LogSegment] = []
@@ -236,7 +235,7 @@ class Log(LogReads, LogProducers, LogRetention):
         self._leo = self._recovery_point = state.log_end
         self._log_start = self.first_dirty_offset = state.log_start
         self._hw = min(max(state.high_watermark, self._log_start), self._leo)
-        self.leader_epoch_cache = LeaderEpochFileCache(directory, state.epochs)
+        self.leader_epoch_cache.load_entries(state.epochs)
         self._latest_epoch = self.leader_epoch_cache.latest_epoch
         if not state.stable:  # an open transaction: the last stable offset needs the state now
             self._producer_state_locked()
