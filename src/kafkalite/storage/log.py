@@ -186,7 +186,7 @@ class Log(LogReads, LogProducers, LogRetention):
         cls, directory: Path, config: LogConfig | None = None, topic_id: uuid.UUID | None = None
     ) -> Log:
         """A new, empty log in a directory made for it: nothing to list, read or recover (creating
-        thousands of partitions costs a mkdir and two small files each). When the directory is
+        thousands of partitions costs a mkdir and one small file each). When the directory is
         already there (a partition made before), the log is opened and recovered as by `open`."""
         directory = Path(directory)
         try:

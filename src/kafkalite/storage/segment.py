@@ -120,6 +120,8 @@ class LogSegment:
             size = 0
         elif known_size is not None:  # restored from a clean shutdown's manifest: no stat
             size = known_size
+            if size == 0:  # (a segment never written may have no file yet: its first use makes it)
+                self._create_flags = os.O_CREAT
         else:
             try:
                 size = os.stat(self.log_path).st_size

@@ -118,7 +118,11 @@ def test_a_clean_restart_restores_every_log_as_its_files_would(
             assert txn is not None
             txn.append_control_marker(11, 0, 0, commit=True, leader_epoch=0)
             txn.update_high_watermark(txn.log_end_offset)
-        for tp in [("many", 0), ("txn", 0)]:
+            empty = lm_.get_log("empty", 0)  # (never written: its segment file did not exist)
+            assert empty is not None
+            empty.append(batch(b"first"))
+            empty.update_high_watermark(empty.log_end_offset)
+        for tp in [("many", 0), ("txn", 0), ("empty", 0)]:
             assert view(restored.get_log(*tp)) == view(loaded.get_log(*tp))  # type: ignore[arg-type]
     finally:
         restored.shutdown()
