@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
 import ssl
@@ -91,6 +92,10 @@ from kafkalite.security.mechanisms import SaslLogin
 from kafkalite.security.principal import SslPrincipalMapper
 from kafkalite.security.sasl import IllegalSaslStateError, SaslAuthenticationError
 from kafkalite.storage import Log, LogManager
+
+# a broker that loaded at least this many logs freezes its startup objects out of the collector
+# (embedded test brokers, with a few logs each, do not: frozen objects are never freed)
+FREEZE_AFTER_LOADING_LOGS = 10_000
 
 log = logging.getLogger("kafkalite.broker")
 _SIZE = struct.Struct(">i")
@@ -266,11 +271,24 @@ class BrokerServer:
             open_files_max=prepare_open_files(cfg),
             recovery_threads=int(cfg.get("num.recovery.threads.per.data.dir")) * len(self.log_dirs),
         )
-        await asyncio.to_thread(self.log_manager.startup)
-        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.delayed.notify)
-        self.replica_manager.adopt_loaded_logs(self.log_manager.logs())
-        if self.zk_broker is None:
-            self._reconcile_logs()
+        # the logs and their partitions are millions of objects at 100,000 partitions that live as
+        # long as the broker: no collector passes while they are made, and then (with many) they
+        # are moved out of the collector's sight once, as `kafkalite serve` does when it is ready
+        gc_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            await asyncio.to_thread(self.log_manager.startup)
+            self.replica_manager = ReplicaManager(
+                self.broker_id, self.log_manager, self.delayed.notify
+            )
+            self.replica_manager.adopt_loaded_logs(self.log_manager.logs())
+            if self.zk_broker is None:
+                self._reconcile_logs()
+        finally:
+            if len(self.log_manager.partitions()) >= FREEZE_AFTER_LOADING_LOGS:
+                gc.freeze()  # (no full pass first: 3 s at 100,000 logs, for little garbage)
+            if gc_enabled:
+                gc.enable()
         self.log_manager.start_background()
         await self._start_listeners()
         if self.zk_broker is None:
