@@ -30,8 +30,13 @@ def cluster(
     tmp_path_factory: pytest.TempPathFactory, zookeeper: ZooKeeperServer
 ) -> Iterator[LocalCluster]:
     base = tmp_path_factory.mktemp("metrics")
-    # a follower that stops fetching leaves the ISR after 2 s
-    config = {"http.listeners": "http://127.0.0.1:0", "replica.lag.time.max.ms": "2000"}
+    # a follower that stops fetching leaves the ISR after 2 s, long before its ZooKeeper session
+    # (15 s) expires and the controller would act instead of its leaders (a loaded CI machine)
+    config = {
+        "http.listeners": "http://127.0.0.1:0",
+        "replica.lag.time.max.ms": "2000",
+        "zookeeper.session.timeout.ms": "15000",
+    }
     with LocalCluster(
         base / "cluster", 3, config=config, zookeeper=zookeeper, chroot=f"/{base.name}"
     ) as c:
@@ -134,8 +139,8 @@ def test_isr_shrinks_and_expands_around_a_paused_broker(cluster: LocalCluster) -
     cluster.brokers[paused].pause()
     try:
         # new records the paused follower cannot fetch: it falls behind, and its leaders shrink
-        # the ISR (before its ZooKeeper session, 6 s, expires and the controller acts instead)
-        deadline = time.monotonic() + 5
+        # the ISR (before its ZooKeeper session, 15 s, expires and the controller acts instead)
+        deadline = time.monotonic() + 12
         while total(shrinks) == before_shrinks and time.monotonic() < deadline:
             for i in range(3):
                 p.produce(TOPIC, value=b"late", partition=i)
