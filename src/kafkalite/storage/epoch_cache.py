@@ -12,6 +12,8 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
+from kafkalite.storage.file_cache import read_file
+
 log = logging.getLogger("kafkalite.storage.epoch_cache")
 
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
@@ -28,7 +30,7 @@ class LeaderEpochFileCache:
     def __init__(
         self, directory: Path, entries: Iterable[EpochEntry] = (), *, new_log: bool = False
     ) -> None:
-        self.path = Path(directory) / LEADER_EPOCH_CHECKPOINT
+        self._dir = directory if isinstance(directory, Path) else Path(directory)
         self._lock = threading.Lock()
         self._entries: list[EpochEntry] = []
         # a new log has no file yet: while its entries all start at offset 0 (they say no more than
@@ -38,6 +40,10 @@ class LeaderEpochFileCache:
         self._pending = False
         for epoch, start in entries:
             self._assign_locked(epoch, start)
+
+    @property
+    def path(self) -> Path:
+        return self._dir / LEADER_EPOCH_CHECKPOINT
 
     def load_entries(self, entries: Iterable[EpochEntry]) -> None:
         """Take entries known to be right (a clean shutdown's manifest) without writing the file."""
@@ -52,8 +58,11 @@ class LeaderEpochFileCache:
         warning names what is wrong: the caller rebuilds the cache from the log)."""
         path = Path(directory) / LEADER_EPOCH_CHECKPOINT
         try:
-            lines = path.read_text().splitlines()
+            lines = read_file(path).decode().splitlines()
         except FileNotFoundError:
+            return None
+        except UnicodeDecodeError as exc:
+            log.warning("ignoring malformed %s (%s); rebuilding it from the log", path, exc)
             return None
         except OSError as exc:
             log.warning("cannot read %s: %s; rebuilding it from the log", path, exc)
@@ -83,7 +92,8 @@ class LeaderEpochFileCache:
         text = "\n".join(
             [str(_VERSION), str(len(self._entries))] + [f"{e} {s}" for e, s in self._entries]
         )
-        tmp = self.path.with_name(self.path.name + ".tmp")
+        path = self.path
+        tmp = path.with_name(path.name + ".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             os.write(fd, (text + "\n").encode())
@@ -93,11 +103,17 @@ class LeaderEpochFileCache:
                 os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, self.path)
+        os.replace(tmp, path)
 
     def flush(self) -> None:
         with self._lock:
             self._defer = False
+            self._write_locked()
+
+    def save(self) -> None:
+        """Write the file now or, while the cache is deferred and its entries all start at 0 (they
+        say no more than the batches), at the log's next flush or close."""
+        with self._lock:
             self._write_locked()
 
     def write_pending(self) -> None:

@@ -53,11 +53,20 @@ class _IndexFile:
         self.dirty = False
         self._pending = bytearray()
         self._pending_at = 0
+        self._absent = False  # known not to exist (until this object creates it)
+
+    def known_absent(self) -> None:
+        """The file is known not to exist (a new directory, or its listing says so): reading or
+        cutting it needs no call to the file system."""
+        if self._fh is None:
+            self._absent = True
 
     def _open_fd(self) -> int:
         if self.closed:
             raise OSError(errno.EBADF, f"index {self.path} is closed")
-        return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._absent = False
+        return fd
 
     def _handle(self) -> OpenFile:
         fh = self._fh
@@ -71,7 +80,7 @@ class _IndexFile:
         return self._fh is not None
 
     def exists(self) -> bool:
-        return self._fh is not None or self.path.exists()
+        return self._fh is not None or (not self._absent and self.path.exists())
 
     def write(self, data: bytes, at: int) -> None:
         pending = self._pending
@@ -98,6 +107,8 @@ class _IndexFile:
             self.drain()
         fh = self._fh
         if fh is None:
+            if self._absent:
+                return b""
             try:
                 with open(self.path, "rb") as f:  # one open for one read: no cache slot taken
                     return f.read()
@@ -111,6 +122,8 @@ class _IndexFile:
         None when it is empty or missing."""
         if self._pending:
             self.drain()
+        if self._absent and self._fh is None:
+            return None
         try:
             with open(self.path, "rb") as f:
                 size = os.fstat(f.fileno()).st_size
@@ -127,6 +140,8 @@ class _IndexFile:
         self.drain()
         fh = self._fh
         if fh is None and size == 0:  # by name: no descriptor taken, nothing created
+            if self._absent:
+                return
             try:
                 os.truncate(self.path, 0)
             except FileNotFoundError:
@@ -150,7 +165,8 @@ class _IndexFile:
             os.fsync(fh.fd)
 
     def rename(self, path: Path) -> None:
-        os.rename(self.path, path)
+        if not self._absent:
+            os.rename(self.path, path)
         self.path = path
 
     def close(self, *, discard: bool = False) -> None:
@@ -179,6 +195,10 @@ class _SparseIndex:
         # entries on disk until a lookup needs them; `_loader` (the segment's) reads and checks them
         self._loaded = True
         self._loader: Callable[[], None] | None = None
+
+    def known_absent(self) -> None:
+        """Its file is known not to exist: nothing to read or cut until entries are written."""
+        self._file.known_absent()
 
     def defer_load(self, loader: Callable[[], None]) -> None:
         """Leave the entries on disk; `loader` loads them (calling `load`) on first need."""

@@ -36,6 +36,7 @@ from kafkalite.storage.errors import (
     RecordBatchTooLarge,
     UnexpectedAppendOffset,
 )
+from kafkalite.storage.file_cache import read_file
 from kafkalite.storage.latency import LatencyHistogram
 from kafkalite.storage.loader import RecoveryStats, load_segments
 from kafkalite.storage.log_manifest import LogState
@@ -165,10 +166,14 @@ class Log(LogReads, LogProducers, LogRetention):
         scanned too, after a `clean_shutdown` only if it holds offsets past the recovery point.
         The high watermark (from the replication-offset checkpoint) is clamped into the log."""
         directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        self = cls(directory, config if config is not None else LogConfig(), topic_id)
         # the directory is listed once; loading asks the listing, not the file system, what exists
-        self._names = set(os.listdir(directory))
+        try:
+            names = set(os.listdir(directory))
+        except FileNotFoundError:
+            directory.mkdir(parents=True, exist_ok=True)
+            names = set()
+        self = cls(directory, config if config is not None else LogConfig(), topic_id)
+        self._names = names
         try:
             self._load(recovery_point, log_start_offset, clean_shutdown)
             self._hw = min(max(high_watermark, self._log_start), self._leo)
@@ -297,13 +302,19 @@ class Log(LogReads, LogProducers, LogRetention):
             entries = None
         else:
             entries = LeaderEpochFileCache.read_file(self.dir)
+        rebuilt = entries is None
         if entries is None:
             entries = self._epochs_from_batches()
-        cache = LeaderEpochFileCache(self.dir, entries)
+        # a rebuilt cache is written as a new log's is: at once unless its entries all start at 0
+        # (then by the next flush: until then the batches say the same)
+        cache = LeaderEpochFileCache(self.dir, entries, new_log=rebuilt)
         cache.truncate_from_end(self._leo)
         cache.truncate_from_start(self._log_start)
-        if entries and (cache.entries() != entries or not cache.path.exists()):
-            cache.flush()  # (no entries, no file: the first assign writes it)
+        if rebuilt:
+            if entries:
+                cache.save()
+        elif entries and cache.entries() != entries:
+            cache.flush()
         self.leader_epoch_cache = cache
         self._latest_epoch = cache.latest_epoch
 
@@ -324,10 +335,11 @@ class Log(LogReads, LogProducers, LogRetention):
         return out
 
     def _write_partition_metadata(self) -> None:
+        p = self.dir / PARTITION_METADATA_FILE
+        there = PARTITION_METADATA_FILE in self._names if self._names is not None else p.exists()
         if self.topic_id is None:
-            p = self.dir / PARTITION_METADATA_FILE
-            if PARTITION_METADATA_FILE in self._names if self._names is not None else p.exists():
-                for line in p.read_text().splitlines():
+            if there:
+                for line in read_file(p).decode(errors="replace").splitlines():
                     k, _, v = line.partition(":")
                     if k.strip() == "topic_id":
                         try:
@@ -336,9 +348,7 @@ class Log(LogReads, LogProducers, LogRetention):
                             pass
             return
         text = f"version: 0\ntopic_id: {self.topic_id}\n"
-        p = self.dir / PARTITION_METADATA_FILE
-        there = PARTITION_METADATA_FILE in self._names if self._names is not None else p.exists()
-        if not there or p.read_text() != text:
+        if not there or read_file(p) != text.encode():
             tmp = p.with_suffix(".tmp")
             tmp.write_text(text)
             os.replace(tmp, p)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from crc32c import crc32c
 
+from kafkalite.storage.file_cache import read_file
 from kafkalite.storage.producer_state import (
     MAX_CACHED_BATCHES,
     BatchMetadata,
@@ -143,7 +144,7 @@ def latest_snapshot(
         if off > max_offset:
             continue
         try:
-            return off, decode_snapshot(snapshot_path(directory, off).read_bytes())
+            return off, decode_snapshot(read_file(snapshot_path(directory, off)))
         except (OSError, ValueError) as exc:
             log.warning("ignoring producer snapshot %s: %s", snapshot_path(directory, off), exc)
     return None

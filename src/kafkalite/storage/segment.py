@@ -6,7 +6,9 @@ reads, validates and truncates itself on recovery, and renames itself for deleti
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import functools
 import logging
 import mmap
 import os
@@ -37,6 +39,7 @@ log = logging.getLogger("kafkalite.storage.log")
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _INT32_MAX = 2**31 - 1
+_READ_SMALL_SEGMENT = 1 << 20  # recovery reads a segment up to this size instead of mapping it
 _SCAN_SAMPLES = 32  # index entries spot-checked against the log when loading a flushed segment
 
 
@@ -102,15 +105,31 @@ class LogSegment:
             (directory / (segment_file_name(base_offset, TXN_INDEX_SUFFIX) + suffix)).unlink(
                 missing_ok=True
             )
+        self._max_index_bytes = max_index_bytes
+        self._deferred_ts: int | None = None  # see _defer_index_loads
+        # which of its index files (offset, time, transaction) are known not to exist: a new
+        # directory has none, and `names`, the directory's listing while the log loads, says
+        self._absent: tuple[bool, ...]
+        if create:
+            self._absent = (fresh_dir, fresh_dir, True)
+        elif names is not None:
+            stem = segment_file_name(base_offset, "")
+            self._absent = tuple(
+                stem + ext + suffix not in names
+                for ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+            )
+        else:
+            self._absent = (False, False, False)
         self.indexes_missing = (
             not create
             and known_size is None
-            and not all(
-                # (`names`: the directory's listing while the log loads; it says what exists)
-                (segment_file_name(base_offset, ext) + suffix) in names
+            and (
+                self._absent[0] or self._absent[1]
                 if names is not None
-                else (directory / (segment_file_name(base_offset, ext) + suffix)).exists()
-                for ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+                else not all(
+                    (directory / (segment_file_name(base_offset, ext) + suffix)).exists()
+                    for ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+                )
             )
         )
         if create:  # a new segment is about to be written: its file goes straight into the cache
@@ -129,21 +148,6 @@ class LogSegment:
                 self._create_flags = os.O_CREAT
                 self._cache.open(self)
                 size = 0
-        self.offset_index = OffsetIndex(
-            directory / (segment_file_name(base_offset, INDEX_SUFFIX) + suffix),
-            base_offset,
-            max_index_bytes,
-        )
-        self.time_index = TimeIndex(
-            directory / (segment_file_name(base_offset, TIME_INDEX_SUFFIX) + suffix),
-            base_offset,
-            max_index_bytes,
-        )
-        # aborted transactions whose abort marker is in this segment (written by the Log)
-        txn_name = segment_file_name(base_offset, TXN_INDEX_SUFFIX) + suffix
-        self.txn_index = TransactionIndex(directory / txn_name)
-        if names is not None and not create and txn_name not in names:
-            self.txn_index.known_empty()
         self.size = size
         self.next_offset = base_offset
         self.max_timestamp = -1
@@ -158,6 +162,59 @@ class LogSegment:
         # see Log.append: batches with timestamps up to this cannot roll by time (-1: full check)
         self.roll_ts = -1
         self.max_offset = base_offset + _INT32_MAX  # relative offsets must fit the index's int32
+
+    # -- its indexes: made on first use (a restart makes a segment per partition, and most are
+    # never looked up before the broker's next restart) --------------------------------------------
+    def _index_path(self, ext: str) -> Path:
+        return self.dir / (segment_file_name(self.base_offset, ext) + self.suffix)
+
+    @functools.cached_property
+    def offset_index(self) -> OffsetIndex:
+        idx = OffsetIndex(self._index_path(INDEX_SUFFIX), self.base_offset, self._max_index_bytes)
+        if self._absent[0]:
+            idx.known_absent()
+        if self._deferred_ts is not None:
+            idx.defer_load(self._load_indexes)
+        return idx
+
+    @functools.cached_property
+    def time_index(self) -> TimeIndex:
+        idx = TimeIndex(
+            self._index_path(TIME_INDEX_SUFFIX), self.base_offset, self._max_index_bytes
+        )
+        if self._absent[1]:
+            idx.known_absent()
+        if self._deferred_ts is not None:
+            idx.defer_load(self._load_indexes, self._deferred_ts)
+        return idx
+
+    def _reset_indexes(self) -> None:
+        """Both indexes emptied, to be rebuilt (one not made whose file is known not to exist is
+        empty already: a restart after a crash makes no index for a partition's small segment)."""
+        self._deferred_ts = None
+        made = self.__dict__
+        if "offset_index" in made or not self._absent[0]:
+            self.offset_index.reset()
+        if "time_index" in made or not self._absent[1]:
+            self.time_index.reset()
+
+    def _defer_index_loads(self, last_timestamp: int) -> None:
+        """Leave both indexes' entries on disk until a lookup needs them (Kafka's LazyIndex);
+        `last_timestamp` is the time index's last. An index not made yet is made so."""
+        self._deferred_ts = last_timestamp
+        made = self.__dict__
+        if "offset_index" in made:
+            self.offset_index.defer_load(self._load_indexes)
+        if "time_index" in made:
+            self.time_index.defer_load(self._load_indexes, last_timestamp)
+
+    @functools.cached_property
+    def txn_index(self) -> TransactionIndex:
+        """The aborted transactions whose abort marker is in this segment (written by the Log)."""
+        idx = TransactionIndex(self._index_path(TXN_INDEX_SUFFIX))
+        if self._absent[2]:
+            idx.known_empty()
+        return idx
 
     # -- the .log file's descriptor (from the process's FileCache) ------------------------------
     def _open_fd(self) -> int:
@@ -467,8 +524,7 @@ class LogSegment:
                 max_ts, off_max = t_ts, t_off
         self.next_offset = next_offset
         self.max_timestamp, self.offset_of_max_timestamp = max_ts, off_max
-        self.offset_index.defer_load(self._load_indexes)
-        self.time_index.defer_load(self._load_indexes, t_last[0] if t_last is not None else -1)
+        self._defer_index_loads(t_last[0] if t_last is not None else -1)
         self.bytes_since_last_index_entry = since
         self._load_first_timestamp()
         return True
@@ -479,8 +535,13 @@ class LogSegment:
         return (
             self.base_offset, self.size, self.next_offset, self.max_timestamp,
             self.offset_of_max_timestamp, self.first_batch_timestamp,
-            self.bytes_since_last_index_entry, self.time_index.last_timestamp,
+            self.bytes_since_last_index_entry, self._time_index_last_timestamp(),
         )  # fmt: skip
+
+    def _time_index_last_timestamp(self) -> int:
+        if "time_index" not in self.__dict__ and self._deferred_ts is not None:
+            return self._deferred_ts  # (not made yet: its entries are still those on disk)
+        return self.time_index.last_timestamp
 
     def restore(self, state: SegmentState) -> None:
         """`load` without I/O, from `state()` as written at a clean shutdown: both indexes stay on
@@ -490,8 +551,7 @@ class LogSegment:
         self.next_offset = nxt
         self.max_timestamp, self.offset_of_max_timestamp = max_ts, off_max
         self.first_batch_timestamp = first_ts
-        self.offset_index.defer_load(self._load_indexes)
-        self.time_index.defer_load(self._load_indexes, last_ts)
+        self._defer_index_loads(last_ts)
         self.bytes_since_last_index_entry = since
 
     def _load_indexes(self) -> None:
@@ -511,8 +571,7 @@ class LogSegment:
     def _rebuild_indexes(self) -> None:
         """Both indexes again from the batch headers (no CRC: a loaded segment below the recovery
         point; size and offsets stay as they are)."""
-        self.offset_index.reset()
-        self.time_index.reset()
+        self._reset_indexes()
         fh = self.handle()
         pos = since = 0
         max_ts, off_max = -1, self.base_offset
@@ -562,8 +621,7 @@ class LogSegment:
     def recover(self, min_next_offset: int | None = None) -> RecoveryResult:
         """Scan every batch (framing, magic, CRC-32C, offset order), rebuild both indexes, and
         truncate the file at the first batch that is torn or corrupt."""
-        self.offset_index.reset()
-        self.time_index.reset()
+        self._reset_indexes()
         expected = self.base_offset if min_next_offset is None else min_next_offset
         fh = self.handle()
         file_size = os.fstat(fh.fd).st_size
@@ -573,7 +631,14 @@ class LogSegment:
         since = 0
         first_ts = -1
         if file_size:
-            with mmap.mmap(fh.fd, file_size, access=mmap.ACCESS_READ) as mm:
+            source: contextlib.AbstractContextManager[bytes | mmap.mmap]
+            if file_size <= _READ_SMALL_SEGMENT:  # one read (a mapping costs more calls)
+                data = os.pread(fh.fd, file_size, 0)
+                file_size = len(data)
+                source = contextlib.nullcontext(data)
+            else:
+                source = mmap.mmap(fh.fd, file_size, access=mmap.ACCESS_READ)
+            with source as mm:
                 buf = memoryview(mm)
                 try:
                     while file_size - pos >= HEADER_SIZE:
@@ -614,7 +679,8 @@ class LogSegment:
         self.first_batch_timestamp = first_ts
         self.bytes_since_last_index_entry = since
         self.synced_size = -1
-        self.txn_index.truncate_to(self.next_offset)  # markers past the recovered end are gone
+        if "txn_index" in self.__dict__ or not self._absent[2]:  # (else there are none)
+            self.txn_index.truncate_to(self.next_offset)  # markers past the recovered end are gone
         return RecoveryResult(pos, truncated, batches)
 
     def truncate_to(self, offset: int) -> int:
@@ -665,9 +731,13 @@ class LogSegment:
         try:
             self._cache.forget(self)
         finally:
-            self.offset_index.close(discard=discard)
-            self.time_index.close(discard=discard)
-            self.txn_index.close()
+            made = self.__dict__  # (an index never made holds nothing to write or let go)
+            if "offset_index" in made:
+                self.offset_index.close(discard=discard)
+            if "time_index" in made:
+                self.time_index.close(discard=discard)
+            if "txn_index" in made:
+                self.txn_index.close()
 
     def delete_files(self) -> None:
         self.close()

@@ -15,6 +15,9 @@ from storage_helpers import crash, make_batch, random_batch, read_all
 
 from kafkalite.records.header import iter_batch_headers
 from kafkalite.storage import Log, LogConfig
+from kafkalite.storage import segment as segment_module
+from kafkalite.storage.epoch_cache import LEADER_EPOCH_CHECKPOINT
+from kafkalite.storage.file_cache import read_file
 
 N_CASES = 210
 DAMAGE_KINDS = ("truncate", "garbage", "truncate+garbage", "corrupt-batch")
@@ -44,8 +47,10 @@ def _damage_indexes(rng: random.Random, path: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("case", range(N_CASES))
-def test_random_crash_recovery(tmp_path: Path, case: int) -> None:
+def test_random_crash_recovery(tmp_path: Path, case: int, monkeypatch: pytest.MonkeyPatch) -> None:
     rng = random.Random(case * 7919 + 17)
+    # recovery reads a small segment in one call and maps a big one: both ways, every shape
+    monkeypatch.setattr(segment_module, "_READ_SMALL_SEGMENT", 0 if case % 2 else 1 << 20)
     kind = DAMAGE_KINDS[case % len(DAMAGE_KINDS)]
     cfg = LogConfig(
         segment_bytes=rng.choice([2000, 4000, 16_000, 1 << 20]),
@@ -248,3 +253,46 @@ def test_torn_tail_property(
         assert again.append(make_batch(1)).first_offset == expect_leo
     finally:
         again.close()
+
+
+def test_crash_restart_of_a_small_partition_writes_and_makes_nothing(tmp_path: Path) -> None:
+    """A restart after a crash reads a partition with one small segment, never flushed: it makes
+    no file (no index), and rebuilds its epochs from the batches without writing a checkpoint while
+    they all start at 0 (as a new log defers it); the first flush writes both. A rebuilt epoch
+    that starts later is written at once."""
+    path = tmp_path / "t-0"
+    lg = Log.create(path, LogConfig())
+    lg.begin_leader_epoch(3)
+    lg.append_as_leader(make_batch(2), 3)
+    crash(lg)
+    before = sorted(os.listdir(path))
+    assert LEADER_EPOCH_CHECKPOINT not in before and not any(".index" in n for n in before)
+
+    lg = Log.open(path, LogConfig(), recovery_point=0)
+    assert sorted(os.listdir(path)) == before
+    assert lg.leader_epoch_cache.entries() == [(3, 0)]
+    assert lg.log_end_offset == 2 and lg.read(0, 1 << 20).slice is not None
+    lg.flush()
+    assert read_file(path / LEADER_EPOCH_CHECKPOINT) == b"0\n1\n3 0\n"
+    lg.begin_leader_epoch(5)
+    lg.append_as_leader(make_batch(1), 5)
+    crash(lg)
+
+    (path / LEADER_EPOCH_CHECKPOINT).unlink()
+    lg = Log.open(path, LogConfig(), recovery_point=0)
+    try:
+        assert lg.leader_epoch_cache.entries() == [(3, 0), (5, 2)]
+        assert read_file(path / LEADER_EPOCH_CHECKPOINT) == b"0\n2\n3 0\n5 2\n"
+    finally:
+        lg.close()
+    index_files = {"00000000000000000000.index", "00000000000000000000.timeindex"}
+    assert index_files <= set(os.listdir(path))  # (a clean close writes them)
+
+
+@pytest.mark.parametrize("size", [0, 1, 4095, 1 << 16, (1 << 16) + 1, 200_000])
+def test_read_file_reads_every_byte(tmp_path: Path, size: int) -> None:
+    data = random.Random(size).randbytes(size)
+    (tmp_path / "f").write_bytes(data)
+    assert read_file(tmp_path / "f") == data
+    with pytest.raises(FileNotFoundError):
+        read_file(tmp_path / "missing")
