@@ -108,6 +108,9 @@ class MetadataCache:
         self._topics: dict[str, TopicMetadata] = {}
         self._by_id: dict[uuid.UUID, TopicMetadata] = {}
         self._lock = threading.Lock()
+        # per topic, what request handlers derived from it (the Metadata answer's encoded entry),
+        # each kept with the TopicMetadata it came from; a removed topic's are dropped with it
+        self.derived: dict[str, dict[object, tuple[TopicMetadata, object, object]]] = {}
 
     # -- reads -------------------------------------------------------------------------------------
     def alive_brokers(self, listener: str | None = None) -> list[BrokerEndpoint]:
@@ -202,6 +205,7 @@ class MetadataCache:
             by_id = dict(self._by_id)
             by_id.pop(old.topic_id, None)
             self._topics, self._by_id = topics, by_id
+            self.derived.pop(name, None)
             return old
 
 

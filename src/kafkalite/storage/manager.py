@@ -642,7 +642,7 @@ class LogManager:
             moves, self._moves = list(self._moves.values()), {}
         for mv in moves:  # an unfinished copy is kept: the next start resumes it
             mv.future.close()
-        unclosed: set[Path] = set()
+        not_durable: set[Path] = set()  # dirs with a log that failed to close, or a failed sync
         # with many logs each is written out without an fsync of its own, then each file system is
         # synced once (100,000 logs: one syncfs instead of several hundred thousand fsyncs); a
         # few logs are fsynced one by one (a syncfs also writes whatever else is cached there)
@@ -653,20 +653,22 @@ class LogManager:
                 lg.close(sync=each)
             except Exception:
                 log.exception("failed to close %s", lg)
-                unclosed.add(lg.dir.parent)
-        for d in [] if each else self.log_dirs:
-            if d not in self.offline_dirs and d not in unclosed:
+                not_durable.add(lg.dir.parent)
+        if not each:
+            for d in self.log_dirs:
+                if d in self.offline_dirs or d in not_durable:
+                    continue
                 try:
                     sync_file_system(d)
                 except OSError as exc:
                     log.error("could not sync the file system of %s: %s", d, exc)
-                    unclosed.add(d)
+                    not_durable.add(d)
         if self._started:
             self.checkpoint()
         self.remove_deleted_files(force=True)
         if self._started:  # every log closed and checkpointed: the next start had nothing to fear
             for d in self.log_dirs:
-                if d not in self.offline_dirs and d not in unclosed:
+                if d not in self.offline_dirs and d not in not_durable:
                     self._write_manifest(d)
                     (d / CLEAN_SHUTDOWN_FILE).touch()
         for fd in self._lock_fds:

@@ -1,5 +1,6 @@
 """Metadata answers reuse each unchanged topic's encoded entry: the bytes are those of encoding it
-afresh at every version, and a change to the topic or to the live brokers is seen at once."""
+afresh at every version, a change to the topic or to the live brokers is seen at once, and a
+deleted topic's entries go with it (they are the broker's, not the process's)."""
 
 from __future__ import annotations
 
@@ -82,3 +83,10 @@ def test_metadata_answers_follow_topic_changes(tmp_path: Path) -> None:
             assert [
                 sorted(p.partition_index for p in t.partitions) for t in md.topics if t.name == "m"
             ] == [[0, 1, 2, 3, 4]], v
+        assert "m" in b.server.metadata_cache.derived
+        drop = APIS[20].request
+        gone = wc.send(drop(topic_names=["m"], timeout_ms=5000), version=4)
+        assert gone.responses[0].error_code == 0
+        md = wc.send(APIS[3].request(topics=None), version=12)
+        assert not [t for t in md.topics if t.name == "m"]
+        assert "m" not in b.server.metadata_cache.derived

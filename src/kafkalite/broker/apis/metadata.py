@@ -13,7 +13,6 @@ from typing import Any
 from kafkalite.broker.context import RequestContext
 from kafkalite.cluster.metadata import MetadataError, topic_name_error
 from kafkalite.cluster.metadata_cache import TopicMetadata
-from kafkalite.protocol.codec import Encoded
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.metadata import METADATA, MetadataResponse
 from kafkalite.security.acl import (
@@ -73,20 +72,9 @@ def may_create_topic(ctx: RequestContext, name: str) -> bool:
     )
 
 
-# topic name -> (its TopicMetadata, the live brokers, the partition entries built from both):
-# TopicMetadata is immutable and replaced on every change, so an entry is reused while both are the
-# same objects (a producer to 1,000 topics of 100 partitions asks for them again and again)
-_PARTITION_ENTRIES: dict[str, tuple[TopicMetadata, object, list[Any]]] = {}
-
-
 def partition_entries(ctx: RequestContext, info: TopicMetadata) -> list[Any]:
-    cache = ctx.broker.metadata_cache
-    live = cache.live_brokers_version
-    hit = _PARTITION_ENTRIES.get(info.name)
-    if hit is not None and hit[0] is info and hit[1] is live:
-        return hit[2]
-    alive = cache.is_alive
-    entries = [
+    alive = ctx.broker.metadata_cache.is_alive
+    return [
         _Partition(
             error_code=0 if pm.has_leader else ErrorCode.LEADER_NOT_AVAILABLE,
             partition_index=pm.partition,
@@ -98,26 +86,24 @@ def partition_entries(ctx: RequestContext, info: TopicMetadata) -> list[Any]:
         )
         for pm in info.partitions
     ]
-    _PARTITION_ENTRIES[info.name] = (info, live, entries)
-    return entries
-
-
-# (topic name, version) -> (its TopicMetadata, the live brokers, the topic entry encoded at the
-# version): a topic unchanged since the last answer costs a dict lookup, not 100 partition encodes
-_ENCODED_TOPICS: dict[tuple[str, int], tuple[TopicMetadata, object, Encoded]] = {}
 
 
 def topic_entry(ctx: RequestContext, info: TopicMetadata, include_ops: bool = False) -> Any:
-    if include_ops:  # (the operations depend on who asks: built every time)
+    """The topic's entry; without its authorized operations (which depend on who asks) it is
+    encoded once per version and reused while the topic and the live brokers are the same objects
+    (TopicMetadata is immutable, replaced on every change): a producer to 1,000 topics of 100
+    partitions asks for them again and again."""
+    if include_ops:
         return _topic_entry(ctx, info, True)
     version = ctx.api_version
-    live = ctx.broker.metadata_cache.live_brokers_version
-    key = (info.name, version)
-    hit = _ENCODED_TOPICS.get(key)
+    cache = ctx.broker.metadata_cache
+    live = cache.live_brokers_version
+    memo = cache.derived.setdefault(info.name, {})
+    hit = memo.get(version)
     if hit is not None and hit[0] is info and hit[1] is live:
         return hit[2]
     encoded = _Topic._schema.codec(version).encode(_topic_entry(ctx, info, False))
-    _ENCODED_TOPICS[key] = (info, live, encoded)
+    memo[version] = (info, live, encoded)
     return encoded
 
 
