@@ -29,6 +29,12 @@ What is measured, identically for both brokers:
 - cpu: for every throughput figure the CPU used by the client process (all librdkafka threads included)
   and by the broker process over the same span, in cores (the machine has two). A side near 1.0 core of
   a single-threaded hot path is the ceiling: for consume that is the client, whichever broker serves it.
+  Each produce figure also gives the broker's CPU-seconds per GB of records (and the system part).
+- a plain GB written: before every produce run (both brokers) this process syncs and writes 1 GiB into a
+  new temporary file with 1 MiB pwrites, then deletes it; its system CPU is printed beside the broker's.
+  On these VMs that cost swings 0.2-1.5 s/GB with the machine's memory state (fresh guest pages are
+  dear), so a broker's system CPU is only comparable beside it; the write also leaves freed page-cache
+  pages for the run that follows, as a machine that has been writing for a while has.
 - latency: 100 B records at --rate msgs/s with linger.ms=0 and Nagle off on both ends, a consumer with
   fetch.wait.max.ms=100 reading from the end; p50/p99 of produce()->poll() time, median over repeats.
 Tansu runs with its memory storage engine; kafkalite writes to a temporary data dir (page cache, no fsync).
@@ -41,6 +47,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
+import re
 import statistics
 import struct
 import sys
@@ -56,6 +64,7 @@ from peers import (
     BROKER_PIDS,
     CpuMeter,
     kafkalite_broker,
+    page_cache_write_seconds,
     tansu_binary,
     tansu_broker,
 )
@@ -99,6 +108,7 @@ LAST_CPU: dict[str, float] = {"client": float("nan"), "broker": float("nan")}
 
 def _keep_cpu(meter: CpuMeter) -> None:
     LAST_CPU["client"], LAST_CPU["broker"] = meter.client, meter.broker
+    LAST_CPU["broker_system"] = meter.broker_system
 
 
 def produce_throughput(
@@ -311,6 +321,17 @@ def _record(
         print(f"  {name:<10} {key:<28} {v:>12,.0f} msg/s   {cpu}", flush=True)
         res[name].setdefault(key + " client cpu", []).append(LAST_CPU["client"])
         res[name].setdefault(key + " broker cpu", []).append(LAST_CPU["broker"])
+        size = re.search(r"(\d+)B", key)
+        if size is not None and v > 0:  # broker CPU-seconds per GB of record values moved
+            gb_per_s = v * int(size.group(1)) / 1e9
+            per_gb = LAST_CPU["broker"] / gb_per_s
+            system = LAST_CPU["broker_system"] / gb_per_s
+            res[name].setdefault(key + " broker s/GB", []).append(per_gb)
+            res[name].setdefault(key + " broker system s/GB", []).append(system)
+            line = f"broker {per_gb:5.2f} CPU-s per GB (system {system:4.2f})"
+            if "page cache" in LAST_CPU:
+                line += f"; a plain write of a GB just before: {LAST_CPU['page cache']:4.2f} system"
+            print(f"  {'':<10} {'':<28} {line}", flush=True)
 
 
 def run_interleaved(
@@ -320,11 +341,19 @@ def run_interleaved(
     samples, so load from other processes on a shared machine hits both alike."""
     res: dict[str, dict[str, list[float]]] = {n: {} for n in brokers}
     for size, count in ((100, args.messages_100b), (1024, args.messages_1k)):
+        if count <= 0:
+            continue
         if args.produce:
             for rep, order in enumerate(_orders(brokers, args.repeats)):
                 for name, bs in order:
                     topic = f"produce-{size}-{rep}"
                     create_topic(bs, topic)
+                    # what the kernel charges any writer per GB right now (it swings 0.2-1.5 s
+                    # with this VM's memory state: the broker's system CPU is read beside it)
+                    os.sync()
+                    ref = page_cache_write_seconds()
+                    LAST_CPU["page cache"] = ref
+                    _record(res, name, f"produce {size}B page cache", ref, unit="s/GB")
                     v = produce_throughput(bs, topic, count, size)
                     _record(res, name, f"produce {size}B", v)
             if args.ceiling and "kafkalite" in brokers:
@@ -402,6 +431,22 @@ def main() -> int:
     for m in metrics:
         lat = "latency" in m
         cpu = m.endswith(" cpu")
+        if m.endswith(" page cache"):  # the kernel's cost of a plain GB written before each run
+            cells = "".join(
+                f"{min(results[n].get(m) or [float('nan')]):>16.2f}"
+                f"{statistics.median(results[n].get(m) or [float('nan')]):>18.2f}"
+                for n in names
+            )
+            print(f"  {'a plain GB written (system s)':<28}{cells}")
+            continue
+        if m.endswith(" s/GB"):  # broker CPU per GB: the lowest and the median, no ratio
+            cells = "".join(
+                f"{min(results[n].get(m) or [float('nan')]):>16.2f}"
+                f"{statistics.median(results[n].get(m) or [float('nan')]):>18.2f}"
+                for n in names
+            )
+            print(f"  {m[:-5] + ' (CPU-s/GB)':<28}{cells}")
+            continue
         if cpu:  # cores busy during that measurement: median only, no ratio
             meds = "".join(
                 f"{'':>16}{statistics.median(results[n].get(m) or [float('nan')]):>18.2f}"
