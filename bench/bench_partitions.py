@@ -166,11 +166,12 @@ def main() -> None:
                 t0 = time.perf_counter()
                 proc = start(data, port, a.override)
                 wait_port(port, proc, 600)
+                listening = time.perf_counter() - t0
                 serving_all(bs, a.topics, a.partitions, time.monotonic() + 600)
                 fds, rss = fds_and_rss(proc.pid)
                 print(f"restart after {how}: every partition serving in "
-                      f"{time.perf_counter() - t0:.1f} s; broker {fds} fds, RSS {rss:.0f} MiB",
-                      flush=True)  # fmt: skip
+                      f"{time.perf_counter() - t0:.1f} s (listening after {listening:.1f} s); "
+                      f"broker {fds} fds, RSS {rss:.0f} MiB", flush=True)  # fmt: skip
             missing = read_back(bs, a.topics, a.partitions)
             print(f"read back: {total - missing:,} of {total:,} records ({missing} missing)")
         finally:

@@ -56,6 +56,8 @@ def drop_local_logs(
     for part in failed:
         if broker.log_manager.get_log(topic, part) is not None:
             continue
+        if broker.log_manager.is_loading(topic, part):  # (a log on disk, not recovered yet)
+            continue
         for d in broker.log_dirs:
             leftover = d / f"{topic}-{part}"
             if leftover.is_dir():

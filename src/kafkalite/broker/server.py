@@ -11,6 +11,7 @@ import logging
 import signal
 import ssl
 import struct
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
@@ -96,6 +97,42 @@ from kafkalite.storage import Log, LogManager
 # a broker that loaded at least this many logs freezes its startup objects out of the collector
 # (embedded test brokers, with a few logs each, do not: frozen objects are never freed)
 FREEZE_AFTER_LOADING_LOGS = 10_000
+# after a crash, a single node with at least this many logs of user topics to recover from their
+# files starts serving once the internal topics' logs are recovered: the others come online one by
+# one as they are recovered (fewer take well under a second: they are recovered first, as before)
+SERVE_WHILE_RECOVERING_FROM = 1_000
+
+
+class _HandOver:
+    """Logs recovered on the loading thread, for the event loop: whatever came meanwhile is taken
+    in one go (one call scheduled at a time, however many logs come while the loop is busy)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._logs: list[Log] = []
+        self._scheduled = False
+
+    def hand_over(
+        self, logs: list[Log], loop: asyncio.AbstractEventLoop, drain: Callable[[], None]
+    ) -> None:
+        with self._lock:
+            self._logs.extend(logs)
+            if self._scheduled:
+                return
+            self._scheduled = True
+        loop.call_soon_threadsafe(drain)
+
+    def take(self) -> list[Log]:
+        with self._lock:
+            logs, self._logs = self._logs, []
+            self._scheduled = False
+            return logs
+
+
+def _recovered_while_serving(tp: tuple[str, int]) -> bool:
+    """User topics' logs; the internal ones (`__consumer_offsets`, ...) are recovered first."""
+    return not tp[0].startswith("__")
+
 
 log = logging.getLogger("kafkalite.broker")
 _SIZE = struct.Struct(">i")
@@ -216,6 +253,7 @@ class BrokerServer:
         self.started = asyncio.Event()
         self._servers: list[asyncio.base_events.Server] = []
         self._stopping: asyncio.Event | None = None
+        self._recovered = _HandOver()  # logs recovered while serving, for the event loop to lead
         self._reaper: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._groups_started = False
@@ -276,20 +314,30 @@ class BrokerServer:
         # are moved out of the collector's sight once, as `kafkalite serve` does when it is ready
         gc_enabled = gc.isenabled()
         gc.disable()
+        recovering = False
         try:
-            await asyncio.to_thread(self.log_manager.startup)
+            await asyncio.to_thread(
+                self.log_manager.startup,
+                _recovered_while_serving if self.zk_broker is None else None,
+                SERVE_WHILE_RECOVERING_FROM,
+            )
             self.replica_manager = ReplicaManager(
                 self.broker_id, self.log_manager, self.delayed.notify
             )
             self.replica_manager.adopt_loaded_logs(self.log_manager.logs())
             if self.zk_broker is None:
                 self._reconcile_logs()
+            recovering = bool(self.log_manager.loading_partitions())
         finally:
-            if len(self.log_manager.partitions()) >= FREEZE_AFTER_LOADING_LOGS:
-                gc.freeze()  # (no full pass first: 3 s at 100,000 logs, for little garbage)
-            if gc_enabled:
-                gc.enable()
+            if not recovering:  # (else once the last log is recovered: no passes until then)
+                self._settle_collector(gc_enabled)
         self.log_manager.start_background()
+        if recovering:
+            loop = asyncio.get_running_loop()
+            self.log_manager.load_later(
+                lambda logs: self._recovered.hand_over(logs, loop, self._serve_recovered),
+                lambda: loop.call_soon_threadsafe(self._all_recovered, gc_enabled),
+            )
         await self._start_listeners()
         if self.zk_broker is None:
             self.metadata_cache.set_brokers([self.local_endpoint()], self.broker_id)
@@ -371,9 +419,53 @@ class BrokerServer:
     def port(self) -> int:
         return self.advertised[0].port
 
+    def _shutting_down(self) -> bool:
+        return not hasattr(self, "log_manager") or (
+            self._stopping is not None and self._stopping.is_set()
+        )
+
+    def _settle_collector(self, enabled: bool) -> None:
+        if len(self.log_manager.partitions()) >= FREEZE_AFTER_LOADING_LOGS:
+            gc.freeze()  # (no full pass first: 3 s at 100,000 logs, for little garbage)
+        if enabled:
+            gc.enable()
+
+    def _serve_recovered(self) -> None:
+        """Single-node mode, after a crash: logs recovered while serving are led here at once."""
+        if self._shutting_down():
+            return
+        get = self.log_manager.get_log
+        # (one deleted since it was recovered is not taken up again)
+        logs = [lg for lg in self._recovered.take() if get(lg.topic, lg.partition) is lg]
+        self.replica_manager.adopt_loaded_logs(logs)
+        topics: dict[str, TopicInfo] = {}
+        for lg in logs:
+            info = self.metadata_store.get(lg.topic)
+            if info is not None and lg.partition < info.partitions:
+                self.replica_manager.create_local_leader(
+                    info.name, lg.partition, info.topic_id, info.configs
+                )
+                topics[info.name] = info
+        for info in topics.values():
+            self._publish_local_topic(info)
+
+    def _all_recovered(self, gc_enabled: bool) -> None:
+        if self._shutting_down():
+            return
+        self._reconcile_logs()  # (topics found on disk only, now that every log is known)
+        self._settle_collector(gc_enabled)
+        log.info("every log is recovered: all %d partitions serving",
+                 len(self.log_manager.partitions()))  # fmt: skip
+
     def _reconcile_logs(self) -> None:
         """Single-node mode: topics whose logs exist on disk but not in the metadata file are
-        registered again; every partition of every topic is created (if missing) and led here."""
+        registered again; every partition of every topic is created (if missing) and led here.
+        While logs are still being recovered (after a crash) their partitions wait: they are led
+        as they come, and topics found on disk only are registered once every log is known."""
+        if self.log_manager.loading_partitions():
+            for known in self.metadata_store.topics():
+                self._host_local_topic(known)
+            return
         seen: dict[str, int] = {}
         for lg in self.log_manager.logs():
             seen[lg.topic] = max(seen.get(lg.topic, 0), lg.partition + 1)
@@ -396,14 +488,21 @@ class BrokerServer:
             self._host_local_topic(info)
 
     def _host_local_topic(self, info: TopicInfo) -> None:
-        """Single-node mode: lead every partition of `info` here and publish it in the cache."""
+        """Single-node mode: lead every partition of `info` here (but those whose logs are still
+        being recovered) and publish it in the cache."""
+        loading = self.log_manager.is_loading
         for part in range(info.partitions):
-            self.replica_manager.create_local_leader(info.name, part, info.topic_id, info.configs)
+            if not loading(info.name, part):
+                self.replica_manager.create_local_leader(
+                    info.name, part, info.topic_id, info.configs
+                )
         self._publish_local_topic(info)
 
     def _publish_local_topic(self, info: TopicInfo) -> None:
+        loading = self.log_manager.is_loading
+        offline = {p for p in range(info.partitions) if loading(info.name, p)}
         self.metadata_cache.put_topic(
-            local_topic_metadata(info.name, info.topic_id, info.partitions, self.broker_id)
+            local_topic_metadata(info.name, info.topic_id, info.partitions, self.broker_id, offline)
         )
 
     async def stop(self, grace: float = 10.0) -> None:

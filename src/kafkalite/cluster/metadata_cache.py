@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 from kafkalite.cluster.metadata import INTERNAL_TOPICS
@@ -214,12 +214,22 @@ def _offline(topic: str, index: int) -> PartitionMetadata:
 
 
 def local_topic_metadata(
-    name: str, topic_id: uuid.UUID, partitions: int, broker_id: int
+    name: str,
+    topic_id: uuid.UUID,
+    partitions: int,
+    broker_id: int,
+    offline: Collection[int] = (),
 ) -> TopicMetadata:
-    """A topic of a single-node cluster: this broker leads every partition at leader epoch 0."""
+    """A topic of a single-node cluster: this broker leads every partition at leader epoch 0, but
+    those `offline` (their logs are still being recovered), which have no leader yet."""
     me = (broker_id,)
     return TopicMetadata(
         name,
         topic_id,
-        tuple(PartitionMetadata(name, i, broker_id, 0, me, me) for i in range(partitions)),
+        tuple(
+            PartitionMetadata(name, i, NO_LEADER, 0, me, ())
+            if i in offline
+            else PartitionMetadata(name, i, broker_id, 0, me, me)
+            for i in range(partitions)
+        ),
     )

@@ -99,6 +99,8 @@ class ReplicaManager:
         UnknownTopicOrPartition, NotLeaderOrFollower, FencedLeaderEpoch or UnknownLeaderEpoch."""
         p = self._partitions.get((topic, partition))
         if p is None:
+            if self.log_manager.is_loading(topic, partition):  # (its leader is not there yet)
+                raise NotLeaderOrFollower(f"{topic}-{partition} is still being recovered")
             raise UnknownTopicOrPartition(f"{topic}-{partition} is not hosted on this broker")
         p.require_leader(current_leader_epoch)
         return p

@@ -14,10 +14,12 @@ import logging
 import os
 import shutil
 import threading
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 from kafkalite.storage.checkpoint import (
     CLEANER_OFFSET_CHECKPOINT,
@@ -28,7 +30,13 @@ from kafkalite.storage.checkpoint import (
 )
 from kafkalite.storage.cleaner import LogCleaner
 from kafkalite.storage.config import LogConfig
-from kafkalite.storage.errors import InvalidConfig, KafkaStorageError, LogClosed, LogDirNotFound
+from kafkalite.storage.errors import (
+    InvalidConfig,
+    KafkaStorageError,
+    LogClosed,
+    LogDirNotFound,
+    LogDirOffline,
+)
 from kafkalite.storage.file_cache import default_capacity, process_file_cache
 from kafkalite.storage.latency import LatencyHistogram
 from kafkalite.storage.log import Log
@@ -51,6 +59,29 @@ CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 DELETE_DIR_SUFFIX = "-delete"
 
 TopicPartition = tuple[str, int]
+# a log to load from its files: (dir, partition, recovery point, log start, cleaner's first dirty
+# offset, high watermark, whether the last shutdown was clean)
+_LoadJob = tuple[Path, TopicPartition, int, int, int, int, bool]
+
+
+class _Offsets(NamedTuple):
+    """What the offset checkpoint files hold for one log (`first_dirty` only when compacted)."""
+
+    recovery_point: int
+    high_watermark: int
+    log_start: int
+    first_dirty: int | None
+
+    @classmethod
+    def of(cls, lg: Log) -> _Offsets:
+        dirty = lg.first_dirty_offset if lg.config.compact else None
+        return cls(lg.recovery_point, lg.high_watermark, lg.log_start_offset, dirty)
+
+    @classmethod
+    def of_job(cls, job: _LoadJob, config: LogConfig) -> _Offsets:
+        """A log not loaded yet: the offsets it was found with."""
+        _, _, rp, lso, dirty, hw, _ = job
+        return cls(rp, hw, lso, dirty if config.compact else None)
 
 
 # a shutdown fsyncs the files of up to this many logs one by one, more with one syncfs per log dir
@@ -165,22 +196,36 @@ class LogManager:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._started = False
+        # logs whose recovery `startup` left for later (`load_later`): their jobs until loaded, and
+        # those being loaded right now (by the loading thread, or out of turn by a caller)
+        self._later: dict[TopicPartition, _LoadJob] = {}
+        self._loading_now: set[TopicPartition] = set()
+        self._loaded = threading.Condition(self._lock)
 
     # -- startup --------------------------------------------------------------------------------
-    def startup(self) -> None:
-        """Lock the dirs, finish interrupted deletes, load and recover every log (in parallel)."""
+    def startup(
+        self,
+        later: Callable[[TopicPartition], bool] | None = None,
+        later_from: int = 1,
+    ) -> None:
+        """Lock the dirs, finish interrupted deletes, load and recover every log (in parallel).
+
+        With `later`, the logs it picks that need recovery from their files (a crash: no manifest)
+        are left for `load_later`, when there are at least `later_from` of them: the broker then
+        serves the others, and these one by one as they are recovered. Until then each keeps its
+        checkpointed offsets, and asking for one (get_or_create_log, delete_log) loads it at once."""
         # loading makes millions of objects that live as long as the broker: the collector's full
         # passes over them while they are made cost more than the loading itself (100,000 logs)
         enabled = gc.isenabled()
         gc.disable()
         try:
-            self._startup()
+            self._startup(later, later_from)
         finally:
             if enabled:
                 gc.enable()
 
-    def _startup(self) -> None:
-        jobs: list[tuple[Path, TopicPartition, int, int, int, int, bool]] = []
+    def _startup(self, later: Callable[[TopicPartition], bool] | None, later_from: int) -> None:
+        jobs: list[_LoadJob] = []
         restores: list[tuple[Path, TopicPartition, LogState, int]] = []
         futures: list[tuple[Path, TopicPartition, Path]] = []
         for d in self.log_dirs:
@@ -242,32 +287,12 @@ class LogManager:
             jobs.append((final, ftp, 0, 0, 0, 0, False))
         self._load_topic_configs()
 
-        def adopt(lg: Log, dirty: int) -> Log:
-            lg.clock = self.clock
-            lg.flush_times = self.flush_times
-            lg.io_error = self._log_dir_failed
-            lg.first_dirty_offset = max(lg.log_start_offset, min(dirty, lg.log_end_offset))
-            return lg
-
-        def load(
-            job: tuple[Path, TopicPartition, int, int, int, int, bool],
-        ) -> tuple[TopicPartition, Log]:
-            path, tp, rp_, lso_, dirty, hw, clean_ = job
-            lg = Log.open(
-                path,
-                self.topic_config(tp[0]),
-                recovery_point=rp_,
-                log_start_offset=lso_,
-                high_watermark=hw,
-                clean_shutdown=clean_,
-            )
-            return tp, adopt(lg, dirty)
-
         # after a clean shutdown every log is taken up from the manifest, opening no file
         restored = 0
         for path, tp, state, dirty in restores:
             try:
-                self._logs[tp] = adopt(Log.restore(path, self.topic_config(tp[0]), state), dirty)
+                restored_log = Log.restore(path, self.topic_config(tp[0]), state)
+                self._logs[tp] = self._adopt(restored_log, dirty)
                 restored += 1
             except ValueError as exc:
                 log.warning(
@@ -275,12 +300,18 @@ class LogManager:
                 )
                 jobs.append((path, tp, state.log_end, state.log_start, dirty, state.high_watermark,
                              True))  # fmt: skip
+        if later is not None:  # (a log whose move to another dir resumes below is loaded now)
+            moving = {ftp for _, ftp, _ in futures}
+            picked = [job for job in jobs if later(job[1]) and job[1] not in moving]
+            if picked and len(picked) >= later_from:
+                self._later = {job[1]: job for job in picked}
+                jobs = [job for job in jobs if job[1] not in self._later]
         workers = max(1, self.recovery_threads)
         if workers == 1 or len(jobs) == 1:  # (one thread: this one, with no hand-offs per log)
-            self._logs.update(map(load, jobs))
+            self._logs.update(map(self._load_job, jobs))
         elif jobs:
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="log-recovery") as ex:
-                for tp, lg in ex.map(load, jobs):
+                for tp, lg in ex.map(self._load_job, jobs):
                     self._logs[tp] = lg
         self._started = True
         for path, ftp, d in futures:
@@ -292,7 +323,7 @@ class LogManager:
         dropped = sum(lg.recovery.segments_dropped for lg in self._logs.values())
         log.info(
             "loaded %d logs (%d from the clean-shutdown manifest) from %s; last shutdown %s; "
-            "recovery scanned %d segments, truncated %d bytes, dropped %d segments",
+            "recovery scanned %d segments, truncated %d bytes, dropped %d segments%s",
             len(self._logs),
             restored,
             ", ".join(map(str, self.log_dirs)),
@@ -300,7 +331,114 @@ class LogManager:
             scanned,
             cut,
             dropped,
+            f"; {len(self._later)} more are recovered while the broker serves"
+            if self._later
+            else "",
         )
+
+    def _adopt(self, lg: Log, dirty: int) -> Log:
+        lg.clock = self.clock
+        lg.flush_times = self.flush_times
+        lg.io_error = self._log_dir_failed
+        lg.first_dirty_offset = max(lg.log_start_offset, min(dirty, lg.log_end_offset))
+        return lg
+
+    def _load_job(self, job: _LoadJob) -> tuple[TopicPartition, Log]:
+        path, tp, rp, lso, dirty, hw, clean = job
+        lg = Log.open(
+            path,
+            self.topic_config(tp[0]),
+            recovery_point=rp,
+            log_start_offset=lso,
+            high_watermark=hw,
+            clean_shutdown=clean,
+        )
+        return tp, self._adopt(lg, dirty)
+
+    # -- logs recovered while the broker serves -------------------------------------------------
+    def is_loading(self, topic: str, partition: int) -> bool:
+        """The partition's log is on disk here but not recovered yet (see `startup`'s `later`)."""
+        tp = (topic, partition)
+        return tp in self._later or tp in self._loading_now
+
+    def loading_partitions(self) -> set[TopicPartition]:
+        with self._lock:
+            return set(self._later) | self._loading_now
+
+    def _load_later_one(self, tp: TopicPartition) -> Log | None:
+        """Recover one log left for later, now (waiting if another thread is at it); None when it
+        is not one of them. On failure its job stays, so nothing takes its directory for empty."""
+        with self._lock:
+            while tp in self._loading_now:
+                self._loaded.wait()
+            job = self._later.get(tp)
+            if job is None:
+                return self._logs.get(tp)
+            if self._log_dir_of.get(tp) in self.offline_dirs:
+                raise LogDirOffline(f"log dir of {tp[0]}-{tp[1]} is offline")
+            self._loading_now.add(tp)
+        try:
+            _, lg = self._load_job(job)
+            with self._lock:
+                self._logs[tp] = lg
+                del self._later[tp]
+            return lg
+        finally:
+            with self._lock:
+                self._loading_now.discard(tp)
+                self._loaded.notify_all()
+
+    def load_later(
+        self,
+        loaded: Callable[[list[Log]], object],
+        done: Callable[[], object] | None = None,
+        batch: int = 1,
+    ) -> threading.Thread:
+        """Recover the logs `startup` left for later on a thread of their own, in the order their
+        directories sort; `loaded` gets them (`batch` at a time, on that thread) as soon as they
+        serve, `done` is called once none is left. A log that cannot be read takes its dir offline, as at any
+        other time; shutdown stops the thread between two logs."""
+
+        def run() -> None:
+            started = time.monotonic()
+            ready: list[Log] = []
+            count = 0
+            for tp in sorted(self._later):
+                if self._stop.is_set():
+                    return
+                d = self._log_dir_of.get(tp)
+                if d in self.offline_dirs:
+                    continue
+                try:
+                    was_later = tp in self._later
+                    lg = self._load_later_one(tp)
+                except OSError as exc:
+                    if d is not None:
+                        self.fail_log_dir(d, exc, f"{tp[0]}-{tp[1]}")
+                    continue
+                except Exception:
+                    log.exception("cannot recover the log of %s-%d; it stays offline", *tp)
+                    continue
+                if lg is None or not was_later:
+                    continue  # (deleted, or loaded out of turn by whoever asked for it)
+                ready.append(lg)
+                count += 1
+                if len(ready) >= batch:
+                    loaded(ready)
+                    ready = []
+            if ready:
+                loaded(ready)
+            log.info(
+                "recovered the other %d logs in %.1f s while serving", count,
+                time.monotonic() - started,
+            )  # fmt: skip
+            if done is not None:
+                done()
+
+        t = threading.Thread(target=run, name="kafkalite-log-recovery", daemon=True)
+        t.start()
+        self._threads.append(t)
+        return t
 
     def _lock_dir(self, d: Path) -> None:
         """flock the dir's lock file and write this process's pid in it (named when another fails)."""
@@ -480,6 +618,12 @@ class LogManager:
     ) -> Log:
         """The partition's log, created (with the topic's overrides, persisted) if missing."""
         tp = (topic, partition)
+        if tp in self._later:  # on disk, not recovered yet: that log, now (never a new one)
+            waited = self._load_later_one(tp)
+            if waited is not None:
+                if config_overrides:
+                    self.set_topic_config(topic, config_overrides)
+                return waited
         with self._lock:
             existing = self._logs.get(tp)
             if existing is not None:
@@ -501,6 +645,8 @@ class LogManager:
         """Stop the partition's log and rename its dir `<name>.<uuid>-delete`; its files are closed
         and removed in the background after file.delete.delay.ms (in-flight reads stay valid)."""
         tp = (topic, partition)
+        if tp in self._later:  # not recovered yet: recovered first, then deleted as any log is
+            self._load_later_one(tp)
         with self._move_lock, self._lock:
             lg = self._logs.pop(tp, None)
             d = self._log_dir_of.pop(tp, None)
@@ -526,7 +672,9 @@ class LogManager:
     def delete_topic(self, topic: str) -> list[int]:
         """Delete every partition log of `topic` and its config overrides; returns the partitions."""
         with self._lock:
-            parts = sorted(p for t, p in self._logs if t == topic)
+            parts = sorted(
+                {p for t, p in self._logs if t == topic} | {p for t, p in self._later if t == topic}
+            )
         for p in parts:
             self.delete_log(topic, p)
         with self._lock:
@@ -586,27 +734,35 @@ class LogManager:
         cleaner-offset checkpoints for every dir."""
         with self._checkpoint_lock:
             with self._lock:
-                items = [(tp, lg, self._log_dir_of.get(tp)) for tp, lg in self._logs.items()]
+                items = [
+                    (self._log_dir_of.get(tp), tp, _Offsets.of(lg)) for tp, lg in self._logs.items()
+                ]
+                # a log not recovered yet keeps the offsets it was checkpointed with
+                items += [
+                    (self._log_dir_of.get(tp), tp, _Offsets.of_job(job, self.topic_config(tp[0])))
+                    for tp, job in self._later.items()
+                    if tp not in self._logs
+                ]
             for d in self.log_dirs:
                 if d in self.offline_dirs:
                     continue  # its checkpoints stay as they were: the next start recovers from them
                 try:
-                    self._checkpoint_dir(d, [(tp, lg) for tp, lg, ld in items if ld == d])
+                    self._checkpoint_dir(d, [(tp, o) for ld, tp, o in items if ld == d])
                 except OSError as exc:
                     self.fail_log_dir(d, exc, "its checkpoint files")
 
-    def _checkpoint_dir(self, d: Path, mine: list[tuple[TopicPartition, Log]]) -> None:
+    def _checkpoint_dir(self, d: Path, mine: list[tuple[TopicPartition, _Offsets]]) -> None:
         OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT).write(
-            {tp: lg.recovery_point for tp, lg in mine}
+            {tp: o.recovery_point for tp, o in mine}
         )
         OffsetCheckpointFile(d / REPLICATION_OFFSET_CHECKPOINT).write(
-            {tp: lg.high_watermark for tp, lg in mine}
+            {tp: o.high_watermark for tp, o in mine}
         )
         OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT).write(
-            {tp: lg.log_start_offset for tp, lg in mine}
+            {tp: o.log_start for tp, o in mine}
         )
         OffsetCheckpointFile(d / CLEANER_OFFSET_CHECKPOINT).write(
-            {tp: lg.first_dirty_offset for tp, lg in mine if lg.config.compact}
+            {tp: o.first_dirty for tp, o in mine if o.first_dirty is not None}
         )
 
     def start_background(self) -> None:
@@ -654,6 +810,8 @@ class LogManager:
             except Exception:
                 log.exception("failed to close %s", lg)
                 not_durable.add(lg.dir.parent)
+        with self._lock:  # logs never recovered: the next start must recover them from their files
+            not_durable.update(d for tp in self._later if (d := self._log_dir_of.get(tp)))
         if not each:
             for d in self.log_dirs:
                 if d in self.offline_dirs or d in not_durable:
