@@ -79,9 +79,15 @@ def test_recovered_partitions_serve_while_the_others_load(
 def _while_recovering(b: Broker, release: threading.Event) -> None:
     if True:
         bs = b.bootstrap_servers
-        md = AdminClient({"bootstrap.servers": bs, **QUIET}).list_topics(timeout=10)
         me = b.server.broker_id
-        assert md.topics["fast"].partitions[1].leader == me
+        admin = AdminClient({"bootstrap.servers": bs, **QUIET})
+        deadline = time.monotonic() + 10
+        while True:  # (recovered logs are taken up every tenth of a second)
+            md = admin.list_topics(timeout=10)
+            if md.topics["fast"].partitions[1].leader == me or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert [md.topics["fast"].partitions[p].leader for p in (0, 1)] == [me, me]
         slow = md.topics["slow"].partitions
         assert [slow[p].leader for p in (0, 1)] == [-1, -1]
         assert slow[1].error is not None and slow[1].error.name() == "LEADER_NOT_AVAILABLE"
