@@ -444,11 +444,16 @@ class BrokerServer:
         topics: dict[str, TopicInfo] = {}
         for lg in logs:
             info = self.metadata_store.get(lg.topic)
-            if info is not None and lg.partition < info.partitions:
+            if info is None or lg.partition >= info.partitions:
+                continue  # (a topic found on disk only: registered once every log is known)
+            try:
                 self.replica_manager.create_local_leader(
                     info.name, lg.partition, info.topic_id, info.configs
                 )
-                topics[info.name] = info
+            except Exception:
+                log.exception("cannot lead the recovered partition %s-%d", lg.topic, lg.partition)
+                continue
+            topics[info.name] = info
         for info in topics.values():
             self._publish_local_topic(info)
 

@@ -396,8 +396,8 @@ class LogManager:
     ) -> threading.Thread:
         """Recover the logs `startup` left for later on a thread of their own, in the order their
         directories sort; `loaded` gets them (`batch` at a time, on that thread) as soon as they
-        serve, `done` is called once none is left. A log that cannot be read takes its dir offline, as at any
-        other time; shutdown stops the thread between two logs."""
+        serve, and `done` is called once none is left. A log that cannot be read takes its dir
+        offline, as at any other time; shutdown stops the thread between two logs."""
 
         def run() -> None:
             started = time.monotonic()
