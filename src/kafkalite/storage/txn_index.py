@@ -13,7 +13,7 @@ import struct
 from pathlib import Path
 from typing import NamedTuple
 
-from kafkalite.storage.file_cache import OpenFile, process_file_cache
+from kafkalite.storage.file_cache import OpenFile, process_file_cache, read_file
 
 log = logging.getLogger("kafkalite.storage.log")
 
@@ -60,7 +60,7 @@ class TransactionIndex:
 
     def _load(self) -> list[AbortedTxn]:
         try:
-            data = self.path.read_bytes()
+            data = read_file(self.path)
         except FileNotFoundError:
             return []
         except OSError as exc:

@@ -77,37 +77,36 @@ def test_recovered_partitions_serve_while_the_others_load(
 
 
 def _while_recovering(b: Broker, release: threading.Event) -> None:
-    if True:
-        bs = b.bootstrap_servers
-        me = b.server.broker_id
-        admin = AdminClient({"bootstrap.servers": bs, **QUIET})
-        deadline = time.monotonic() + 10
-        while True:  # (recovered logs are taken up every tenth of a second)
-            md = admin.list_topics(timeout=10)
-            if md.topics["fast"].partitions[1].leader == me or time.monotonic() > deadline:
-                break
-            time.sleep(0.05)
-        assert [md.topics["fast"].partitions[p].leader for p in (0, 1)] == [me, me]
-        slow = md.topics["slow"].partitions
-        assert [slow[p].leader for p in (0, 1)] == [-1, -1]
-        assert slow[1].error is not None and slow[1].error.name() == "LEADER_NOT_AVAILABLE"
-        # the recovered topic serves: its records, and new ones, at their offsets
-        assert _read(bs, "fast", 1, 5) == [(i, b"fast-%d" % i) for i in range(5)]
-        assert all(e is None for e, _ in _produce(bs, "fast", [b"fast-5"], 1))
-        # a record for the held topic waits for its leader, then lands after the recovered ones
-        waiting: list[Any] = []
-        p = Producer({"bootstrap.servers": bs, "acks": "all", "message.timeout.ms": 30000, **QUIET})
-        p.produce("slow", b"slow-5", partition=1, on_delivery=lambda e, m: waiting.append((e, m)))
-        p.poll(2.0)
-        assert waiting == []
-        release.set()
-        assert p.flush(30) == 0
-        assert waiting[0][0] is None and waiting[0][1].offset() == 5
-        assert _read(bs, "slow", 1, 6) == [(i, b"slow-%d" % i) for i in range(6)]
-        assert _read(bs, "fast", 1, 6)[-1] == (5, b"fast-5")
-        deadline = time.monotonic() + 10
-        while b.server.log_manager.loading_partitions() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not b.server.log_manager.loading_partitions()
-        md = AdminClient({"bootstrap.servers": bs, **QUIET}).list_topics(timeout=10)
-        assert [md.topics["slow"].partitions[p].leader for p in (0, 1)] == [me, me]
+    bs = b.bootstrap_servers
+    me = b.server.broker_id
+    admin = AdminClient({"bootstrap.servers": bs, **QUIET})
+    deadline = time.monotonic() + 10
+    while True:  # (recovered logs are taken up every tenth of a second)
+        md = admin.list_topics(timeout=10)
+        if md.topics["fast"].partitions[1].leader == me or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert [md.topics["fast"].partitions[p].leader for p in (0, 1)] == [me, me]
+    slow = md.topics["slow"].partitions
+    assert [slow[p].leader for p in (0, 1)] == [-1, -1]
+    assert slow[1].error is not None and slow[1].error.name() == "LEADER_NOT_AVAILABLE"
+    # the recovered topic serves: its records, and new ones, at their offsets
+    assert _read(bs, "fast", 1, 5) == [(i, b"fast-%d" % i) for i in range(5)]
+    assert all(e is None for e, _ in _produce(bs, "fast", [b"fast-5"], 1))
+    # a record for the held topic waits for its leader, then lands after the recovered ones
+    waiting: list[Any] = []
+    p = Producer({"bootstrap.servers": bs, "acks": "all", "message.timeout.ms": 30000, **QUIET})
+    p.produce("slow", b"slow-5", partition=1, on_delivery=lambda e, m: waiting.append((e, m)))
+    p.poll(2.0)
+    assert waiting == []
+    release.set()
+    assert p.flush(30) == 0
+    assert waiting[0][0] is None and waiting[0][1].offset() == 5
+    assert _read(bs, "slow", 1, 6) == [(i, b"slow-%d" % i) for i in range(6)]
+    assert _read(bs, "fast", 1, 6)[-1] == (5, b"fast-5")
+    deadline = time.monotonic() + 10
+    while b.server.log_manager.loading_partitions() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not b.server.log_manager.loading_partitions()
+    md = AdminClient({"bootstrap.servers": bs, **QUIET}).list_topics(timeout=10)
+    assert [md.topics["slow"].partitions[p].leader for p in (0, 1)] == [me, me]

@@ -296,3 +296,26 @@ def test_read_file_reads_every_byte(tmp_path: Path, size: int) -> None:
     assert read_file(tmp_path / "f") == data
     with pytest.raises(FileNotFoundError):
         read_file(tmp_path / "missing")
+
+
+def test_garbage_epoch_checkpoint_and_partition_metadata_are_rebuilt_not_fatal(
+    tmp_path: Path,
+) -> None:
+    """Bytes that are not text in leader-epoch-checkpoint or partition.metadata (a damaged disk):
+    the log opens, its epochs come from the batches, and nothing it holds is lost."""
+    path = tmp_path / "t-0"
+    lg = Log.create(path, LogConfig())
+    lg.begin_leader_epoch(4)
+    lg.append_as_leader(make_batch(3), 4)
+    lg.flush()
+    full = read_all(lg)
+    crash(lg)
+    (path / LEADER_EPOCH_CHECKPOINT).write_bytes(b"\xff\xfe\x00garbage\x80")
+    (path / "partition.metadata").write_bytes(b"\xffversion\x00: \x81\n")
+    lg = Log.open(path, LogConfig(), recovery_point=0)
+    try:
+        assert lg.leader_epoch_cache.entries() == [(4, 0)]
+        assert read_all(lg) == full and lg.topic_id is None
+        assert lg.append(make_batch(1)).first_offset == 3
+    finally:
+        lg.close()
