@@ -15,7 +15,11 @@ from kafkalite.broker.apis._txn_common import (
 from kafkalite.broker.context import RequestContext
 from kafkalite.coordinator import TopicPartition
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.txn import ADD_PARTITIONS_TO_TXN, AddPartitionsToTxnResponse
+from kafkalite.protocol.messages.txn import (
+    ADD_PARTITIONS_TO_TXN,
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+)
 from kafkalite.security.acl import AclOperation, ResourceType
 
 API = ADD_PARTITIONS_TO_TXN
@@ -23,7 +27,9 @@ _Topic = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
 _Part = _Topic.AddPartitionsToTxnPartitionResult
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: AddPartitionsToTxnRequest
+) -> AddPartitionsToTxnResponse:
     wanted = [TopicPartition(t.name, p) for t in request.v3_and_below_topics for p in t.partitions]
     cache = ctx.broker.metadata_cache
     unknown = {tp for tp in wanted if cache.partition(tp.topic, tp.partition) is None}

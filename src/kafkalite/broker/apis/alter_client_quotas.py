@@ -9,7 +9,11 @@ from typing import Any
 
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.quotas import ALTER_CLIENT_QUOTAS, AlterClientQuotasResponse
+from kafkalite.protocol.messages.quotas import (
+    ALTER_CLIENT_QUOTAS,
+    AlterClientQuotasRequest,
+    AlterClientQuotasResponse,
+)
 from kafkalite.security.acl import AclOperation
 from kafkalite.security.quota import QuotaEntity, entity_from_parts, validate_quota_value
 
@@ -46,7 +50,9 @@ def _plan(entry: Any) -> tuple[QuotaEntity, dict[str, float], set[str]]:
     return entity, upsert, remove
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: AlterClientQuotasRequest
+) -> AlterClientQuotasResponse:
     allowed = ctx.authorize_cluster(AclOperation.ALTER_CONFIGS)
     results = []
     for entry in request.entries:

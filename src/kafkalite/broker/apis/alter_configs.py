@@ -19,7 +19,11 @@ from kafkalite.broker.topic_configs import (
     config_access_denied,
 )
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.admin import ALTER_CONFIGS, AlterConfigsResponse
+from kafkalite.protocol.messages.admin import (
+    ALTER_CONFIGS,
+    AlterConfigsRequest,
+    AlterConfigsResponse,
+)
 from kafkalite.security.acl import AclOperation
 
 API = ALTER_CONFIGS
@@ -73,7 +77,7 @@ def request_shape_error(names: list[str], nulls: list[str]) -> tuple[int, str] |
     return None
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
     out = []
     code: int
     msg: str | None
@@ -92,7 +96,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             if bad is not None:
                 code, msg = bad
             else:
-                new = {c.name: c.value for c in res.configs}
+                new = {c.name: c.value for c in res.configs if c.value is not None}
                 code, msg = alter_broker(ctx.broker, res.resource_name, new, request.validate_only)
         elif res.resource_type == RESOURCE_GROUP:
             code, msg = await alter_group(ctx, res, request.validate_only)

@@ -10,14 +10,18 @@ from typing import Any
 from kafkalite.broker.context import RequestContext
 from kafkalite.cluster.controller.machine import AlterPartitionItem
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.cluster import ALTER_PARTITION, AlterPartitionResponse
+from kafkalite.protocol.messages.cluster import (
+    ALTER_PARTITION,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+)
 from kafkalite.security.acl import AclOperation
 
 API = ALTER_PARTITION
 CLUSTER_ONLY = True
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: AlterPartitionRequest) -> AlterPartitionResponse:
     if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
         return AlterPartitionResponse(
             throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, topics=[]

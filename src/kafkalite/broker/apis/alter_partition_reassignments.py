@@ -11,6 +11,7 @@ from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.reassignments import (
     ALTER_PARTITION_REASSIGNMENTS,
+    AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
 )
 from kafkalite.security.acl import AclOperation
@@ -21,13 +22,15 @@ _Topic = AlterPartitionReassignmentsResponse.ReassignableTopicResponse
 _Partition = _Topic.ReassignablePartitionResponse
 
 
-def _top_level(code: ErrorCode, message: str) -> Any:
+def _top_level(code: ErrorCode, message: str) -> AlterPartitionReassignmentsResponse:
     return AlterPartitionReassignmentsResponse(
         throttle_time_ms=0, error_code=code, error_message=message, responses=[]
     )
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: AlterPartitionReassignmentsRequest
+) -> AlterPartitionReassignmentsResponse:
     if not ctx.authorize_cluster(AclOperation.ALTER):
         return _top_level(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
     controller = active_controller(ctx)

@@ -13,6 +13,7 @@ from kafkalite.coordinator.share_group import ShareGroup
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.share_admin import (
     ALTER_SHARE_GROUP_OFFSETS,
+    AlterShareGroupOffsetsRequest,
     AlterShareGroupOffsetsResponse,
 )
 from kafkalite.security.acl import AclOperation, ResourceType
@@ -23,7 +24,9 @@ _Topic = AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic
 _Part = _Topic.AlterShareGroupOffsetsResponsePartition
 
 
-def _error_response(request: Any, code: ErrorCode, message: str | None) -> Any:
+def _error_response(
+    request: AlterShareGroupOffsetsRequest, code: ErrorCode, message: str | None
+) -> AlterShareGroupOffsetsResponse:
     """The group-level error, repeated on every partition (as Kafka's error response does)."""
     return AlterShareGroupOffsetsResponse(
         throttle_time_ms=0,
@@ -96,7 +99,9 @@ async def _alter_topic(ctx: RequestContext, group: ShareGroup, t: Any) -> Any:
     return _Topic(topic_name=t.topic_name, topic_id=info.topic_id, partitions=parts)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: AlterShareGroupOffsetsRequest
+) -> AlterShareGroupOffsetsResponse:
     found = _so.lookup(ctx, request.group_id, AclOperation.READ, require_empty=True, create=True)
     if found.group is None:
         return _error_response(request, found.error, found.message)

@@ -11,7 +11,7 @@ from typing import Any
 from kafkalite.broker.apis._acls import binding_of
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.acls import CREATE_ACLS, CreateAclsResponse
+from kafkalite.protocol.messages.acls import CREATE_ACLS, CreateAclsRequest, CreateAclsResponse
 from kafkalite.security.acl import (
     AclBinding,
     AclOperation,
@@ -24,7 +24,7 @@ log = logging.getLogger("kafkalite.broker.apis.create_acls")
 Result = CreateAclsResponse.AclCreationResult
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: CreateAclsRequest) -> CreateAclsResponse:
     creations = list(request.creations)
     authorizer = ctx.broker.authorizer
     if authorizer is None:

@@ -10,7 +10,7 @@ from typing import Any
 from kafkalite.broker.apis._acls import filter_of
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.acls import DELETE_ACLS, DeleteAclsResponse
+from kafkalite.protocol.messages.acls import DELETE_ACLS, DeleteAclsRequest, DeleteAclsResponse
 from kafkalite.security.acl import (
     AclBindingFilter,
     AclOperation,
@@ -24,7 +24,7 @@ FilterResult = DeleteAclsResponse.DeleteAclsFilterResult
 Matching = FilterResult.DeleteAclsMatchingAcl
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DeleteAclsRequest) -> DeleteAclsResponse:
     filters = list(request.filters)
     authorizer = ctx.broker.authorizer
     if authorizer is None or not ctx.authorize_cluster(AclOperation.ALTER):

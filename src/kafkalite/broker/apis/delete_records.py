@@ -11,7 +11,11 @@ from typing import Any
 from kafkalite.broker.context import RequestContext
 from kafkalite.cluster.errors import ReplicaError, UnknownTopicOrPartition
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.admin import DELETE_RECORDS, DeleteRecordsResponse
+from kafkalite.protocol.messages.admin import (
+    DELETE_RECORDS,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+)
 from kafkalite.security.acl import AclOperation, ResourceType
 
 API = DELETE_RECORDS
@@ -20,7 +24,7 @@ _Topic = DeleteRecordsResponse.DeleteRecordsTopicResult
 _Part = _Topic.DeleteRecordsPartitionResult
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
     broker = ctx.broker
     topics = []
     for t in request.topics:

@@ -12,6 +12,7 @@ from kafkalite.coordinator.share_group import ShareGroup
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.share_admin import (
     DELETE_SHARE_GROUP_OFFSETS,
+    DeleteShareGroupOffsetsRequest,
     DeleteShareGroupOffsetsResponse,
 )
 from kafkalite.security.acl import AclOperation, ResourceType
@@ -48,7 +49,9 @@ async def _delete_topic(ctx: RequestContext, group: ShareGroup, name: str) -> An
     )
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: DeleteShareGroupOffsetsRequest
+) -> DeleteShareGroupOffsetsResponse:
     found = _so.lookup(ctx, request.group_id, AclOperation.READ, require_empty=True)
     if found.group is None:
         return DeleteShareGroupOffsetsResponse(

@@ -12,6 +12,7 @@ from kafkalite.coordinator.share_records import SharePartitionKey
 from kafkalite.coordinator.share_state import ShareStateResult
 from kafkalite.protocol.messages.share_state import (
     DELETE_SHARE_GROUP_STATE,
+    DeleteShareGroupStateRequest,
     DeleteShareGroupStateResponse,
 )
 
@@ -21,7 +22,9 @@ _Result = DeleteShareGroupStateResponse.DeleteStateResult
 _Part = _Result.PartitionResult
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: DeleteShareGroupStateRequest
+) -> DeleteShareGroupStateResponse:
     coordinator = ctx.broker.share_coordinator
 
     async def run(key: SharePartitionKey, entry: Any) -> ShareStateResult:

@@ -12,7 +12,11 @@ from typing import Any
 
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.admin import DESCRIBE_LOG_DIRS, DescribeLogDirsResponse
+from kafkalite.protocol.messages.admin import (
+    DESCRIBE_LOG_DIRS,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+)
 from kafkalite.security.acl import AclOperation
 
 API = DESCRIBE_LOG_DIRS
@@ -21,7 +25,7 @@ _Topic = _Result.DescribeLogDirsTopic
 _Part = _Topic.DescribeLogDirsPartition
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
     broker = ctx.broker
     if not ctx.authorize_cluster(AclOperation.DESCRIBE):
         return DescribeLogDirsResponse(

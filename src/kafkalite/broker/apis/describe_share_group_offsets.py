@@ -16,6 +16,7 @@ from kafkalite.coordinator.share_partition import RecordState
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.share_admin import (
     DESCRIBE_SHARE_GROUP_OFFSETS,
+    DescribeShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsResponse,
 )
 from kafkalite.security.acl import AclOperation, ResourceType
@@ -158,6 +159,8 @@ async def _describe(ctx: RequestContext, g: Any) -> Any:
     return _Group(group_id=g.group_id, topics=topics, error_code=0)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: DescribeShareGroupOffsetsRequest
+) -> DescribeShareGroupOffsetsResponse:
     groups = [await _describe(ctx, g) for g in request.groups]
     return DescribeShareGroupOffsetsResponse(throttle_time_ms=0, groups=groups)

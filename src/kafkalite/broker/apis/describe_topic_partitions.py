@@ -14,6 +14,7 @@ from kafkalite.cluster.metadata_cache import NO_LEADER, PartitionMetadata, Topic
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.metadata import (
     DESCRIBE_TOPIC_PARTITIONS,
+    DescribeTopicPartitionsRequest,
     DescribeTopicPartitionsResponse,
 )
 from kafkalite.security.acl import AclOperation, ResourceType
@@ -30,7 +31,9 @@ ZERO_UUID = uuid.UUID(int=0)
 MAX_PARTITIONS = 2000
 
 
-def _refused(request: Any, message: str) -> Any:
+def _refused(
+    request: DescribeTopicPartitionsRequest, message: str
+) -> DescribeTopicPartitionsResponse:
     """Kafka's answer to a request it throws out: every named topic with INVALID_REQUEST."""
     log.info("DescribeTopicPartitions refused: %s", message)
     return DescribeTopicPartitionsResponse(
@@ -72,7 +75,9 @@ def _page(
     return parts, upper if upper < count else -1
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: DescribeTopicPartitionsRequest
+) -> DescribeTopicPartitionsResponse:
     cache = ctx.broker.metadata_cache
     cursor = request.cursor
     after = cursor.topic_name if cursor is not None else ""

@@ -11,7 +11,11 @@ from typing import Any
 from kafkalite.broker.apis._controller import active_controller
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.leaders import ELECT_LEADERS, ElectLeadersResponse
+from kafkalite.protocol.messages.leaders import (
+    ELECT_LEADERS,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+)
 from kafkalite.security.acl import AclOperation
 
 API = ELECT_LEADERS
@@ -23,7 +27,7 @@ Results = dict[tuple[str, int], tuple[int, str | None]]
 _POLL_S = 0.02
 
 
-def _response(error: ErrorCode, results: Results) -> Any:
+def _response(error: ErrorCode, results: Results) -> ElectLeadersResponse:
     by_topic: dict[str, list[Any]] = {}
     for (topic, part), (code, message) in sorted(results.items()):
         by_topic.setdefault(topic, []).append(
@@ -38,7 +42,7 @@ def _response(error: ErrorCode, results: Results) -> Any:
     )
 
 
-def _asked(ctx: RequestContext, request: Any) -> list[tuple[str, int]]:
+def _asked(ctx: RequestContext, request: ElectLeadersRequest) -> list[tuple[str, int]]:
     """The partitions named, or (null) every partition this broker knows, as Kafka's handler."""
     if request.topic_partitions is not None:
         return [(t.topic, p) for t in request.topic_partitions for p in t.partitions]
@@ -68,7 +72,7 @@ async def _wait_for_leaders(
     return pending
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: ElectLeadersRequest) -> ElectLeadersResponse:
     if not ctx.authorize_cluster(AclOperation.ALTER):
         code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
         named = request.topic_partitions is not None

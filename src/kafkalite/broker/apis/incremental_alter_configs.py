@@ -30,6 +30,7 @@ from kafkalite.broker.topic_configs import (
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.admin import (
     INCREMENTAL_ALTER_CONFIGS,
+    IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
 from kafkalite.security.acl import AclOperation
@@ -171,7 +172,9 @@ def alter_broker_loggers(
     return 0, None
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: IncrementalAlterConfigsRequest
+) -> IncrementalAlterConfigsResponse:
     out = []
     code: int
     msg: str | None

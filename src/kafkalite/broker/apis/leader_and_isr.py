@@ -14,6 +14,7 @@ from kafkalite.cluster.partition import LeaderAndIsrState
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.cluster import (
     LEADER_AND_ISR,
+    LeaderAndIsrRequest,
     LeaderAndIsrResponse,
     grouped_partition_states,
 )
@@ -42,7 +43,7 @@ def _states(
     return states, topic_ids
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
     if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
         return LeaderAndIsrResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     v = ctx.api_version
@@ -66,7 +67,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
 
 def _response(
     v: int, code: ErrorCode, errors: dict[tuple[str, int], ErrorCode], topic_ids: dict[str, Any]
-) -> Any:
+) -> LeaderAndIsrResponse:
     PE = LeaderAndIsrResponse.LeaderAndIsrPartitionError
     if v < 5:
         return LeaderAndIsrResponse(

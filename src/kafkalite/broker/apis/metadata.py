@@ -14,7 +14,7 @@ from kafkalite.broker.context import RequestContext
 from kafkalite.cluster.metadata import MetadataError, topic_name_error
 from kafkalite.cluster.metadata_cache import TopicMetadata
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.metadata import METADATA, MetadataResponse
+from kafkalite.protocol.messages.metadata import METADATA, MetadataRequest, MetadataResponse
 from kafkalite.security.acl import (
     AUTHORIZED_OPERATIONS_OMITTED,
     CLUSTER_NAME,
@@ -129,7 +129,7 @@ def brokers(ctx: RequestContext) -> list[Any]:
     ]
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
     broker = ctx.broker
     version = ctx.api_version
     topics_out: list[Any] = []

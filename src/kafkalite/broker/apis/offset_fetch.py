@@ -11,7 +11,11 @@ from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
 from kafkalite.coordinator.types import OffsetFetchPartition, OffsetFetchResult, TopicPartition
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.offsets import OFFSET_FETCH, OffsetFetchResponse
+from kafkalite.protocol.messages.offsets import (
+    OFFSET_FETCH,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+)
 from kafkalite.security.acl import AclOperation, ResourceType
 
 API = OFFSET_FETCH
@@ -63,7 +67,7 @@ def _by_topic(parts: list[OffsetFetchPartition]) -> dict[str, list[OffsetFetchPa
     return out
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
     version = ctx.api_version
     if version >= 8:
         groups = []

@@ -13,6 +13,7 @@ from kafkalite.cluster.errors import ReplicaError, UnknownTopicOrPartition
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.offsets import (
     OFFSET_FOR_LEADER_EPOCH,
+    OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
 )
 from kafkalite.security.acl import AclOperation, ResourceType
@@ -22,7 +23,9 @@ _Topic = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
 _Part = _Topic.EpochEndOffset
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: OffsetForLeaderEpochRequest
+) -> OffsetForLeaderEpochResponse:
     broker = ctx.broker
     rm = broker.replica_manager
     cache = broker.metadata_cache

@@ -12,6 +12,7 @@ from kafkalite.coordinator.share_records import SharePartitionKey
 from kafkalite.coordinator.share_state import ShareStateResult
 from kafkalite.protocol.messages.share_state import (
     READ_SHARE_GROUP_STATE,
+    ReadShareGroupStateRequest,
     ReadShareGroupStateResponse,
 )
 
@@ -22,7 +23,9 @@ _Part = _Result.PartitionResult
 _Batch = _Part.StateBatch
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: ReadShareGroupStateRequest
+) -> ReadShareGroupStateResponse:
     coordinator = ctx.broker.share_coordinator
 
     async def run(key: SharePartitionKey, entry: Any) -> ShareStateResult:

@@ -9,7 +9,11 @@ from typing import Any
 from kafkalite.broker.apis import _share
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.share_groups import SHARE_ACKNOWLEDGE, ShareAcknowledgeResponse
+from kafkalite.protocol.messages.share_groups import (
+    SHARE_ACKNOWLEDGE,
+    ShareAcknowledgeRequest,
+    ShareAcknowledgeResponse,
+)
 
 API = SHARE_ACKNOWLEDGE
 E = ErrorCode
@@ -27,7 +31,9 @@ def _part(index: int) -> Any:
     )
 
 
-def _answer(code: ErrorCode, message: str | None = None, out: Any = None, lock_ms: int = 0) -> Any:
+def _answer(
+    code: ErrorCode, message: str | None = None, out: Any = None, lock_ms: int = 0
+) -> ShareAcknowledgeResponse:
     return ShareAcknowledgeResponse(
         throttle_time_ms=0,
         error_code=int(code),
@@ -40,7 +46,7 @@ def _answer(code: ErrorCode, message: str | None = None, out: Any = None, lock_m
     )
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: ShareAcknowledgeRequest) -> ShareAcknowledgeResponse:
     manager = ctx.broker.share_partitions
     group_id = request.group_id or ""
     member_id = request.member_id or ""

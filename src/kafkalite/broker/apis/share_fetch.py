@@ -12,7 +12,11 @@ from kafkalite.broker.apis import _share
 from kafkalite.broker.context import RequestContext
 from kafkalite.broker.share_partitions import Acquired, ShareSession
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.share_groups import SHARE_FETCH, ShareFetchResponse
+from kafkalite.protocol.messages.share_groups import (
+    SHARE_FETCH,
+    ShareFetchRequest,
+    ShareFetchResponse,
+)
 
 API = SHARE_FETCH
 E = ErrorCode
@@ -27,7 +31,7 @@ MAX_WAIT_MS = 30000
 def _answer(
     code: ErrorCode, message: str | None = None, *, lock_ms: int = 0, topics: list[Any] | None = None,
     endpoints: list[Any] | None = None,
-) -> Any:  # fmt: skip
+) -> ShareFetchResponse:  # fmt: skip
     return ShareFetchResponse(
         throttle_time_ms=0,
         error_code=int(code),
@@ -51,7 +55,7 @@ def _part(index: int, leader: tuple[int, int] = (-1, -1)) -> Any:
     )
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: ShareFetchRequest) -> ShareFetchResponse:
     broker = ctx.broker
     manager = broker.share_partitions
     group_id = request.group_id or ""
@@ -91,9 +95,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 pr = out.part(t.topic_id, p.partition_index)
                 pr.acknowledge_error_code = int(code)
                 pr.acknowledge_error_message = message
-    for t in request.forgotten_topics_data:
-        for index in t.partitions:
-            session.partitions.pop((t.topic_id, index), None)
+    for ft in request.forgotten_topics_data:
+        for index in ft.partitions:
+            session.partitions.pop((ft.topic_id, index), None)
     if epoch == -1:  # the member is done on this broker: what it holds goes back
         manager.sessions.close(group_id, member_id)
         await manager.release_session(session)
@@ -106,7 +110,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     return _answer(E.NO_ERROR, lock_ms=lock_ms, topics=out.topics(), endpoints=out.endpoints())
 
 
-async def _fetch(ctx: RequestContext, request: Any, session: Any, out: Any, budget: int) -> None:
+async def _fetch(
+    ctx: RequestContext, request: ShareFetchRequest, session: Any, out: Any, budget: int
+) -> None:
     """Acquire up to `budget` records over the session's partitions (rotating, so no partition
     starves); when none is available, wait for produced or released records."""
     broker = ctx.broker

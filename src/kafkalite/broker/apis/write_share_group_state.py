@@ -12,6 +12,7 @@ from kafkalite.coordinator.share_records import PersisterStateBatch, SharePartit
 from kafkalite.coordinator.share_state import ShareStateResult
 from kafkalite.protocol.messages.share_state import (
     WRITE_SHARE_GROUP_STATE,
+    WriteShareGroupStateRequest,
     WriteShareGroupStateResponse,
 )
 
@@ -21,7 +22,9 @@ _Result = WriteShareGroupStateResponse.WriteStateResult
 _Part = _Result.PartitionResult
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: WriteShareGroupStateRequest
+) -> WriteShareGroupStateResponse:
     coordinator = ctx.broker.share_coordinator
 
     async def run(key: SharePartitionKey, entry: Any) -> ShareStateResult:

@@ -10,7 +10,11 @@ from kafkalite.broker.context import RequestContext
 from kafkalite.broker.txn_markers import write_markers_locally
 from kafkalite.coordinator import TopicPartition
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.txn import WRITE_TXN_MARKERS, WriteTxnMarkersResponse
+from kafkalite.protocol.messages.txn import (
+    WRITE_TXN_MARKERS,
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
+)
 from kafkalite.security.acl import AclOperation
 
 API = WRITE_TXN_MARKERS
@@ -19,7 +23,7 @@ _Topic = _Result.WritableTxnMarkerTopicResult
 _Part = _Topic.WritableTxnMarkerPartitionResult
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
     results = []
     allowed = ctx.authorize_cluster(AclOperation.CLUSTER_ACTION)
     for marker in request.markers:
