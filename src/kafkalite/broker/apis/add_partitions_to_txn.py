@@ -6,8 +6,6 @@ An unknown partition answers UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker.apis._txn_common import (
     coordinator_or_error,
     old_fenced_code,
@@ -71,7 +69,7 @@ async def handle(
             )
         code = old_fenced_code(code, ctx.api_version, 2)
         codes = dict.fromkeys(wanted, code)
-    by_topic: dict[str, list[Any]] = {}
+    by_topic: dict[str, list[_Part]] = {}
     for tp, code in codes.items():
         by_topic.setdefault(tp.topic, []).append(
             _Part(partition_index=tp.partition, partition_error_code=code)

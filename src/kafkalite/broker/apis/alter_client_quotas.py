@@ -5,7 +5,6 @@ of user and client-id entities, and connection_creation_rate of ip entities (nul
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
@@ -22,7 +21,9 @@ log = logging.getLogger("kafkalite.broker.quotas")
 _Entry = AlterClientQuotasResponse.EntryData
 
 
-def _plan(entry: Any) -> tuple[QuotaEntity, dict[str, float], set[str]]:
+def _plan(
+    entry: AlterClientQuotasRequest.EntryData,
+) -> tuple[QuotaEntity, dict[str, float], set[str]]:
     """The entity and its changes, or ValueError saying why the entry is invalid."""
     parts: dict[str, str | None] = {}
     for e in entry.entity:

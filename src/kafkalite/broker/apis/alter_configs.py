@@ -6,7 +6,6 @@ BROKER "" is the cluster-wide default, BROKER "<id>" this broker; only dynamic `
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from kafkalite.broker.context import RequestContext
 from kafkalite.broker.dynamic_config import alter_broker
@@ -47,7 +46,9 @@ def alter_topic(
     return 0, None
 
 
-async def alter_group(ctx: RequestContext, res: Any, validate_only: bool) -> tuple[int, str | None]:
+async def alter_group(
+    ctx: RequestContext, res: AlterConfigsRequest.AlterConfigsResource, validate_only: bool
+) -> tuple[int, str | None]:
     """Replace a group's overrides as a whole (Kafka: each name once, no null values)."""
     names = [c.name for c in res.configs]
     if len(set(names)) != len(names):
@@ -58,7 +59,7 @@ async def alter_group(ctx: RequestContext, res: Any, validate_only: bool) -> tup
             int(ErrorCode.INVALID_CONFIG),
             f"Null value not supported for group configs: {','.join(nulls)}",
         )
-    new = {c.name: c.value for c in res.configs}
+    new = {c.name: c.value for c in res.configs if c.value is not None}
     return await ctx.broker.group_configs.alter(
         res.resource_name, lambda _current: (new, None), validate_only
     )

@@ -4,8 +4,6 @@ or cancel (null replicas) partition moves; a broker that is not the controller a
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker.apis._controller import active_controller
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
@@ -44,7 +42,7 @@ async def handle(
     reply = await controller.alter_partition_reassignments(targets)
     if reply is None:
         return _top_level(ErrorCode.NOT_CONTROLLER, "This broker is no longer the controller.")
-    by_topic: dict[str, list[Any]] = {}
+    by_topic: dict[str, list[_Partition]] = {}
     for (topic, part), (code, message) in reply.results.items():
         by_topic.setdefault(topic, []).append(
             _Partition(partition_index=part, error_code=code, error_message=message)

@@ -6,7 +6,6 @@ Without an authorizer every creation answers SECURITY_DISABLED, as Kafka does.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from kafkalite.broker.apis._acls import binding_of
 from kafkalite.broker.context import RequestContext
@@ -35,7 +34,7 @@ async def handle(ctx: RequestContext, request: CreateAclsRequest) -> CreateAclsR
     if not ctx.authorize_cluster(AclOperation.ALTER):
         err = Result(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=None)
         return CreateAclsResponse(throttle_time_ms=0, results=[err] * len(creations))
-    results: list[Any] = []
+    results: list[Result] = []
     valid: list[AclBinding] = []
     for c in creations:
         try:

@@ -5,7 +5,6 @@ the cluster. Without an authorizer: SECURITY_DISABLED.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from kafkalite.broker.apis._acls import filter_of
 from kafkalite.broker.context import RequestContext
@@ -54,7 +53,7 @@ async def handle(ctx: RequestContext, request: DeleteAclsRequest) -> DeleteAclsR
             matching_acls=[],
         )
         return DeleteAclsResponse(throttle_time_ms=0, filter_results=[err] * len(filters))
-    results: list[Any] = []
+    results: list[FilterResult] = []
     for p in parsed:
         if isinstance(p, InvalidAclError):
             results.append(

@@ -6,7 +6,6 @@ Answers the new low watermark; an offset past the high watermark is OFFSET_OUT_O
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from kafkalite.broker.context import RequestContext
 from kafkalite.cluster.errors import ReplicaError, UnknownTopicOrPartition
@@ -28,7 +27,7 @@ async def handle(ctx: RequestContext, request: DeleteRecordsRequest) -> DeleteRe
     broker = ctx.broker
     topics = []
     for t in request.topics:
-        parts: list[Any] = []
+        parts: list[_Part] = []
         topics.append(_Topic(name=t.name, partitions=parts))
         topic_ok = ctx.authorize(AclOperation.DELETE, ResourceType.TOPIC, t.name)
         for p in t.partitions:

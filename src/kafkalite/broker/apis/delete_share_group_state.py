@@ -4,8 +4,6 @@ their share coordinator (a tombstone each). Inter-broker: CLUSTER_ACTION on the 
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker.apis._share_state import run_per_partition
 from kafkalite.broker.context import RequestContext
 from kafkalite.coordinator.share_records import SharePartitionKey
@@ -27,7 +25,9 @@ async def handle(
 ) -> DeleteShareGroupStateResponse:
     coordinator = ctx.broker.share_coordinator
 
-    async def run(key: SharePartitionKey, entry: Any) -> ShareStateResult:
+    async def run(
+        key: SharePartitionKey, entry: DeleteShareGroupStateRequest.DeleteStateData.PartitionData
+    ) -> ShareStateResult:
         return await coordinator.delete(key)
 
     answers = await run_per_partition(ctx, request, run)

@@ -94,7 +94,7 @@ async def handle(
     # as Metadata: a listing hides topics one may not describe; a named one is refused, without
     # saying whether it exists
     authorized: list[str] = []
-    denied: list[Any] = []
+    denied: list[_Topic] = []
     for name in sorted(wanted):
         if ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, name):
             authorized.append(name)

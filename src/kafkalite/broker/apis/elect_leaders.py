@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 
 from kafkalite.broker.apis._controller import active_controller
 from kafkalite.broker.context import RequestContext
@@ -28,7 +27,7 @@ _POLL_S = 0.02
 
 
 def _response(error: ErrorCode, results: Results) -> ElectLeadersResponse:
-    by_topic: dict[str, list[Any]] = {}
+    by_topic: dict[str, list[_Partition]] = {}
     for (topic, part), (code, message) in sorted(results.items()):
         by_topic.setdefault(topic, []).append(
             _Partition(partition_id=part, error_code=code, error_message=message)

@@ -58,7 +58,7 @@ async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffset
     v = ctx.api_version
     topics_out = []
     for t in request.topics:
-        parts: list[Any] = []
+        parts: list[_PartResp] = []
         topics_out.append(_TopicResp(name=t.name, partitions=parts))
         topic_ok = ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, t.name)
         for p in t.partitions:

@@ -4,8 +4,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.reassignments import (
@@ -42,7 +40,7 @@ async def handle(
     moving = controller.list_partition_reassignments(asked) if controller is not None else None
     if moving is None:
         return _top_level(ErrorCode.NOT_CONTROLLER, "This broker is not the controller.")
-    by_topic: dict[str, list[Any]] = {}
+    by_topic: dict[str, list[_Partition]] = {}
     for (topic, part), a in sorted(moving.items()):
         by_topic.setdefault(topic, []).append(
             _Partition(

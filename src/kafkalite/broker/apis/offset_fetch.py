@@ -5,7 +5,7 @@ Partitions without a commit answer offset -1; group-level errors go where each v
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
@@ -54,7 +54,13 @@ def _fetch(
     return r
 
 
-def _requested(topics: Any) -> list[TopicPartition] | None:
+def _requested(
+    topics: Sequence[
+        OffsetFetchRequest.OffsetFetchRequestTopic
+        | OffsetFetchRequest.OffsetFetchRequestGroup.OffsetFetchRequestTopics
+    ]
+    | None,
+) -> list[TopicPartition] | None:
     if topics is None:
         return None
     return [TopicPartition(t.name, p) for t in topics for p in t.partition_indexes]

@@ -6,8 +6,6 @@ Answers from the leader's leader-epoch cache; a follower or a stale epoch gets K
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker.context import RequestContext
 from kafkalite.cluster.errors import ReplicaError, UnknownTopicOrPartition
 from kafkalite.protocol.errors import ErrorCode
@@ -34,7 +32,7 @@ async def handle(
     follower = ctx.api_version >= 3 and request.replica_id >= 0
     follower_ok = not follower or ctx.authorize_cluster(AclOperation.CLUSTER_ACTION)
     for t in request.topics:
-        parts: list[Any] = []
+        parts: list[_Part] = []
         topics.append(_Topic(topic=t.topic, partitions=parts))
         topic_ok = follower_ok and (
             follower or ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, t.topic)

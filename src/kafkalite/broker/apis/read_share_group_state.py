@@ -4,8 +4,6 @@ epoch, start offset, in-flight batches) from its share coordinator. Inter-broker
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker.apis._share_state import run_per_partition
 from kafkalite.broker.context import RequestContext
 from kafkalite.coordinator.share_records import SharePartitionKey
@@ -28,7 +26,9 @@ async def handle(
 ) -> ReadShareGroupStateResponse:
     coordinator = ctx.broker.share_coordinator
 
-    async def run(key: SharePartitionKey, entry: Any) -> ShareStateResult:
+    async def run(
+        key: SharePartitionKey, entry: ReadShareGroupStateRequest.ReadStateData.PartitionData
+    ) -> ShareStateResult:
         return await coordinator.read(key, entry.leader_epoch)
 
     answers = await run_per_partition(ctx, request, run)

@@ -4,8 +4,6 @@ as a group coordinator describes a share group's offsets. Inter-broker: CLUSTER_
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker.apis._share_state import run_per_partition
 from kafkalite.broker.context import RequestContext
 from kafkalite.coordinator.share_records import SharePartitionKey
@@ -27,7 +25,10 @@ async def handle(
 ) -> ReadShareGroupStateSummaryResponse:
     coordinator = ctx.broker.share_coordinator
 
-    async def run(key: SharePartitionKey, entry: Any) -> ShareStateResult:
+    async def run(
+        key: SharePartitionKey,
+        entry: ReadShareGroupStateSummaryRequest.ReadStateSummaryData.PartitionData,
+    ) -> ShareStateResult:
         return await coordinator.read_summary(key, entry.leader_epoch)
 
     answers = await run_per_partition(ctx, request, run)

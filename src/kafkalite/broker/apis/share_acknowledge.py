@@ -4,8 +4,6 @@ epoch -1 acknowledges and closes the session, handing what the member still hold
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker.apis import _share
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
@@ -22,7 +20,7 @@ _Part = _Topic.PartitionData
 _Node = ShareAcknowledgeResponse.NodeEndpoint
 
 
-def _part(index: int) -> Any:
+def _part(index: int) -> _Part:
     return _Part(
         partition_index=index,
         error_code=0,
@@ -32,7 +30,10 @@ def _part(index: int) -> Any:
 
 
 def _answer(
-    code: ErrorCode, message: str | None = None, out: Any = None, lock_ms: int = 0
+    code: ErrorCode,
+    message: str | None = None,
+    out: _share.Responses[_Part] | None = None,
+    lock_ms: int = 0,
 ) -> ShareAcknowledgeResponse:
     return ShareAcknowledgeResponse(
         throttle_time_ms=0,

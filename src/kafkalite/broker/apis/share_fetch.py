@@ -29,8 +29,9 @@ MAX_WAIT_MS = 30000
 
 
 def _answer(
-    code: ErrorCode, message: str | None = None, *, lock_ms: int = 0, topics: list[Any] | None = None,
-    endpoints: list[Any] | None = None,
+    code: ErrorCode, message: str | None = None, *, lock_ms: int = 0,
+    topics: list[tuple[uuid.UUID, list[_Part]]] | None = None,
+    endpoints: list[tuple[int, str, int, str | None]] | None = None,
 ) -> ShareFetchResponse:  # fmt: skip
     return ShareFetchResponse(
         throttle_time_ms=0,
@@ -42,7 +43,7 @@ def _answer(
     )
 
 
-def _part(index: int, leader: tuple[int, int] = (-1, -1)) -> Any:
+def _part(index: int, leader: tuple[int, int] = (-1, -1)) -> _Part:
     return _Part(
         partition_index=index,
         error_code=0,
@@ -111,7 +112,11 @@ async def handle(ctx: RequestContext, request: ShareFetchRequest) -> ShareFetchR
 
 
 async def _fetch(
-    ctx: RequestContext, request: ShareFetchRequest, session: Any, out: Any, budget: int
+    ctx: RequestContext,
+    request: ShareFetchRequest,
+    session: ShareSession,
+    out: _share.Responses[_Part],
+    budget: int,
 ) -> None:
     """Acquire up to `budget` records over the session's partitions (rotating, so no partition
     starves); when none is available, wait for produced or released records."""

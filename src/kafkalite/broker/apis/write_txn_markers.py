@@ -4,8 +4,6 @@ asks this partition leader to write COMMIT/ABORT markers; answered once the ISR 
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker.context import RequestContext
 from kafkalite.broker.txn_markers import write_markers_locally
 from kafkalite.coordinator import TopicPartition
@@ -39,7 +37,7 @@ async def handle(ctx: RequestContext, request: WriteTxnMarkersRequest) -> WriteT
                 bool(marker.transaction_result),
                 tps,
             )
-        by_topic: dict[str, list[Any]] = {}
+        by_topic: dict[str, list[_Part]] = {}
         for tp in tps:
             by_topic.setdefault(tp.topic, []).append(
                 _Part(partition_index=tp.partition, error_code=codes[tp])
