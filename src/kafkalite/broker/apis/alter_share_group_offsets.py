@@ -5,7 +5,6 @@ state stored afresh at a bumped state epoch with nothing in flight, the leader's
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from kafkalite.broker.apis import _share_offsets as _so
 from kafkalite.broker.context import RequestContext
@@ -71,8 +70,12 @@ async def _alter_partition(
     return E.NO_ERROR, None
 
 
-async def _alter_topic(ctx: RequestContext, group: ShareGroup, t: Any) -> Any:
-    def answer(topic_id: uuid.UUID, code: ErrorCode) -> Any:
+async def _alter_topic(
+    ctx: RequestContext,
+    group: ShareGroup,
+    t: AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic,
+) -> _Topic:
+    def answer(topic_id: uuid.UUID, code: ErrorCode) -> _Topic:
         return _Topic(
             topic_name=t.topic_name,
             topic_id=topic_id,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
 
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
@@ -40,7 +39,7 @@ async def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> Descri
     moves = sorted(rm.log_dir_moves().items())
     offline = {Path(d).resolve() for d in rm.offline_log_dirs()}
     for d in broker.log_dirs:
-        by_topic: dict[str, list[Any]] = {}
+        by_topic: dict[str, list[_Part]] = {}
         root = Path(d).resolve()
         if root in offline:  # as Kafka: the dir is listed, with its error and nothing in it
             results.append(

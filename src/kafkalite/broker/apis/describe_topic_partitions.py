@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
 
 from kafkalite.broker.context import RequestContext
 from kafkalite.cluster.metadata import INTERNAL_TOPICS, topic_name_error
@@ -45,7 +44,7 @@ def _refused(
     )
 
 
-def _partition_entry(ctx: RequestContext, pm: PartitionMetadata) -> Any:
+def _partition_entry(ctx: RequestContext, pm: PartitionMetadata) -> _Partition:
     alive = ctx.broker.metadata_cache.is_alive
     led = pm.leader != NO_LEADER and alive(pm.leader)
     return _Partition(
@@ -63,7 +62,7 @@ def _partition_entry(ctx: RequestContext, pm: PartitionMetadata) -> Any:
 
 def _page(
     ctx: RequestContext, info: TopicMetadata, start: int, remaining: int
-) -> tuple[list[Any], int]:
+) -> tuple[list[_Partition], int]:
     """Partitions `start`.. of the topic, at most `remaining`; and the next index (-1: none)."""
     count = info.partition_count
     upper = min(count, start + remaining)
@@ -109,7 +108,7 @@ async def handle(
             )
 
     remaining = max(min(MAX_PARTITIONS, request.response_partition_limit), 1)
-    topics_out: list[Any] = []
+    topics_out: list[_Topic] = []
     next_cursor = None
     for name in authorized:
         if remaining <= 0:  # the previous topic filled the page: resume at this one

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any
 
 from kafkalite.broker.apis import _share
 from kafkalite.broker.context import RequestContext
-from kafkalite.broker.share_partitions import Acquired, ShareSession
+from kafkalite.broker.share_partitions import Acquired, LoadedSharePartition, ShareSession
+from kafkalite.cluster.partition import Partition
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.share_groups import (
     SHARE_FETCH,
@@ -169,7 +169,9 @@ async def _fetch(
             break
         watch = [(t[2], t[1]) for t in targets]
 
-        def ready(targets: list[Any] = targets) -> bool:
+        def ready(
+            targets: list[tuple[uuid.UUID, int, str, Partition, LoadedSharePartition]] = targets,
+        ) -> bool:
             return any(manager.acquirable(t[4], t[3]) for t in targets)
 
         if not ready():
