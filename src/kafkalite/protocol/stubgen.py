@@ -95,15 +95,19 @@ def _struct_lines(cls: type[Struct], path: str, indent: str) -> Iterator[str]:
     fields = [(f.name, _field_type(f, path)) for f in schema.fields]
     for name, typ in fields:
         yield f"{indent}{name}: {typ}"
-    if fields:
+    params = ", ".join(f"{name}: {_accepted(typ)} = ..." for name, typ in fields)
+    one_line = f"{indent}def __init__(self, *, {params}) -> None: ..."
+    if not fields:
+        yield f"{indent}def __init__(self) -> None: ..."
+    elif len(one_line) <= 100:
+        yield one_line
+    else:
         yield f"{indent}def __init__("
         yield f"{indent}    self,"
         yield f"{indent}    *,"
         for name, typ in fields:
             yield f"{indent}    {name}: {_accepted(typ)} = ...,"
         yield f"{indent}) -> None: ..."
-    else:
-        yield f"{indent}def __init__(self) -> None: ..."
 
 
 def _hand_kept(path: Path) -> list[str]:

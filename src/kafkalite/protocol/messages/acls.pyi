@@ -93,22 +93,13 @@ class CreateAclsRequest(Request):
         ) -> None: ...
     RESPONSE: ClassVar[type[CreateAclsResponse]]
     creations: list[CreateAclsRequest.AclCreation]
-    def __init__(
-        self,
-        *,
-        creations: list[CreateAclsRequest.AclCreation] = ...,
-    ) -> None: ...
+    def __init__(self, *, creations: list[CreateAclsRequest.AclCreation] = ...) -> None: ...
 
 class CreateAclsResponse(Response):
     class AclCreationResult(Struct):
         error_code: int
         error_message: str | None
-        def __init__(
-            self,
-            *,
-            error_code: int = ...,
-            error_message: str | None = ...,
-        ) -> None: ...
+        def __init__(self, *, error_code: int = ..., error_message: str | None = ...) -> None: ...
     throttle_time_ms: int
     results: list[CreateAclsResponse.AclCreationResult]
     def __init__(
@@ -140,11 +131,7 @@ class DeleteAclsRequest(Request):
         ) -> None: ...
     RESPONSE: ClassVar[type[DeleteAclsResponse]]
     filters: list[DeleteAclsRequest.DeleteAclsFilter]
-    def __init__(
-        self,
-        *,
-        filters: list[DeleteAclsRequest.DeleteAclsFilter] = ...,
-    ) -> None: ...
+    def __init__(self, *, filters: list[DeleteAclsRequest.DeleteAclsFilter] = ...) -> None: ...
 
 class DeleteAclsResponse(Response):
     class DeleteAclsFilterResult(Struct):

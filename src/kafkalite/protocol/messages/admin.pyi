@@ -25,12 +25,7 @@ class CreateTopicsRequest(Request):
         class CreatableTopicConfig(Struct):
             name: str
             value: str | None
-            def __init__(
-                self,
-                *,
-                name: str = ...,
-                value: str | None = ...,
-            ) -> None: ...
+            def __init__(self, *, name: str = ..., value: str | None = ...) -> None: ...
         name: str
         num_partitions: int
         replication_factor: int
@@ -107,12 +102,7 @@ class DeleteTopicsRequest(Request):
     class DeleteTopicState(Struct):
         name: str | None
         topic_id: uuid.UUID
-        def __init__(
-            self,
-            *,
-            name: str | None = ...,
-            topic_id: uuid.UUID | None = ...,
-        ) -> None: ...
+        def __init__(self, *, name: str | None = ..., topic_id: uuid.UUID | None = ...) -> None: ...
     RESPONSE: ClassVar[type[DeleteTopicsResponse]]
     topics: list[DeleteTopicsRequest.DeleteTopicState]
     topic_names: list[str]
@@ -153,12 +143,7 @@ class DeleteRecordsRequest(Request):
         class DeleteRecordsPartition(Struct):
             partition_index: int
             offset: int
-            def __init__(
-                self,
-                *,
-                partition_index: int = ...,
-                offset: int = ...,
-            ) -> None: ...
+            def __init__(self, *, partition_index: int = ..., offset: int = ...) -> None: ...
         name: str
         partitions: list[DeleteRecordsRequest.DeleteRecordsTopic.DeleteRecordsPartition]
         def __init__(
@@ -295,12 +280,7 @@ class AlterConfigsRequest(Request):
         class AlterableConfig(Struct):
             name: str
             value: str | None
-            def __init__(
-                self,
-                *,
-                name: str = ...,
-                value: str | None = ...,
-            ) -> None: ...
+            def __init__(self, *, name: str = ..., value: str | None = ...) -> None: ...
         resource_type: int
         resource_name: str
         configs: list[AlterConfigsRequest.AlterConfigsResource.AlterableConfig]
@@ -349,12 +329,7 @@ class AlterReplicaLogDirsRequest(Request):
         class AlterReplicaLogDirTopic(Struct):
             name: str
             partitions: list[int]
-            def __init__(
-                self,
-                *,
-                name: str = ...,
-                partitions: list[int] = ...,
-            ) -> None: ...
+            def __init__(self, *, name: str = ..., partitions: list[int] = ...) -> None: ...
         path: str
         topics: list[AlterReplicaLogDirsRequest.AlterReplicaLogDir.AlterReplicaLogDirTopic]
         def __init__(
@@ -376,12 +351,7 @@ class AlterReplicaLogDirsResponse(Response):
         class AlterReplicaLogDirPartitionResult(Struct):
             partition_index: int
             error_code: int
-            def __init__(
-                self,
-                *,
-                partition_index: int = ...,
-                error_code: int = ...,
-            ) -> None: ...
+            def __init__(self, *, partition_index: int = ..., error_code: int = ...) -> None: ...
         topic_name: str
         partitions: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult.AlterReplicaLogDirPartitionResult]
         def __init__(
@@ -403,12 +373,7 @@ class DescribeLogDirsRequest(Request):
     class DescribableLogDirTopic(Struct):
         topic: str
         partitions: list[int]
-        def __init__(
-            self,
-            *,
-            topic: str = ...,
-            partitions: list[int] = ...,
-        ) -> None: ...
+        def __init__(self, *, topic: str = ..., partitions: list[int] = ...) -> None: ...
     RESPONSE: ClassVar[type[DescribeLogDirsResponse]]
     topics: list[DescribeLogDirsRequest.DescribableLogDirTopic] | None
     def __init__(
@@ -470,11 +435,7 @@ class CreatePartitionsRequest(Request):
     class CreatePartitionsTopic(Struct):
         class CreatePartitionsAssignment(Struct):
             broker_ids: list[int]
-            def __init__(
-                self,
-                *,
-                broker_ids: list[int] = ...,
-            ) -> None: ...
+            def __init__(self, *, broker_ids: list[int] = ...) -> None: ...
         name: str
         count: int
         assignments: list[CreatePartitionsRequest.CreatePartitionsTopic.CreatePartitionsAssignment] | None

@@ -165,21 +165,11 @@ class StopReplicaRequest(Request):
     class StopReplicaPartitionV0(Struct):
         topic_name: str
         partition_index: int
-        def __init__(
-            self,
-            *,
-            topic_name: str = ...,
-            partition_index: int = ...,
-        ) -> None: ...
+        def __init__(self, *, topic_name: str = ..., partition_index: int = ...) -> None: ...
     class StopReplicaTopicV1(Struct):
         name: str
         partition_indexes: list[int]
-        def __init__(
-            self,
-            *,
-            name: str = ...,
-            partition_indexes: list[int] = ...,
-        ) -> None: ...
+        def __init__(self, *, name: str = ..., partition_indexes: list[int] = ...) -> None: ...
     class StopReplicaTopicState(Struct):
         class StopReplicaPartitionState(Struct):
             partition_index: int
@@ -351,33 +341,19 @@ class UpdateMetadataRequest(Request):
 
 class UpdateMetadataResponse(Response):
     error_code: int
-    def __init__(
-        self,
-        *,
-        error_code: int = ...,
-    ) -> None: ...
+    def __init__(self, *, error_code: int = ...) -> None: ...
 
 class ControlledShutdownRequest(Request):
     RESPONSE: ClassVar[type[ControlledShutdownResponse]]
     broker_id: int
     broker_epoch: int
-    def __init__(
-        self,
-        *,
-        broker_id: int = ...,
-        broker_epoch: int = ...,
-    ) -> None: ...
+    def __init__(self, *, broker_id: int = ..., broker_epoch: int = ...) -> None: ...
 
 class ControlledShutdownResponse(Response):
     class RemainingPartition(Struct):
         topic_name: str
         partition_index: int
-        def __init__(
-            self,
-            *,
-            topic_name: str = ...,
-            partition_index: int = ...,
-        ) -> None: ...
+        def __init__(self, *, topic_name: str = ..., partition_index: int = ...) -> None: ...
     error_code: int
     remaining_partitions: list[ControlledShutdownResponse.RemainingPartition]
     def __init__(
@@ -393,12 +369,7 @@ class AlterPartitionRequest(Request):
             class BrokerState(Struct):
                 broker_id: int
                 broker_epoch: int
-                def __init__(
-                    self,
-                    *,
-                    broker_id: int = ...,
-                    broker_epoch: int = ...,
-                ) -> None: ...
+                def __init__(self, *, broker_id: int = ..., broker_epoch: int = ...) -> None: ...
             partition_index: int
             leader_epoch: int
             new_isr: list[int]

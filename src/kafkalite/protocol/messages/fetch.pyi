@@ -16,12 +16,7 @@ class FetchRequest(Request):
     class ReplicaState(Struct):
         replica_id: int
         replica_epoch: int
-        def __init__(
-            self,
-            *,
-            replica_id: int = ...,
-            replica_epoch: int = ...,
-        ) -> None: ...
+        def __init__(self, *, replica_id: int = ..., replica_epoch: int = ...) -> None: ...
     class FetchTopic(Struct):
         class FetchPartition(Struct):
             partition: int
@@ -101,39 +96,19 @@ class FetchResponse(Response):
             class EpochEndOffset(Struct):
                 epoch: int
                 end_offset: int
-                def __init__(
-                    self,
-                    *,
-                    epoch: int = ...,
-                    end_offset: int = ...,
-                ) -> None: ...
+                def __init__(self, *, epoch: int = ..., end_offset: int = ...) -> None: ...
             class LeaderIdAndEpoch(Struct):
                 leader_id: int
                 leader_epoch: int
-                def __init__(
-                    self,
-                    *,
-                    leader_id: int = ...,
-                    leader_epoch: int = ...,
-                ) -> None: ...
+                def __init__(self, *, leader_id: int = ..., leader_epoch: int = ...) -> None: ...
             class SnapshotId(Struct):
                 end_offset: int
                 epoch: int
-                def __init__(
-                    self,
-                    *,
-                    end_offset: int = ...,
-                    epoch: int = ...,
-                ) -> None: ...
+                def __init__(self, *, end_offset: int = ..., epoch: int = ...) -> None: ...
             class AbortedTransaction(Struct):
                 producer_id: int
                 first_offset: int
-                def __init__(
-                    self,
-                    *,
-                    producer_id: int = ...,
-                    first_offset: int = ...,
-                ) -> None: ...
+                def __init__(self, *, producer_id: int = ..., first_offset: int = ...) -> None: ...
             partition_index: int
             error_code: int
             high_watermark: int

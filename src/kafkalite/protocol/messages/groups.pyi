@@ -69,12 +69,7 @@ class JoinGroupRequest(Request):
     class JoinGroupRequestProtocol(Struct):
         name: str
         metadata: bytes
-        def __init__(
-            self,
-            *,
-            name: str = ...,
-            metadata: bytes = ...,
-        ) -> None: ...
+        def __init__(self, *, name: str = ..., metadata: bytes = ...) -> None: ...
     RESPONSE: ClassVar[type[JoinGroupResponse]]
     group_id: str
     session_timeout_ms: int
@@ -150,12 +145,7 @@ class HeartbeatRequest(Request):
 class HeartbeatResponse(Response):
     throttle_time_ms: int
     error_code: int
-    def __init__(
-        self,
-        *,
-        throttle_time_ms: int = ...,
-        error_code: int = ...,
-    ) -> None: ...
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ...) -> None: ...
 
 class LeaveGroupRequest(Request):
     class MemberIdentity(Struct):
@@ -208,12 +198,7 @@ class SyncGroupRequest(Request):
     class SyncGroupRequestAssignment(Struct):
         member_id: str
         assignment: bytes
-        def __init__(
-            self,
-            *,
-            member_id: str = ...,
-            assignment: bytes = ...,
-        ) -> None: ...
+        def __init__(self, *, member_id: str = ..., assignment: bytes = ...) -> None: ...
     RESPONSE: ClassVar[type[SyncGroupResponse]]
     group_id: str
     generation_id: int
@@ -346,22 +331,13 @@ class ListGroupsResponse(Response):
 class DeleteGroupsRequest(Request):
     RESPONSE: ClassVar[type[DeleteGroupsResponse]]
     groups_names: list[str]
-    def __init__(
-        self,
-        *,
-        groups_names: list[str] = ...,
-    ) -> None: ...
+    def __init__(self, *, groups_names: list[str] = ...) -> None: ...
 
 class DeleteGroupsResponse(Response):
     class DeletableGroupResult(Struct):
         group_id: str
         error_code: int
-        def __init__(
-            self,
-            *,
-            group_id: str = ...,
-            error_code: int = ...,
-        ) -> None: ...
+        def __init__(self, *, group_id: str = ..., error_code: int = ...) -> None: ...
     throttle_time_ms: int
     results: list[DeleteGroupsResponse.DeletableGroupResult]
     def __init__(
@@ -375,12 +351,7 @@ class ConsumerProtocolSubscription(Data):
     class TopicPartition(Struct):
         topic: str
         partitions: list[int]
-        def __init__(
-            self,
-            *,
-            topic: str = ...,
-            partitions: list[int] = ...,
-        ) -> None: ...
+        def __init__(self, *, topic: str = ..., partitions: list[int] = ...) -> None: ...
     topics: list[str]
     user_data: bytes | None
     owned_partitions: list[ConsumerProtocolSubscription.TopicPartition]
@@ -400,12 +371,7 @@ class ConsumerProtocolAssignment(Data):
     class TopicPartition(Struct):
         topic: str
         partitions: list[int]
-        def __init__(
-            self,
-            *,
-            topic: str = ...,
-            partitions: list[int] = ...,
-        ) -> None: ...
+        def __init__(self, *, topic: str = ..., partitions: list[int] = ...) -> None: ...
     assigned_partitions: list[ConsumerProtocolAssignment.TopicPartition]
     user_data: bytes | None
     def __init__(

@@ -14,12 +14,7 @@ class ElectLeadersRequest(Request):
     class TopicPartitions(Struct):
         topic: str
         partitions: list[int]
-        def __init__(
-            self,
-            *,
-            topic: str = ...,
-            partitions: list[int] = ...,
-        ) -> None: ...
+        def __init__(self, *, topic: str = ..., partitions: list[int] = ...) -> None: ...
     RESPONSE: ClassVar[type[ElectLeadersResponse]]
     election_type: int
     topic_partitions: list[ElectLeadersRequest.TopicPartitions] | None

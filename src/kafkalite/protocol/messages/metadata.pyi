@@ -15,12 +15,7 @@ class MetadataRequest(Request):
     class MetadataRequestTopic(Struct):
         topic_id: uuid.UUID
         name: str | None
-        def __init__(
-            self,
-            *,
-            topic_id: uuid.UUID | None = ...,
-            name: str | None = ...,
-        ) -> None: ...
+        def __init__(self, *, topic_id: uuid.UUID | None = ..., name: str | None = ...) -> None: ...
     RESPONSE: ClassVar[type[MetadataResponse]]
     topics: list[MetadataRequest.MetadataRequestTopic] | None
     allow_auto_topic_creation: bool
@@ -105,20 +100,11 @@ class MetadataResponse(Response):
 class DescribeTopicPartitionsRequest(Request):
     class TopicRequest(Struct):
         name: str
-        def __init__(
-            self,
-            *,
-            name: str = ...,
-        ) -> None: ...
+        def __init__(self, *, name: str = ...) -> None: ...
     class Cursor(Struct):
         topic_name: str
         partition_index: int
-        def __init__(
-            self,
-            *,
-            topic_name: str = ...,
-            partition_index: int = ...,
-        ) -> None: ...
+        def __init__(self, *, topic_name: str = ..., partition_index: int = ...) -> None: ...
     RESPONSE: ClassVar[type[DescribeTopicPartitionsResponse]]
     topics: list[DescribeTopicPartitionsRequest.TopicRequest]
     response_partition_limit: int
@@ -175,12 +161,7 @@ class DescribeTopicPartitionsResponse(Response):
     class Cursor(Struct):
         topic_name: str
         partition_index: int
-        def __init__(
-            self,
-            *,
-            topic_name: str = ...,
-            partition_index: int = ...,
-        ) -> None: ...
+        def __init__(self, *, topic_name: str = ..., partition_index: int = ...) -> None: ...
     throttle_time_ms: int
     topics: list[DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic]
     next_cursor: DescribeTopicPartitionsResponse.Cursor | None

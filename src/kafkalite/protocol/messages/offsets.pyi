@@ -131,12 +131,7 @@ class OffsetCommitResponse(Response):
         class OffsetCommitResponsePartition(Struct):
             partition_index: int
             error_code: int
-            def __init__(
-                self,
-                *,
-                partition_index: int = ...,
-                error_code: int = ...,
-            ) -> None: ...
+            def __init__(self, *, partition_index: int = ..., error_code: int = ...) -> None: ...
         name: str
         partitions: list[OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition]
         def __init__(
@@ -158,22 +153,12 @@ class OffsetFetchRequest(Request):
     class OffsetFetchRequestTopic(Struct):
         name: str
         partition_indexes: list[int]
-        def __init__(
-            self,
-            *,
-            name: str = ...,
-            partition_indexes: list[int] = ...,
-        ) -> None: ...
+        def __init__(self, *, name: str = ..., partition_indexes: list[int] = ...) -> None: ...
     class OffsetFetchRequestGroup(Struct):
         class OffsetFetchRequestTopics(Struct):
             name: str
             partition_indexes: list[int]
-            def __init__(
-                self,
-                *,
-                name: str = ...,
-                partition_indexes: list[int] = ...,
-            ) -> None: ...
+            def __init__(self, *, name: str = ..., partition_indexes: list[int] = ...) -> None: ...
         group_id: str
         member_id: str | None
         member_epoch: int
@@ -277,11 +262,7 @@ class OffsetDeleteRequest(Request):
     class OffsetDeleteRequestTopic(Struct):
         class OffsetDeleteRequestPartition(Struct):
             partition_index: int
-            def __init__(
-                self,
-                *,
-                partition_index: int = ...,
-            ) -> None: ...
+            def __init__(self, *, partition_index: int = ...) -> None: ...
         name: str
         partitions: list[OffsetDeleteRequest.OffsetDeleteRequestTopic.OffsetDeleteRequestPartition]
         def __init__(
@@ -305,12 +286,7 @@ class OffsetDeleteResponse(Response):
         class OffsetDeleteResponsePartition(Struct):
             partition_index: int
             error_code: int
-            def __init__(
-                self,
-                *,
-                partition_index: int = ...,
-                error_code: int = ...,
-            ) -> None: ...
+            def __init__(self, *, partition_index: int = ..., error_code: int = ...) -> None: ...
         name: str
         partitions: list[OffsetDeleteResponse.OffsetDeleteResponseTopic.OffsetDeleteResponsePartition]
         def __init__(

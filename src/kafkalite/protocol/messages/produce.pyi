@@ -16,12 +16,7 @@ class ProduceRequest(Request):
         class PartitionProduceData(Struct):
             index: int
             records: Buffer | None
-            def __init__(
-                self,
-                *,
-                index: int = ...,
-                records: Buffer | None = ...,
-            ) -> None: ...
+            def __init__(self, *, index: int = ..., records: Buffer | None = ...) -> None: ...
         name: str
         partition_data: list[ProduceRequest.TopicProduceData.PartitionProduceData]
         def __init__(
@@ -59,12 +54,7 @@ class ProduceResponse(Response):
             class LeaderIdAndEpoch(Struct):
                 leader_id: int
                 leader_epoch: int
-                def __init__(
-                    self,
-                    *,
-                    leader_id: int = ...,
-                    leader_epoch: int = ...,
-                ) -> None: ...
+                def __init__(self, *, leader_id: int = ..., leader_epoch: int = ...) -> None: ...
             index: int
             error_code: int
             base_offset: int

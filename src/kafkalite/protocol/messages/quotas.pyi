@@ -46,12 +46,7 @@ class DescribeClientQuotasResponse(Response):
         class ValueData(Struct):
             key: str
             value: float
-            def __init__(
-                self,
-                *,
-                key: str = ...,
-                value: float = ...,
-            ) -> None: ...
+            def __init__(self, *, key: str = ..., value: float = ...) -> None: ...
         entity: list[DescribeClientQuotasResponse.EntryData.EntityData]
         values: list[DescribeClientQuotasResponse.EntryData.ValueData]
         def __init__(

@@ -77,12 +77,7 @@ class ListPartitionReassignmentsRequest(Request):
     class ListPartitionReassignmentsTopics(Struct):
         name: str
         partition_indexes: list[int]
-        def __init__(
-            self,
-            *,
-            name: str = ...,
-            partition_indexes: list[int] = ...,
-        ) -> None: ...
+        def __init__(self, *, name: str = ..., partition_indexes: list[int] = ...) -> None: ...
     RESPONSE: ClassVar[type[ListPartitionReassignmentsResponse]]
     timeout_ms: int
     topics: list[ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics] | None

@@ -13,30 +13,17 @@ from kafkalite.protocol.schema import Api, Request, Response
 class SaslHandshakeRequest(Request):
     RESPONSE: ClassVar[type[SaslHandshakeResponse]]
     mechanism: str
-    def __init__(
-        self,
-        *,
-        mechanism: str = ...,
-    ) -> None: ...
+    def __init__(self, *, mechanism: str = ...) -> None: ...
 
 class SaslHandshakeResponse(Response):
     error_code: int
     mechanisms: list[str]
-    def __init__(
-        self,
-        *,
-        error_code: int = ...,
-        mechanisms: list[str] = ...,
-    ) -> None: ...
+    def __init__(self, *, error_code: int = ..., mechanisms: list[str] = ...) -> None: ...
 
 class SaslAuthenticateRequest(Request):
     RESPONSE: ClassVar[type[SaslAuthenticateResponse]]
     auth_bytes: bytes
-    def __init__(
-        self,
-        *,
-        auth_bytes: bytes = ...,
-    ) -> None: ...
+    def __init__(self, *, auth_bytes: bytes = ...) -> None: ...
 
 class SaslAuthenticateResponse(Response):
     error_code: int

@@ -13,11 +13,7 @@ from kafkalite.protocol.schema import Api, Request, Response, Struct
 class DescribeUserScramCredentialsRequest(Request):
     class UserName(Struct):
         name: str
-        def __init__(
-            self,
-            *,
-            name: str = ...,
-        ) -> None: ...
+        def __init__(self, *, name: str = ...) -> None: ...
     RESPONSE: ClassVar[type[DescribeUserScramCredentialsResponse]]
     users: list[DescribeUserScramCredentialsRequest.UserName] | None
     def __init__(
@@ -31,12 +27,7 @@ class DescribeUserScramCredentialsResponse(Response):
         class CredentialInfo(Struct):
             mechanism: int
             iterations: int
-            def __init__(
-                self,
-                *,
-                mechanism: int = ...,
-                iterations: int = ...,
-            ) -> None: ...
+            def __init__(self, *, mechanism: int = ..., iterations: int = ...) -> None: ...
         user: str
         error_code: int
         error_message: str | None
@@ -66,12 +57,7 @@ class AlterUserScramCredentialsRequest(Request):
     class ScramCredentialDeletion(Struct):
         name: str
         mechanism: int
-        def __init__(
-            self,
-            *,
-            name: str = ...,
-            mechanism: int = ...,
-        ) -> None: ...
+        def __init__(self, *, name: str = ..., mechanism: int = ...) -> None: ...
     class ScramCredentialUpsertion(Struct):
         name: str
         mechanism: int

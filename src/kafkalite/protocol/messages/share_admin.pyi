@@ -16,12 +16,7 @@ class DescribeShareGroupOffsetsRequest(Request):
         class DescribeShareGroupOffsetsRequestTopic(Struct):
             topic_name: str
             partitions: list[int]
-            def __init__(
-                self,
-                *,
-                topic_name: str = ...,
-                partitions: list[int] = ...,
-            ) -> None: ...
+            def __init__(self, *, topic_name: str = ..., partitions: list[int] = ...) -> None: ...
         group_id: str
         topics: list[DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup.DescribeShareGroupOffsetsRequestTopic] | None
         def __init__(
@@ -96,12 +91,7 @@ class AlterShareGroupOffsetsRequest(Request):
         class AlterShareGroupOffsetsRequestPartition(Struct):
             partition_index: int
             start_offset: int
-            def __init__(
-                self,
-                *,
-                partition_index: int = ...,
-                start_offset: int = ...,
-            ) -> None: ...
+            def __init__(self, *, partition_index: int = ..., start_offset: int = ...) -> None: ...
         topic_name: str
         partitions: list[AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic.AlterShareGroupOffsetsRequestPartition]
         def __init__(
@@ -159,11 +149,7 @@ class AlterShareGroupOffsetsResponse(Response):
 class DeleteShareGroupOffsetsRequest(Request):
     class DeleteShareGroupOffsetsRequestTopic(Struct):
         topic_name: str
-        def __init__(
-            self,
-            *,
-            topic_name: str = ...,
-        ) -> None: ...
+        def __init__(self, *, topic_name: str = ...) -> None: ...
     RESPONSE: ClassVar[type[DeleteShareGroupOffsetsResponse]]
     group_id: str
     topics: list[DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic]

@@ -223,12 +223,7 @@ class ShareFetchResponse(Response):
             class LeaderIdAndEpoch(Struct):
                 leader_id: int
                 leader_epoch: int
-                def __init__(
-                    self,
-                    *,
-                    leader_id: int = ...,
-                    leader_epoch: int = ...,
-                ) -> None: ...
+                def __init__(self, *, leader_id: int = ..., leader_epoch: int = ...) -> None: ...
             class AcquiredRecords(Struct):
                 first_offset: int
                 last_offset: int
@@ -350,12 +345,7 @@ class ShareAcknowledgeResponse(Response):
             class LeaderIdAndEpoch(Struct):
                 leader_id: int
                 leader_epoch: int
-                def __init__(
-                    self,
-                    *,
-                    leader_id: int = ...,
-                    leader_epoch: int = ...,
-                ) -> None: ...
+                def __init__(self, *, leader_id: int = ..., leader_epoch: int = ...) -> None: ...
             partition_index: int
             error_code: int
             error_message: str | None

@@ -75,12 +75,7 @@ class ReadShareGroupStateRequest(Request):
         class PartitionData(Struct):
             partition: int
             leader_epoch: int
-            def __init__(
-                self,
-                *,
-                partition: int = ...,
-                leader_epoch: int = ...,
-            ) -> None: ...
+            def __init__(self, *, partition: int = ..., leader_epoch: int = ...) -> None: ...
         topic_id: uuid.UUID
         partitions: list[ReadShareGroupStateRequest.ReadStateData.PartitionData]
         def __init__(
@@ -226,11 +221,7 @@ class DeleteShareGroupStateRequest(Request):
     class DeleteStateData(Struct):
         class PartitionData(Struct):
             partition: int
-            def __init__(
-                self,
-                *,
-                partition: int = ...,
-            ) -> None: ...
+            def __init__(self, *, partition: int = ...) -> None: ...
         topic_id: uuid.UUID
         partitions: list[DeleteShareGroupStateRequest.DeleteStateData.PartitionData]
         def __init__(
@@ -282,12 +273,7 @@ class ReadShareGroupStateSummaryRequest(Request):
         class PartitionData(Struct):
             partition: int
             leader_epoch: int
-            def __init__(
-                self,
-                *,
-                partition: int = ...,
-                leader_epoch: int = ...,
-            ) -> None: ...
+            def __init__(self, *, partition: int = ..., leader_epoch: int = ...) -> None: ...
         topic_id: uuid.UUID
         partitions: list[ReadShareGroupStateSummaryRequest.ReadStateSummaryData.PartitionData]
         def __init__(

@@ -43,12 +43,7 @@ class AddPartitionsToTxnRequest(Request):
     class AddPartitionsToTxnTopic(Struct):
         name: str
         partitions: list[int]
-        def __init__(
-            self,
-            *,
-            name: str = ...,
-            partitions: list[int] = ...,
-        ) -> None: ...
+        def __init__(self, *, name: str = ..., partitions: list[int] = ...) -> None: ...
     RESPONSE: ClassVar[type[AddPartitionsToTxnResponse]]
     v3_and_below_transactional_id: str
     v3_and_below_producer_id: int
@@ -109,12 +104,7 @@ class AddOffsetsToTxnRequest(Request):
 class AddOffsetsToTxnResponse(Response):
     throttle_time_ms: int
     error_code: int
-    def __init__(
-        self,
-        *,
-        throttle_time_ms: int = ...,
-        error_code: int = ...,
-    ) -> None: ...
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ...) -> None: ...
 
 class EndTxnRequest(Request):
     RESPONSE: ClassVar[type[EndTxnResponse]]
@@ -134,24 +124,14 @@ class EndTxnRequest(Request):
 class EndTxnResponse(Response):
     throttle_time_ms: int
     error_code: int
-    def __init__(
-        self,
-        *,
-        throttle_time_ms: int = ...,
-        error_code: int = ...,
-    ) -> None: ...
+    def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ...) -> None: ...
 
 class WriteTxnMarkersRequest(Request):
     class WritableTxnMarker(Struct):
         class WritableTxnMarkerTopic(Struct):
             name: str
             partition_indexes: list[int]
-            def __init__(
-                self,
-                *,
-                name: str = ...,
-                partition_indexes: list[int] = ...,
-            ) -> None: ...
+            def __init__(self, *, name: str = ..., partition_indexes: list[int] = ...) -> None: ...
         producer_id: int
         producer_epoch: int
         transaction_result: bool
@@ -259,12 +239,7 @@ class TxnOffsetCommitResponse(Response):
         class TxnOffsetCommitResponsePartition(Struct):
             partition_index: int
             error_code: int
-            def __init__(
-                self,
-                *,
-                partition_index: int = ...,
-                error_code: int = ...,
-            ) -> None: ...
+            def __init__(self, *, partition_index: int = ..., error_code: int = ...) -> None: ...
         name: str
         partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic.TxnOffsetCommitResponsePartition]
         def __init__(
@@ -286,19 +261,10 @@ class DescribeProducersRequest(Request):
     class TopicRequest(Struct):
         name: str
         partition_indexes: list[int]
-        def __init__(
-            self,
-            *,
-            name: str = ...,
-            partition_indexes: list[int] = ...,
-        ) -> None: ...
+        def __init__(self, *, name: str = ..., partition_indexes: list[int] = ...) -> None: ...
     RESPONSE: ClassVar[type[DescribeProducersResponse]]
     topics: list[DescribeProducersRequest.TopicRequest]
-    def __init__(
-        self,
-        *,
-        topics: list[DescribeProducersRequest.TopicRequest] = ...,
-    ) -> None: ...
+    def __init__(self, *, topics: list[DescribeProducersRequest.TopicRequest] = ...) -> None: ...
 
 class DescribeProducersResponse(Response):
     class TopicResponse(Struct):
@@ -352,23 +318,14 @@ class DescribeProducersResponse(Response):
 class DescribeTransactionsRequest(Request):
     RESPONSE: ClassVar[type[DescribeTransactionsResponse]]
     transactional_ids: list[str]
-    def __init__(
-        self,
-        *,
-        transactional_ids: list[str] = ...,
-    ) -> None: ...
+    def __init__(self, *, transactional_ids: list[str] = ...) -> None: ...
 
 class DescribeTransactionsResponse(Response):
     class TransactionState(Struct):
         class TopicData(Struct):
             topic: str
             partitions: list[int]
-            def __init__(
-                self,
-                *,
-                topic: str = ...,
-                partitions: list[int] = ...,
-            ) -> None: ...
+            def __init__(self, *, topic: str = ..., partitions: list[int] = ...) -> None: ...
         error_code: int
         transactional_id: str
         transaction_state: str
