@@ -10,7 +10,7 @@ import struct as _struct
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
 from kafkalite.protocol import primitives as p
 from kafkalite.protocol.exceptions import DecodeError, EncodeError
@@ -312,7 +312,12 @@ class Message(Struct):
         return version in cls.FLEXIBLE_VERSIONS
 
 
-class Request(Message):
+R = TypeVar("R", bound="Response")
+
+
+class Request(Message, Generic[R]):
+    """A request; its stub names the response it is answered with (`ProduceRequest(Request[ProduceResponse])`)."""
+
     __slots__ = ()
     IS_REQUEST = True
     RESPONSE: ClassVar[type[Response]]
@@ -329,7 +334,7 @@ class Api:
 
     key: int
     name: str
-    request: type[Request]
+    request: type[Request[Any]]
     response: type[Response]
 
     @property

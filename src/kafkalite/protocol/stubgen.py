@@ -42,6 +42,7 @@ _SCALARS = {
 _HAND_IMPORTS = {
     "Any": ("typing", "Any"),
     "Iterator": ("collections.abc", "Iterator"),
+    "overload": ("typing", "overload"),
     "p.": ("kafkalite.protocol", "primitives as p"),
 }
 
@@ -159,7 +160,7 @@ def render(module: ModuleType, hand_kept: list[str]) -> str:
     bases = {c.__mro__[1].__name__ for c in classes}
     body: list[str] = []
     for cls in classes:
-        base = "Request" if issubclass(cls, Request) else "Response"
+        base = f"Request[{cls.RESPONSE.__name__}]" if issubclass(cls, Request) else "Response"
         if issubclass(cls, Data):
             base = "Data"
         elif not issubclass(cls, (Request, Response)):

@@ -18,7 +18,7 @@ def test_every_stub_is_current() -> None:
 
 def test_nested_structs_are_attributes_of_their_parent() -> None:
     text = stubgen.stub_path(produce).read_text()
-    assert "class ProduceRequest(Request):" in text
+    assert "class ProduceRequest(Request[ProduceResponse]):" in text
     assert "    class TopicProduceData(Struct):" in text
     assert "        class PartitionProduceData(Struct):" in text
     assert "            records: Buffer | None" in text

@@ -10,7 +10,7 @@ from kafkalite.protocol.schema import Api, Request, Response, Struct
 # --- hand-kept: declarations the generator keeps as they are
 # --- end of hand-kept
 
-class DescribeAclsRequest(Request):
+class DescribeAclsRequest(Request[DescribeAclsResponse]):
     RESPONSE: ClassVar[type[DescribeAclsResponse]]
     resource_type_filter: int
     resource_name_filter: str | None
@@ -71,7 +71,7 @@ class DescribeAclsResponse(Response):
         resources: list[DescribeAclsResponse.DescribeAclsResource] = ...,
     ) -> None: ...
 
-class CreateAclsRequest(Request):
+class CreateAclsRequest(Request[CreateAclsResponse]):
     class AclCreation(Struct):
         resource_type: int
         resource_name: str
@@ -109,7 +109,7 @@ class CreateAclsResponse(Response):
         results: list[CreateAclsResponse.AclCreationResult] = ...,
     ) -> None: ...
 
-class DeleteAclsRequest(Request):
+class DeleteAclsRequest(Request[DeleteAclsResponse]):
     class DeleteAclsFilter(Struct):
         resource_type_filter: int
         resource_name_filter: str | None

@@ -11,7 +11,7 @@ from kafkalite.protocol.schema import Api, Request, Response, Struct
 # --- hand-kept: declarations the generator keeps as they are
 # --- end of hand-kept
 
-class CreateTopicsRequest(Request):
+class CreateTopicsRequest(Request[CreateTopicsResponse]):
     class CreatableTopic(Struct):
         class CreatableReplicaAssignment(Struct):
             partition_index: int
@@ -98,7 +98,7 @@ class CreateTopicsResponse(Response):
         topics: list[CreateTopicsResponse.CreatableTopicResult] = ...,
     ) -> None: ...
 
-class DeleteTopicsRequest(Request):
+class DeleteTopicsRequest(Request[DeleteTopicsResponse]):
     class DeleteTopicState(Struct):
         name: str | None
         topic_id: uuid.UUID
@@ -138,7 +138,7 @@ class DeleteTopicsResponse(Response):
         responses: list[DeleteTopicsResponse.DeletableTopicResult] = ...,
     ) -> None: ...
 
-class DeleteRecordsRequest(Request):
+class DeleteRecordsRequest(Request[DeleteRecordsResponse]):
     class DeleteRecordsTopic(Struct):
         class DeleteRecordsPartition(Struct):
             partition_index: int
@@ -192,7 +192,7 @@ class DeleteRecordsResponse(Response):
         topics: list[DeleteRecordsResponse.DeleteRecordsTopicResult] = ...,
     ) -> None: ...
 
-class DescribeConfigsRequest(Request):
+class DescribeConfigsRequest(Request[DescribeConfigsResponse]):
     class DescribeConfigsResource(Struct):
         resource_type: int
         resource_name: str
@@ -275,7 +275,7 @@ class DescribeConfigsResponse(Response):
         results: list[DescribeConfigsResponse.DescribeConfigsResult] = ...,
     ) -> None: ...
 
-class AlterConfigsRequest(Request):
+class AlterConfigsRequest(Request[AlterConfigsResponse]):
     class AlterConfigsResource(Struct):
         class AlterableConfig(Struct):
             name: str
@@ -324,7 +324,7 @@ class AlterConfigsResponse(Response):
         responses: list[AlterConfigsResponse.AlterConfigsResourceResponse] = ...,
     ) -> None: ...
 
-class AlterReplicaLogDirsRequest(Request):
+class AlterReplicaLogDirsRequest(Request[AlterReplicaLogDirsResponse]):
     class AlterReplicaLogDir(Struct):
         class AlterReplicaLogDirTopic(Struct):
             name: str
@@ -369,7 +369,7 @@ class AlterReplicaLogDirsResponse(Response):
         results: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult] = ...,
     ) -> None: ...
 
-class DescribeLogDirsRequest(Request):
+class DescribeLogDirsRequest(Request[DescribeLogDirsResponse]):
     class DescribableLogDirTopic(Struct):
         topic: str
         partitions: list[int]
@@ -431,7 +431,7 @@ class DescribeLogDirsResponse(Response):
         results: list[DescribeLogDirsResponse.DescribeLogDirsResult] = ...,
     ) -> None: ...
 
-class CreatePartitionsRequest(Request):
+class CreatePartitionsRequest(Request[CreatePartitionsResponse]):
     class CreatePartitionsTopic(Struct):
         class CreatePartitionsAssignment(Struct):
             broker_ids: list[int]
@@ -479,7 +479,7 @@ class CreatePartitionsResponse(Response):
         results: list[CreatePartitionsResponse.CreatePartitionsTopicResult] = ...,
     ) -> None: ...
 
-class IncrementalAlterConfigsRequest(Request):
+class IncrementalAlterConfigsRequest(Request[IncrementalAlterConfigsResponse]):
     class AlterConfigsResource(Struct):
         class AlterableConfig(Struct):
             name: str
@@ -535,7 +535,7 @@ class IncrementalAlterConfigsResponse(Response):
         responses: list[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse] = ...,
     ) -> None: ...
 
-class DescribeClusterRequest(Request):
+class DescribeClusterRequest(Request[DescribeClusterResponse]):
     RESPONSE: ClassVar[type[DescribeClusterResponse]]
     include_cluster_authorized_operations: bool
     endpoint_type: int

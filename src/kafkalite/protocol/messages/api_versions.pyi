@@ -10,7 +10,7 @@ from kafkalite.protocol.schema import Api, Request, Response, Struct
 # --- hand-kept: declarations the generator keeps as they are
 # --- end of hand-kept
 
-class ApiVersionsRequest(Request):
+class ApiVersionsRequest(Request[ApiVersionsResponse]):
     RESPONSE: ClassVar[type[ApiVersionsResponse]]
     client_software_name: str
     client_software_version: str

@@ -11,7 +11,7 @@ from kafkalite.protocol.schema import Api, Request, Response, Struct
 # --- hand-kept: declarations the generator keeps as they are
 # --- end of hand-kept
 
-class ConsumerGroupHeartbeatRequest(Request):
+class ConsumerGroupHeartbeatRequest(Request[ConsumerGroupHeartbeatResponse]):
     class TopicPartitions(Struct):
         topic_id: uuid.UUID
         partitions: list[int]
@@ -83,7 +83,7 @@ class ConsumerGroupHeartbeatResponse(Response):
         assignment: ConsumerGroupHeartbeatResponse.Assignment | None = ...,
     ) -> None: ...
 
-class ConsumerGroupDescribeRequest(Request):
+class ConsumerGroupDescribeRequest(Request[ConsumerGroupDescribeResponse]):
     RESPONSE: ClassVar[type[ConsumerGroupDescribeResponse]]
     group_ids: list[str]
     include_authorized_operations: bool

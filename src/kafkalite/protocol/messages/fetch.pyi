@@ -12,7 +12,7 @@ from kafkalite.protocol.schema import Api, Request, Response, Struct
 # --- hand-kept: declarations the generator keeps as they are
 # --- end of hand-kept
 
-class FetchRequest(Request):
+class FetchRequest(Request[FetchResponse]):
     class ReplicaState(Struct):
         replica_id: int
         replica_epoch: int

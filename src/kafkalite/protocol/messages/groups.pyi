@@ -15,7 +15,7 @@ def encode_assignment(version: int, **fields: Any) -> bytes: ...
 def decode_assignment(buf: p.Buffer) -> ConsumerProtocolAssignment: ...
 # --- end of hand-kept
 
-class FindCoordinatorRequest(Request):
+class FindCoordinatorRequest(Request[FindCoordinatorResponse]):
     RESPONSE: ClassVar[type[FindCoordinatorResponse]]
     key: str
     key_type: int
@@ -65,7 +65,7 @@ class FindCoordinatorResponse(Response):
         coordinators: list[FindCoordinatorResponse.Coordinator] = ...,
     ) -> None: ...
 
-class JoinGroupRequest(Request):
+class JoinGroupRequest(Request[JoinGroupResponse]):
     class JoinGroupRequestProtocol(Struct):
         name: str
         metadata: bytes
@@ -127,7 +127,7 @@ class JoinGroupResponse(Response):
         members: list[JoinGroupResponse.JoinGroupResponseMember] = ...,
     ) -> None: ...
 
-class HeartbeatRequest(Request):
+class HeartbeatRequest(Request[HeartbeatResponse]):
     RESPONSE: ClassVar[type[HeartbeatResponse]]
     group_id: str
     generation_id: int
@@ -147,7 +147,7 @@ class HeartbeatResponse(Response):
     error_code: int
     def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ...) -> None: ...
 
-class LeaveGroupRequest(Request):
+class LeaveGroupRequest(Request[LeaveGroupResponse]):
     class MemberIdentity(Struct):
         member_id: str
         group_instance_id: str | None
@@ -194,7 +194,7 @@ class LeaveGroupResponse(Response):
         members: list[LeaveGroupResponse.MemberResponse] = ...,
     ) -> None: ...
 
-class SyncGroupRequest(Request):
+class SyncGroupRequest(Request[SyncGroupResponse]):
     class SyncGroupRequestAssignment(Struct):
         member_id: str
         assignment: bytes
@@ -235,7 +235,7 @@ class SyncGroupResponse(Response):
         assignment: bytes = ...,
     ) -> None: ...
 
-class DescribeGroupsRequest(Request):
+class DescribeGroupsRequest(Request[DescribeGroupsResponse]):
     RESPONSE: ClassVar[type[DescribeGroupsResponse]]
     groups: list[str]
     include_authorized_operations: bool
@@ -292,7 +292,7 @@ class DescribeGroupsResponse(Response):
         groups: list[DescribeGroupsResponse.DescribedGroup] = ...,
     ) -> None: ...
 
-class ListGroupsRequest(Request):
+class ListGroupsRequest(Request[ListGroupsResponse]):
     RESPONSE: ClassVar[type[ListGroupsResponse]]
     states_filter: list[str]
     types_filter: list[str]
@@ -328,7 +328,7 @@ class ListGroupsResponse(Response):
         groups: list[ListGroupsResponse.ListedGroup] = ...,
     ) -> None: ...
 
-class DeleteGroupsRequest(Request):
+class DeleteGroupsRequest(Request[DeleteGroupsResponse]):
     RESPONSE: ClassVar[type[DeleteGroupsResponse]]
     groups_names: list[str]
     def __init__(self, *, groups_names: list[str] = ...) -> None: ...

@@ -10,7 +10,7 @@ from kafkalite.protocol.schema import Api, Request, Response, Struct
 # --- hand-kept: declarations the generator keeps as they are
 # --- end of hand-kept
 
-class ElectLeadersRequest(Request):
+class ElectLeadersRequest(Request[ElectLeadersResponse]):
     class TopicPartitions(Struct):
         topic: str
         partitions: list[int]

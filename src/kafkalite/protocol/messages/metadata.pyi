@@ -11,7 +11,7 @@ from kafkalite.protocol.schema import Api, Request, Response, Struct
 # --- hand-kept: declarations the generator keeps as they are
 # --- end of hand-kept
 
-class MetadataRequest(Request):
+class MetadataRequest(Request[MetadataResponse]):
     class MetadataRequestTopic(Struct):
         topic_id: uuid.UUID
         name: str | None
@@ -97,7 +97,7 @@ class MetadataResponse(Response):
         cluster_authorized_operations: int = ...,
     ) -> None: ...
 
-class DescribeTopicPartitionsRequest(Request):
+class DescribeTopicPartitionsRequest(Request[DescribeTopicPartitionsResponse]):
     class TopicRequest(Struct):
         name: str
         def __init__(self, *, name: str = ...) -> None: ...

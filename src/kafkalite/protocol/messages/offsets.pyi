@@ -10,7 +10,7 @@ from kafkalite.protocol.schema import Api, Request, Response, Struct
 # --- hand-kept: declarations the generator keeps as they are
 # --- end of hand-kept
 
-class ListOffsetsRequest(Request):
+class ListOffsetsRequest(Request[ListOffsetsResponse]):
     class ListOffsetsTopic(Struct):
         class ListOffsetsPartition(Struct):
             partition_index: int
@@ -83,7 +83,7 @@ class ListOffsetsResponse(Response):
         topics: list[ListOffsetsResponse.ListOffsetsTopicResponse] = ...,
     ) -> None: ...
 
-class OffsetCommitRequest(Request):
+class OffsetCommitRequest(Request[OffsetCommitResponse]):
     class OffsetCommitRequestTopic(Struct):
         class OffsetCommitRequestPartition(Struct):
             partition_index: int
@@ -149,7 +149,7 @@ class OffsetCommitResponse(Response):
         topics: list[OffsetCommitResponse.OffsetCommitResponseTopic] = ...,
     ) -> None: ...
 
-class OffsetFetchRequest(Request):
+class OffsetFetchRequest(Request[OffsetFetchResponse]):
     class OffsetFetchRequestTopic(Struct):
         name: str
         partition_indexes: list[int]
@@ -258,7 +258,7 @@ class OffsetFetchResponse(Response):
         groups: list[OffsetFetchResponse.OffsetFetchResponseGroup] = ...,
     ) -> None: ...
 
-class OffsetDeleteRequest(Request):
+class OffsetDeleteRequest(Request[OffsetDeleteResponse]):
     class OffsetDeleteRequestTopic(Struct):
         class OffsetDeleteRequestPartition(Struct):
             partition_index: int
@@ -306,7 +306,7 @@ class OffsetDeleteResponse(Response):
         topics: list[OffsetDeleteResponse.OffsetDeleteResponseTopic] = ...,
     ) -> None: ...
 
-class OffsetForLeaderEpochRequest(Request):
+class OffsetForLeaderEpochRequest(Request[OffsetForLeaderEpochResponse]):
     class OffsetForLeaderTopic(Struct):
         class OffsetForLeaderPartition(Struct):
             partition: int

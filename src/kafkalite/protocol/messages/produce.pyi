@@ -11,7 +11,7 @@ from kafkalite.protocol.schema import Api, Request, Response, Struct
 # --- hand-kept: declarations the generator keeps as they are
 # --- end of hand-kept
 
-class ProduceRequest(Request):
+class ProduceRequest(Request[ProduceResponse]):
     class TopicProduceData(Struct):
         class PartitionProduceData(Struct):
             index: int

@@ -10,7 +10,7 @@ from kafkalite.protocol.schema import Api, Request, Response, Struct
 # --- hand-kept: declarations the generator keeps as they are
 # --- end of hand-kept
 
-class DescribeClientQuotasRequest(Request):
+class DescribeClientQuotasRequest(Request[DescribeClientQuotasResponse]):
     class ComponentData(Struct):
         entity_type: str
         match_type: int
@@ -68,7 +68,7 @@ class DescribeClientQuotasResponse(Response):
         entries: list[DescribeClientQuotasResponse.EntryData] | None = ...,
     ) -> None: ...
 
-class AlterClientQuotasRequest(Request):
+class AlterClientQuotasRequest(Request[AlterClientQuotasResponse]):
     class EntryData(Struct):
         class EntityData(Struct):
             entity_type: str

@@ -10,7 +10,7 @@ from kafkalite.protocol.schema import Api, Request, Response, Struct
 # --- hand-kept: declarations the generator keeps as they are
 # --- end of hand-kept
 
-class AlterPartitionReassignmentsRequest(Request):
+class AlterPartitionReassignmentsRequest(Request[AlterPartitionReassignmentsResponse]):
     class ReassignableTopic(Struct):
         class ReassignablePartition(Struct):
             partition_index: int
@@ -73,7 +73,7 @@ class AlterPartitionReassignmentsResponse(Response):
         responses: list[AlterPartitionReassignmentsResponse.ReassignableTopicResponse] = ...,
     ) -> None: ...
 
-class ListPartitionReassignmentsRequest(Request):
+class ListPartitionReassignmentsRequest(Request[ListPartitionReassignmentsResponse]):
     class ListPartitionReassignmentsTopics(Struct):
         name: str
         partition_indexes: list[int]

@@ -10,7 +10,7 @@ from kafkalite.protocol.schema import Api, Request, Response
 # --- hand-kept: declarations the generator keeps as they are
 # --- end of hand-kept
 
-class SaslHandshakeRequest(Request):
+class SaslHandshakeRequest(Request[SaslHandshakeResponse]):
     RESPONSE: ClassVar[type[SaslHandshakeResponse]]
     mechanism: str
     def __init__(self, *, mechanism: str = ...) -> None: ...
@@ -20,7 +20,7 @@ class SaslHandshakeResponse(Response):
     mechanisms: list[str]
     def __init__(self, *, error_code: int = ..., mechanisms: list[str] = ...) -> None: ...
 
-class SaslAuthenticateRequest(Request):
+class SaslAuthenticateRequest(Request[SaslAuthenticateResponse]):
     RESPONSE: ClassVar[type[SaslAuthenticateResponse]]
     auth_bytes: bytes
     def __init__(self, *, auth_bytes: bytes = ...) -> None: ...

@@ -10,7 +10,7 @@ from kafkalite.protocol.schema import Api, Request, Response, Struct
 # --- hand-kept: declarations the generator keeps as they are
 # --- end of hand-kept
 
-class DescribeUserScramCredentialsRequest(Request):
+class DescribeUserScramCredentialsRequest(Request[DescribeUserScramCredentialsResponse]):
     class UserName(Struct):
         name: str
         def __init__(self, *, name: str = ...) -> None: ...
@@ -53,7 +53,7 @@ class DescribeUserScramCredentialsResponse(Response):
         results: list[DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult] = ...,
     ) -> None: ...
 
-class AlterUserScramCredentialsRequest(Request):
+class AlterUserScramCredentialsRequest(Request[AlterUserScramCredentialsResponse]):
     class ScramCredentialDeletion(Struct):
         name: str
         mechanism: int

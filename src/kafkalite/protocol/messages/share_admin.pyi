@@ -11,7 +11,7 @@ from kafkalite.protocol.schema import Api, Request, Response, Struct
 # --- hand-kept: declarations the generator keeps as they are
 # --- end of hand-kept
 
-class DescribeShareGroupOffsetsRequest(Request):
+class DescribeShareGroupOffsetsRequest(Request[DescribeShareGroupOffsetsResponse]):
     class DescribeShareGroupOffsetsRequestGroup(Struct):
         class DescribeShareGroupOffsetsRequestTopic(Struct):
             topic_name: str
@@ -86,7 +86,7 @@ class DescribeShareGroupOffsetsResponse(Response):
         groups: list[DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponseGroup] = ...,
     ) -> None: ...
 
-class AlterShareGroupOffsetsRequest(Request):
+class AlterShareGroupOffsetsRequest(Request[AlterShareGroupOffsetsResponse]):
     class AlterShareGroupOffsetsRequestTopic(Struct):
         class AlterShareGroupOffsetsRequestPartition(Struct):
             partition_index: int
@@ -146,7 +146,7 @@ class AlterShareGroupOffsetsResponse(Response):
         responses: list[AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic] = ...,
     ) -> None: ...
 
-class DeleteShareGroupOffsetsRequest(Request):
+class DeleteShareGroupOffsetsRequest(Request[DeleteShareGroupOffsetsResponse]):
     class DeleteShareGroupOffsetsRequestTopic(Struct):
         topic_name: str
         def __init__(self, *, topic_name: str = ...) -> None: ...

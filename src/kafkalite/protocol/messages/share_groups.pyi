@@ -12,7 +12,7 @@ from kafkalite.protocol.schema import Api, Request, Response, Struct
 # --- hand-kept: declarations the generator keeps as they are
 # --- end of hand-kept
 
-class ShareGroupHeartbeatRequest(Request):
+class ShareGroupHeartbeatRequest(Request[ShareGroupHeartbeatResponse]):
     RESPONSE: ClassVar[type[ShareGroupHeartbeatResponse]]
     group_id: str
     member_id: str
@@ -65,7 +65,7 @@ class ShareGroupHeartbeatResponse(Response):
         assignment: ShareGroupHeartbeatResponse.Assignment | None = ...,
     ) -> None: ...
 
-class ShareGroupDescribeRequest(Request):
+class ShareGroupDescribeRequest(Request[ShareGroupDescribeResponse]):
     RESPONSE: ClassVar[type[ShareGroupDescribeResponse]]
     group_ids: list[str]
     include_authorized_operations: bool
@@ -146,7 +146,7 @@ class ShareGroupDescribeResponse(Response):
         groups: list[ShareGroupDescribeResponse.DescribedGroup] = ...,
     ) -> None: ...
 
-class ShareFetchRequest(Request):
+class ShareFetchRequest(Request[ShareFetchResponse]):
     class FetchTopic(Struct):
         class FetchPartition(Struct):
             class AcknowledgementBatch(Struct):
@@ -293,7 +293,7 @@ class ShareFetchResponse(Response):
         node_endpoints: list[ShareFetchResponse.NodeEndpoint] = ...,
     ) -> None: ...
 
-class ShareAcknowledgeRequest(Request):
+class ShareAcknowledgeRequest(Request[ShareAcknowledgeResponse]):
     class AcknowledgeTopic(Struct):
         class AcknowledgePartition(Struct):
             class AcknowledgementBatch(Struct):

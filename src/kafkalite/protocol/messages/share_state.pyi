@@ -11,7 +11,7 @@ from kafkalite.protocol.schema import Api, Request, Response, Struct
 # --- hand-kept: declarations the generator keeps as they are
 # --- end of hand-kept
 
-class InitializeShareGroupStateRequest(Request):
+class InitializeShareGroupStateRequest(Request[InitializeShareGroupStateResponse]):
     class InitializeStateData(Struct):
         class PartitionData(Struct):
             partition: int
@@ -70,7 +70,7 @@ class InitializeShareGroupStateResponse(Response):
         results: list[InitializeShareGroupStateResponse.InitializeStateResult] = ...,
     ) -> None: ...
 
-class ReadShareGroupStateRequest(Request):
+class ReadShareGroupStateRequest(Request[ReadShareGroupStateResponse]):
     class ReadStateData(Struct):
         class PartitionData(Struct):
             partition: int
@@ -141,7 +141,7 @@ class ReadShareGroupStateResponse(Response):
         results: list[ReadShareGroupStateResponse.ReadStateResult] = ...,
     ) -> None: ...
 
-class WriteShareGroupStateRequest(Request):
+class WriteShareGroupStateRequest(Request[WriteShareGroupStateResponse]):
     class WriteStateData(Struct):
         class PartitionData(Struct):
             class StateBatch(Struct):
@@ -217,7 +217,7 @@ class WriteShareGroupStateResponse(Response):
         results: list[WriteShareGroupStateResponse.WriteStateResult] = ...,
     ) -> None: ...
 
-class DeleteShareGroupStateRequest(Request):
+class DeleteShareGroupStateRequest(Request[DeleteShareGroupStateResponse]):
     class DeleteStateData(Struct):
         class PartitionData(Struct):
             partition: int
@@ -268,7 +268,7 @@ class DeleteShareGroupStateResponse(Response):
         results: list[DeleteShareGroupStateResponse.DeleteStateResult] = ...,
     ) -> None: ...
 
-class ReadShareGroupStateSummaryRequest(Request):
+class ReadShareGroupStateSummaryRequest(Request[ReadShareGroupStateSummaryResponse]):
     class ReadStateSummaryData(Struct):
         class PartitionData(Struct):
             partition: int

@@ -10,7 +10,7 @@ from kafkalite.protocol.schema import Api, Request, Response, Struct
 # --- hand-kept: declarations the generator keeps as they are
 # --- end of hand-kept
 
-class InitProducerIdRequest(Request):
+class InitProducerIdRequest(Request[InitProducerIdResponse]):
     RESPONSE: ClassVar[type[InitProducerIdResponse]]
     transactional_id: str | None
     transaction_timeout_ms: int
@@ -39,7 +39,7 @@ class InitProducerIdResponse(Response):
         producer_epoch: int = ...,
     ) -> None: ...
 
-class AddPartitionsToTxnRequest(Request):
+class AddPartitionsToTxnRequest(Request[AddPartitionsToTxnResponse]):
     class AddPartitionsToTxnTopic(Struct):
         name: str
         partitions: list[int]
@@ -86,7 +86,7 @@ class AddPartitionsToTxnResponse(Response):
         results_by_topic_v3_and_below: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult] = ...,
     ) -> None: ...
 
-class AddOffsetsToTxnRequest(Request):
+class AddOffsetsToTxnRequest(Request[AddOffsetsToTxnResponse]):
     RESPONSE: ClassVar[type[AddOffsetsToTxnResponse]]
     transactional_id: str
     producer_id: int
@@ -106,7 +106,7 @@ class AddOffsetsToTxnResponse(Response):
     error_code: int
     def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ...) -> None: ...
 
-class EndTxnRequest(Request):
+class EndTxnRequest(Request[EndTxnResponse]):
     RESPONSE: ClassVar[type[EndTxnResponse]]
     transactional_id: str
     producer_id: int
@@ -126,7 +126,7 @@ class EndTxnResponse(Response):
     error_code: int
     def __init__(self, *, throttle_time_ms: int = ..., error_code: int = ...) -> None: ...
 
-class WriteTxnMarkersRequest(Request):
+class WriteTxnMarkersRequest(Request[WriteTxnMarkersResponse]):
     class WritableTxnMarker(Struct):
         class WritableTxnMarkerTopic(Struct):
             name: str
@@ -189,7 +189,7 @@ class WriteTxnMarkersResponse(Response):
         markers: list[WriteTxnMarkersResponse.WritableTxnMarkerResult] = ...,
     ) -> None: ...
 
-class TxnOffsetCommitRequest(Request):
+class TxnOffsetCommitRequest(Request[TxnOffsetCommitResponse]):
     class TxnOffsetCommitRequestTopic(Struct):
         class TxnOffsetCommitRequestPartition(Struct):
             partition_index: int
@@ -257,7 +257,7 @@ class TxnOffsetCommitResponse(Response):
         topics: list[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic] = ...,
     ) -> None: ...
 
-class DescribeProducersRequest(Request):
+class DescribeProducersRequest(Request[DescribeProducersResponse]):
     class TopicRequest(Struct):
         name: str
         partition_indexes: list[int]
@@ -315,7 +315,7 @@ class DescribeProducersResponse(Response):
         topics: list[DescribeProducersResponse.TopicResponse] = ...,
     ) -> None: ...
 
-class DescribeTransactionsRequest(Request):
+class DescribeTransactionsRequest(Request[DescribeTransactionsResponse]):
     RESPONSE: ClassVar[type[DescribeTransactionsResponse]]
     transactional_ids: list[str]
     def __init__(self, *, transactional_ids: list[str] = ...) -> None: ...
@@ -355,7 +355,7 @@ class DescribeTransactionsResponse(Response):
         transaction_states: list[DescribeTransactionsResponse.TransactionState] = ...,
     ) -> None: ...
 
-class ListTransactionsRequest(Request):
+class ListTransactionsRequest(Request[ListTransactionsResponse]):
     RESPONSE: ClassVar[type[ListTransactionsResponse]]
     state_filters: list[str]
     producer_id_filters: list[int]
