@@ -8,7 +8,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from kafkalite.client import admin_transactions as txns
 from kafkalite.client.admin_transactions import (
@@ -23,7 +23,9 @@ from kafkalite.client.network import IOThread, NetworkClient
 from kafkalite.client.structs import OffsetAndMetadata, TopicPartition
 from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.messages.groups import decode_assignment
-from kafkalite.protocol.schema import APIS
+from kafkalite.protocol.schema import APIS, Request, Response
+
+_Resp = TypeVar("_Resp", bound=Response)
 
 log = logging.getLogger("kafkalite.client.admin")
 RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_GROUP = 2, 4, 3
@@ -81,12 +83,12 @@ class KafkaAdminClient:
     def _run(self, coro: Any) -> Any:
         return self._io.run(coro, self._timeout + 5)
 
-    async def _any(self, request: Any, cap: int | None = None) -> Any:
+    async def _any(self, request: Request[_Resp], cap: int | None = None) -> _Resp:
         node = self._client.least_loaded_node()
         conn = await self._client.connection(node)
         return await conn.send(request, version=conn.version(request.API_KEY, cap))
 
-    async def _to(self, node: int, request: Any, cap: int | None = None) -> Any:
+    async def _to(self, node: int, request: Request[_Resp], cap: int | None = None) -> _Resp:
         conn = await self._client.connection(node)
         return await conn.send(request, version=conn.version(request.API_KEY, cap))
 

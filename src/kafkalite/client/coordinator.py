@@ -8,7 +8,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from kafkalite.client.assignors import (
     COOPERATIVE,
@@ -37,7 +37,9 @@ from kafkalite.protocol.messages.groups import (
     encode_assignment,
     encode_subscription,
 )
-from kafkalite.protocol.schema import APIS
+from kafkalite.protocol.schema import APIS, Request, Response
+
+_Resp = TypeVar("_Resp", bound=Response)
 
 log = logging.getLogger("kafkalite.client.coordinator")
 FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 10, 11, 12, 13, 14
@@ -115,8 +117,8 @@ class ConsumerCoordinator:
         return self.io.run(coro, timeout)
 
     async def _send(
-        self, request: Any, version_cap: int | None = None, timeout: float | None = None
-    ) -> Any:
+        self, request: Request[_Resp], version_cap: int | None = None, timeout: float | None = None
+    ) -> _Resp:
         if self.coordinator is None:
             raise KafkaError(E.COORDINATOR_NOT_AVAILABLE, "coordinator unknown")
         conn = await self.client.connection(self.coordinator)
