@@ -30,6 +30,7 @@ from kafkalite.client.security import sasl_authenticate, security_settings, tls_
 from kafkalite.protocol.client_connection import ClientConnection, ProtocolError
 from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.framing import DEFAULT_MAX_FRAME
+from kafkalite.protocol.messages.metadata import MetadataRequest
 from kafkalite.protocol.primitives import Buffer
 from kafkalite.protocol.sasl_client import SaslLogin
 from kafkalite.protocol.schema import APIS, Request, Response
@@ -556,7 +557,7 @@ class NetworkClient:
         """Fetch metadata now (for the wanted topics unless `topics` is given) and update the cache."""
         md = self.metadata
         names = md.request_topics() if topics is None else topics
-        req_cls: Any = APIS[METADATA].request
+        req_cls = MetadataRequest
         req = req_cls(
             topics=None if names is None else [req_cls.MetadataRequestTopic(name=n) for n in names],
             allow_auto_topic_creation=bool(self.config.get("allow.auto.create.topics", True)),

@@ -53,12 +53,12 @@ def _nullable_somewhere(fdecl: F) -> bool:
     )
 
 
-def _field_type(fdecl: F, owner: str) -> str:
+def _field_type(fdecl: F, owner: str, records_buffer: bool) -> str:
     """The Python type of a field's value as decoded, and as accepted on encode."""
     is_array = fdecl.type.startswith("[]")
     elem = fdecl.type[2:] if is_array else fdecl.type
-    if elem == "records":  # decoded as bytes; encoded from any buffer; None when absent
-        base = "Buffer | None"
+    if elem == "records":  # None when absent; decoded as bytes, a request's encoded from any buffer
+        base = "Buffer | None" if records_buffer else "bytes | None"
         return f"list[{base}]" if is_array else base
     name = _SCALARS.get(elem, f"{owner}.{elem}")
     if is_array:
@@ -73,8 +73,9 @@ def _accepted(typ: str) -> str:
     return "uuid.UUID | None" if typ == "uuid.UUID" else typ
 
 
-def _struct_lines(cls: type[Struct], path: str, indent: str) -> Iterator[str]:
-    """The body of the stub class of `cls` (whose qualified name is `path`)."""
+def _struct_lines(cls: type[Struct], path: str, indent: str, records_buffer: bool) -> Iterator[str]:
+    """The body of the stub class of `cls` (whose qualified name is `path`); `records_buffer`:
+    its records fields take any buffer (a request's: the client hands over its batches uncopied)."""
     schema = cls._schema
     seen: dict[str, list[F]] = {}
     for fdecl in schema.fields:
@@ -90,10 +91,12 @@ def _struct_lines(cls: type[Struct], path: str, indent: str) -> Iterator[str]:
             continue
         seen[elem] = child._schema.fields
         yield f"{indent}class {elem}(Struct):"
-        yield from _struct_lines(getattr(cls, elem), f"{path}.{elem}", indent + "    ")
+        yield from _struct_lines(
+            getattr(cls, elem), f"{path}.{elem}", indent + "    ", records_buffer
+        )
     if isinstance(cls, type) and issubclass(cls, Request):
         yield f"{indent}RESPONSE: ClassVar[type[{cls.RESPONSE.__name__}]]"
-    fields = [(f.name, _field_type(f, path)) for f in schema.fields]
+    fields = [(f.name, _field_type(f, path, records_buffer)) for f in schema.fields]
     for name, typ in fields:
         yield f"{indent}{name}: {typ}"
     params = ", ".join(f"{name}: {_accepted(typ)} = ..." for name, typ in fields)
@@ -167,7 +170,7 @@ def render(module: ModuleType, hand_kept: list[str]) -> str:
             raise ValueError(f"{cls.__name__}: not a Request, Response or Data")
         body.append("")
         body.append(f"class {cls.__name__}({base}):")
-        body.extend(_struct_lines(cls, cls.__name__, "    "))
+        body.extend(_struct_lines(cls, cls.__name__, "    ", issubclass(cls, Request)))
     text = "\n".join(body)
     hand_text = "\n".join(hand_kept)
     wanted = {
