@@ -88,7 +88,8 @@ def fetch_view(c: WireClient) -> dict[int, BrokerView]:
         dc = c.send(DescribeClusterRequest(include_cluster_authorized_operations=False))
         if dc.error_code:
             raise CliError(f"DescribeCluster: {ErrorCode.name_of(dc.error_code)}")
-        brokers, controller_id = list(dc.brokers), dc.controller_id
+        brokers: list[Any] = list(dc.brokers)
+        controller_id = dc.controller_id
     else:
         brokers = [_AsClusterBroker(b) for b in md.brokers]
     return cluster_view(brokers, controller_id, list(md.topics))

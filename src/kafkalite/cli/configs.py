@@ -162,7 +162,7 @@ def _describe_resources(c: WireClient, a: argparse.Namespace, etype: str, name: 
         for n in names
     ]
     resp = c.send(cls(resources=resources, include_synonyms=True, include_documentation=False))
-    docs = []
+    docs: list[dict[str, Any]] = []
     for r in resp.results:
         if r.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
             raise CliError(f"topic {r.resource_name!r} does not exist")

@@ -380,11 +380,11 @@ def _sizes(
         for d in resp.results:
             if d.error_code:
                 continue
-            for t in d.topics:
-                for p in t.partitions:
-                    if not p.is_future_key:
-                        key = (b, (t.name, p.partition_index))
-                        out[key] = out.get(key, 0) + p.partition_size
+            for lt in d.topics:
+                for lp in lt.partitions:
+                    if not lp.is_future_key:
+                        key = (b, (lt.name, lp.partition_index))
+                        out[key] = out.get(key, 0) + lp.partition_size
     return out
 
 

@@ -107,7 +107,7 @@ def _list(c: WireClient, a: argparse.Namespace) -> None:
         print(n)
 
 
-def _topic_configs(c: WireClient, names: list[str]) -> dict[str, list[tuple[str, str, int]]]:
+def _topic_configs(c: WireClient, names: list[str]) -> dict[str, list[tuple[str, str | None, int]]]:
     """(name, value, source) of each topic's configs."""
     if not names:
         return {}
@@ -117,7 +117,7 @@ def _topic_configs(c: WireClient, names: list[str]) -> dict[str, list[tuple[str,
         for n in names
     ]
     resp = c.send(cls(resources=resources, include_synonyms=False, include_documentation=False))
-    out: dict[str, list[tuple[str, str, int]]] = {}
+    out: dict[str, list[tuple[str, str | None, int]]] = {}
     for r in resp.results:
         if r.error_code:
             continue
@@ -252,10 +252,10 @@ def _alter(c: WireClient, a: argparse.Namespace) -> None:
         ops += [res_cls.AlterableConfig(name=k, config_operation=1, value=None) for k in deletes]
         res = res_cls(resource_type=2, resource_name=name, configs=ops)
         req = IncrementalAlterConfigsRequest(resources=[res], validate_only=False)
-        r = c.send(req).responses[0]
-        if r.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and not a.if_exists:
+        ar = c.send(req).responses[0]
+        if ar.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and not a.if_exists:
             raise CliError(f"topic {name!r} does not exist")
-        _check(r.error_code, f"configs of {name}", r.error_message)
+        _check(ar.error_code, f"configs of {name}", ar.error_message)
         print(f"Updated configs of {name}.")
 
 

@@ -8,17 +8,18 @@ from __future__ import annotations
 import argparse
 import getpass
 import socket
-from typing import Any
+from typing import Any, Literal, TypeVar, cast, overload
 
 import kafkalite.protocol.messages  # noqa: F401
 from kafkalite.protocol.client_connection import ClientConnection, ProtocolError
 from kafkalite.protocol.messages.api_versions import ApiVersionsRequest
 from kafkalite.protocol.messages.metadata import MetadataRequest
 from kafkalite.protocol.messages.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
-from kafkalite.protocol.schema import APIS
+from kafkalite.protocol.schema import APIS, Request, Response
 from kafkalite.security.mechanisms import SaslClientExchange, SaslLogin
 from kafkalite.security.sasl import SaslAuthenticationError
 
+_Resp = TypeVar("_Resp", bound=Response)
 _RECV_MIN = 1 << 16  # a receive asks for at least this much (a response's length prefix is 4 bytes)
 _RECV_MAX = 1 << 20
 
@@ -119,9 +120,21 @@ class WireClient:
             raise CliError(f"the broker does not support {api.name}")
         return top
 
+    @overload
     def send(
-        self, request: Any, *, version: int | None = None, expect_response: bool = True
-    ) -> Any:
+        self,
+        request: Request[_Resp],
+        *,
+        version: int | None = None,
+        expect_response: Literal[True] = True,
+    ) -> _Resp: ...
+    @overload
+    def send(
+        self, request: Request[_Resp], *, version: int | None = None, expect_response: bool
+    ) -> _Resp | None: ...
+    def send(
+        self, request: Request[_Resp], *, version: int | None = None, expect_response: bool = True
+    ) -> _Resp | None:
         v = self.version_for(request.API_KEY) if version is None else version
         where = f"{self.host}:{self.port}"
         try:
@@ -143,7 +156,7 @@ class WireClient:
             for resp in responses:
                 # an earlier request's late answer (its caller timed out) is skipped
                 if resp.correlation_id == corr:
-                    return resp.body
+                    return cast("_Resp", resp.body)  # decoded as request.RESPONSE
 
     # -- helpers used by several commands
     def metadata(self, topics: list[str] | None, auto_create: bool = False) -> Any:
