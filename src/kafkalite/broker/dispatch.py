@@ -15,11 +15,17 @@ from types import ModuleType
 from typing import Any
 
 import kafkalite.protocol.messages  # noqa: F401  (registers every API)
+from kafkalite.broker.context import RequestContext
+from kafkalite.protocol.messages.api_versions import ApiVersionsResponse
 from kafkalite.protocol.schema import APIS, Api
 
 log = logging.getLogger("kafkalite.broker.dispatch")
 
-Handler = Callable[[Any, Any], Awaitable[Any]]
+Handler = Callable[[RequestContext, Any], Awaitable[Any]]
+"""A module's `handle` as the table holds it, at the codec boundary: each module types its request and
+answer (`handle(ctx, request: ProduceRequest) -> ...`); here the request is whatever the API's decoder
+made and the answer whatever its encoder takes (a Response, or a hot path's own result), a
+DeferredResponse / SlicedResponse, or None."""
 
 
 @dataclass(frozen=True)
@@ -107,9 +113,9 @@ class DispatchTable:
     def version_ranges(self) -> list[tuple[int, int, int]]:
         return sorted((e.key, e.min_version, e.max_version) for e in self.entries.values())
 
-    def api_versions_response(self, error_code: int = 0) -> Any:
+    def api_versions_response(self, error_code: int = 0) -> ApiVersionsResponse:
         """An ApiVersionsResponse listing every handled API (also used for the KIP-511 downgrade)."""
-        resp_cls: Any = APIS[18].response
+        resp_cls = ApiVersionsResponse
         key_cls = resp_cls.ApiVersion
         ranges = self.version_ranges()
         keys = {k for k, _, _ in ranges}

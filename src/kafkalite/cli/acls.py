@@ -30,8 +30,8 @@ def _check(code: int, what: str, message: str | None = None) -> None:
         raise CliError(f"{what}: {ErrorCode(code).name}" + (f" ({message})" if message else ""))
 
 
-def _resources(a: argparse.Namespace) -> list[tuple[ResourceType, str | None]]:
-    out: list[tuple[ResourceType, str | None]] = []
+def _resources(a: argparse.Namespace) -> list[tuple[ResourceType, str]]:
+    out: list[tuple[ResourceType, str]] = []
     out += [(ResourceType.TOPIC, t) for t in a.topic or []]
     out += [(ResourceType.GROUP, g) for g in a.group or []]
     out += [(ResourceType.TRANSACTIONAL_ID, t) for t in a.transactional_id or []]
@@ -97,7 +97,9 @@ def _describe(x: Any) -> str:
 
 
 def _filters(a: argparse.Namespace) -> list[dict[str, Any]]:
-    resources: list[tuple[ResourceType, str | None]] = _resources(a) or [(ResourceType.ANY, None)]
+    resources: list[tuple[ResourceType, str | None]] = list(_resources(a)) or [
+        (ResourceType.ANY, None)
+    ]
     pattern = _enum(PatternType, a.resource_pattern_type or "any", "pattern type")
     principals: list[str | None] = [p for p, _ in _entries(a)] or [None]
     ops = [_enum(AclOperation, op, "operation") for op in a.operation or []] or [AclOperation.ANY]

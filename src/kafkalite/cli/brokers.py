@@ -17,7 +17,7 @@ from kafkalite.cli.admin_common import (
 )
 from kafkalite.cli.wire import CliError, WireClient
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.schema import APIS
+from kafkalite.protocol.messages.admin import DescribeClusterRequest
 
 TP = tuple[str, int]
 
@@ -85,10 +85,11 @@ def fetch_view(c: WireClient) -> dict[int, BrokerView]:
     md = c.metadata(None)
     controller_id = md.controller_id
     if 60 in c.versions:
-        dc = c.send(APIS[60].request(include_cluster_authorized_operations=False))
+        dc = c.send(DescribeClusterRequest(include_cluster_authorized_operations=False))
         if dc.error_code:
             raise CliError(f"DescribeCluster: {ErrorCode.name_of(dc.error_code)}")
-        brokers, controller_id = list(dc.brokers), dc.controller_id
+        brokers: list[Any] = list(dc.brokers)
+        controller_id = dc.controller_id
     else:
         brokers = [_AsClusterBroker(b) for b in md.brokers]
     return cluster_view(brokers, controller_id, list(md.topics))

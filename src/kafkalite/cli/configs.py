@@ -20,6 +20,7 @@ from kafkalite.cli.admin_common import (
 )
 from kafkalite.cli.wire import CliError, WireClient
 from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.messages.admin import DescribeConfigsRequest, IncrementalAlterConfigsRequest
 from kafkalite.protocol.messages.quotas import (
     MATCH_DEFAULT,
     MATCH_EXACT,
@@ -31,7 +32,6 @@ from kafkalite.protocol.messages.scram import (
     AlterUserScramCredentialsRequest,
     DescribeUserScramCredentialsRequest,
 )
-from kafkalite.protocol.schema import APIS
 from kafkalite.security.quota import ENTITY_CLIENT_ID, ENTITY_USER
 from kafkalite.security.scram import SCRAM_MECHANISMS, salted_password
 
@@ -153,7 +153,7 @@ def _resource_names(c: WireClient, etype: str, name: str | None) -> list[str]:
 
 def _describe_resources(c: WireClient, a: argparse.Namespace, etype: str, name: str | None) -> Any:
     rtype, singular, dynamic = _RESOURCES[etype]
-    cls: Any = APIS[32].request
+    cls = DescribeConfigsRequest
     names = _resource_names(c, etype, name)
     if not names:
         return []
@@ -162,7 +162,7 @@ def _describe_resources(c: WireClient, a: argparse.Namespace, etype: str, name: 
         for n in names
     ]
     resp = c.send(cls(resources=resources, include_synonyms=True, include_documentation=False))
-    docs = []
+    docs: list[dict[str, Any]] = []
     for r in resp.results:
         if r.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
             raise CliError(f"topic {r.resource_name!r} does not exist")
@@ -220,7 +220,7 @@ def _alter_resource(
     rtype, singular, _ = _RESOURCES[etype]
     if name is None and etype != "brokers":
         raise CliError(f"--entity-default applies to brokers, users and clients, not {etype}")
-    cls: Any = APIS[44].request
+    cls = IncrementalAlterConfigsRequest
     res_cls = cls.AlterConfigsResource
     ops = [res_cls.AlterableConfig(name=k, config_operation=0, value=v) for k, v in sets.items()]
     ops += [res_cls.AlterableConfig(name=k, config_operation=1, value=None) for k in deletes]

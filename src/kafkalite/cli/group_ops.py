@@ -12,8 +12,15 @@ from typing import Any
 from kafkalite.cli.wire import CliError, WireClient
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.exceptions import DecodeError
-from kafkalite.protocol.messages.groups import decode_assignment
-from kafkalite.protocol.schema import APIS
+from kafkalite.protocol.messages.consumer_groups import ConsumerGroupDescribeRequest
+from kafkalite.protocol.messages.groups import (
+    DeleteGroupsRequest,
+    DescribeGroupsRequest,
+    FindCoordinatorRequest,
+    ListGroupsRequest,
+    decode_assignment,
+)
+from kafkalite.protocol.messages.offsets import ListOffsetsRequest, OffsetFetchRequest
 
 TP = tuple[str, int]
 
@@ -74,7 +81,7 @@ class Cluster:
 
     def coordinator(self, group: str) -> WireClient:
         """FindCoordinator for `group`, retried while the coordinator is loading or moving."""
-        cls: Any = APIS[10].request
+        cls = FindCoordinatorRequest
         v = self.bootstrap.version_for(10)
         code, msg = 0, None
         for _ in range(_RETRIES):
@@ -174,7 +181,7 @@ def list_groups(cluster: Cluster, states: Iterable[str] = ()) -> list[ListedGrou
     """Every group of every broker, optionally only those in `states` (Kafka's state names)."""
     wanted = [_state_name(s) for s in states]
     out: dict[str, ListedGroup] = {}
-    cls: Any = APIS[16].request
+    cls = ListGroupsRequest
     for node_id in sorted(cluster.nodes()):
         c = cluster.node(node_id)
         v = c.version_for(16)
@@ -203,7 +210,7 @@ def _state_name(s: str) -> str:
 def _describe_raw(cluster: Cluster, group: str) -> Any:
     """DescribeGroups' answer; a KIP-848 group (which it reports as GROUP_ID_NOT_FOUND) is
     described with ConsumerGroupDescribe instead."""
-    cls: Any = APIS[15].request
+    cls = DescribeGroupsRequest
 
     def call() -> tuple[int, Any]:
         r = cluster.coordinator(group).send(
@@ -218,7 +225,7 @@ def _describe_raw(cluster: Cluster, group: str) -> Any:
 
 
 def _describe_consumer_group(cluster: Cluster, group: str) -> Any:
-    cls: Any = APIS[69].request
+    cls = ConsumerGroupDescribeRequest
 
     def call() -> tuple[int, Any]:
         r = cluster.coordinator(group).send(
@@ -250,7 +257,7 @@ def _assignment(protocol_type: str, blob: bytes | None) -> list[TP]:
 def committed_offsets(cluster: Cluster, group: str, tps: list[TP] | None = None) -> dict[TP, int]:
     """The group's committed offsets (all of them, or of `tps`); partitions without a commit are left out."""
     cc = cluster.coordinator(group)
-    cls: Any = APIS[9].request
+    cls = OffsetFetchRequest
     v = cc.version_for(9)
     if v < 2:
         raise CliError("the broker's OffsetFetch is too old (v2+ needed)")
@@ -269,7 +276,7 @@ def committed_offsets(cluster: Cluster, group: str, tps: list[TP] | None = None)
         )
         req = cls(groups=[g_cls(group_id=group, topics=topics)], require_stable=False)
     else:
-        topics = (
+        old_topics = (
             None
             if tps is None
             else [
@@ -277,7 +284,7 @@ def committed_offsets(cluster: Cluster, group: str, tps: list[TP] | None = None)
                 for t, ps in by_topic.items()
             ]
         )
-        req = cls(group_id=group, topics=topics, require_stable=False)
+        req = cls(group_id=group, topics=old_topics, require_stable=False)
 
     def call() -> tuple[int, Any]:
         r = cluster.coordinator(group).send(req, version=v)
@@ -333,7 +340,7 @@ def list_offsets(
                 raise CliError(f"partition {t}-{p} does not exist or has no leader")
             continue
         by_leader.setdefault(leader, []).append((t, p))
-    cls: Any = APIS[2].request
+    cls = ListOffsetsRequest
     for leader, parts in by_leader.items():
         c = cluster.node(leader)
         v = c.version_for(2)
@@ -425,7 +432,7 @@ def describe_group(cluster: Cluster, group: str) -> GroupDescription:
 
 def delete_groups(cluster: Cluster, groups: list[str]) -> dict[str, ErrorCode]:
     """DeleteGroups at each group's coordinator: the broker's error code per group."""
-    cls: Any = APIS[42].request
+    cls = DeleteGroupsRequest
     out: dict[str, ErrorCode] = {}
     for g in dict.fromkeys(groups):
 

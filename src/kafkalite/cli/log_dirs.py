@@ -19,7 +19,7 @@ from kafkalite.cli.admin_common import (
 )
 from kafkalite.cli.wire import CliError
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.schema import APIS
+from kafkalite.protocol.messages.admin import DescribeLogDirsRequest
 
 
 def broker_doc(broker_id: int, resp: Any, topics: set[str]) -> dict[str, Any]:
@@ -98,7 +98,7 @@ def _run(a: argparse.Namespace) -> int:
         ids = broker_ids or sorted(nodes)
         if kafka_form and not as_json:
             print("Querying brokers for log directories information")
-        cls: Any = APIS[35].request
+        cls = DescribeLogDirsRequest
         for bid in ids:
             resp = cluster.node(bid).send(cls(topics=None))
             if getattr(resp, "error_code", 0):

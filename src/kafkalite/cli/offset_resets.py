@@ -24,7 +24,7 @@ from kafkalite.cli.group_ops import (
 )
 from kafkalite.cli.wire import CliError
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.schema import APIS
+from kafkalite.protocol.messages.offsets import OffsetCommitRequest
 
 
 @dataclass
@@ -185,7 +185,7 @@ def plan_new_offsets(
 
 def execute_reset(cluster: Cluster, group: str, plan: list[OffsetReset]) -> None:
     """Commit the planned offsets as a standalone consumer would (generation -1, no member id)."""
-    cls: Any = APIS[8].request
+    cls = OffsetCommitRequest
     by_topic: dict[str, list[OffsetReset]] = {}
     for r in plan:
         by_topic.setdefault(r.topic, []).append(r)

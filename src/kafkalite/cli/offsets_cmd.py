@@ -22,7 +22,7 @@ from kafkalite.cli.admin_common import (
 from kafkalite.cli.group_ops import Cluster, list_offsets, topic_partitions
 from kafkalite.cli.wire import CliError
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.schema import APIS
+from kafkalite.protocol.messages.admin import DeleteRecordsRequest
 
 TIMES = {"latest": -1, "earliest": -2, "max-timestamp": -3, "earliest-local": -4}
 
@@ -149,7 +149,7 @@ def _delete_records(a: argparse.Namespace) -> int:
                 results[(t, p)] = (-1, ErrorCode.LEADER_NOT_AVAILABLE)
             else:
                 by_leader.setdefault(leader, []).append((t, p, off))
-        cls: Any = APIS[21].request
+        cls = DeleteRecordsRequest
         for leader, parts in by_leader.items():
             by_topic: dict[str, list[Any]] = {}
             for t, p, off in parts:

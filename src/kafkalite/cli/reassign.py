@@ -17,6 +17,16 @@ from kafkalite.cli.admin_common import LoginCluster, add_connection_arguments, c
 from kafkalite.cli.reassign_plan import TP, Assignment, tp_text
 from kafkalite.cli.wire import CliError, WireClient
 from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.messages.admin import (
+    DescribeClusterRequest,
+    DescribeConfigsRequest,
+    DescribeLogDirsRequest,
+    IncrementalAlterConfigsRequest,
+)
+from kafkalite.protocol.messages.reassignments import (
+    AlterPartitionReassignmentsRequest,
+    ListPartitionReassignmentsRequest,
+)
 from kafkalite.protocol.schema import APIS
 
 _RESOURCE_TOPIC, _RESOURCE_BROKER = 2, 4
@@ -44,7 +54,7 @@ def read_file(path: str) -> str:
 def live_brokers(c: WireClient) -> dict[int, str | None]:
     """Live broker id -> rack (DescribeCluster, or Metadata from a broker without it)."""
     if 60 in c.versions:
-        resp = c.send(APIS[60].request(include_cluster_authorized_operations=False))
+        resp = c.send(DescribeClusterRequest(include_cluster_authorized_operations=False))
         if resp.error_code:
             raise CliError(f"DescribeCluster: {ErrorCode.name_of(resp.error_code)}")
         return {b.broker_id: b.rack for b in resp.brokers}
@@ -101,7 +111,7 @@ def _to_controller(cluster: LoginCluster, request: Any, api_key: int) -> Any:
 
 def ongoing(cluster: LoginCluster) -> dict[TP, tuple[list[int], list[int], list[int]]]:
     """Reassignments in flight: partition -> (replicas, adding, removing)."""
-    cls: Any = APIS[46].request
+    cls = ListPartitionReassignmentsRequest
     resp = _to_controller(cluster, cls(topics=None), 46)
     return {
         (t.name, p.partition_index): (
@@ -137,7 +147,7 @@ def _check_known(
 def _alter_configs(
     c: WireClient, resource_type: int, name: str, ops: list[tuple[str, int, Any]]
 ) -> None:
-    cls: Any = APIS[44].request
+    cls = IncrementalAlterConfigsRequest
     res_cls = cls.AlterConfigsResource
     res = res_cls(
         resource_type=resource_type,
@@ -155,7 +165,7 @@ def _alter_configs(
 
 def _dynamic_set(c: WireClient, resource_type: int, name: str, keys: Sequence[str]) -> list[str]:
     """Which of `keys` are set on this resource itself."""
-    cls: Any = APIS[32].request
+    cls = DescribeConfigsRequest
     res = cls.DescribeConfigsResource(
         resource_type=resource_type, resource_name=name, configuration_keys=list(keys)
     )
@@ -250,7 +260,7 @@ def _execute(cluster: LoginCluster, a: argparse.Namespace) -> int:
     print("Save this to use as the --reassignment-json-file option during rollback")
     if a.throttle is not None and a.throttle >= 0:
         set_throttles(cluster, current, target, a.throttle)
-    cls: Any = APIS[45].request
+    cls = AlterPartitionReassignmentsRequest
     by_topic: dict[str, list[Any]] = {}
     for (t, p), replicas in sorted(target.items()):
         by_topic.setdefault(t, []).append(
@@ -320,7 +330,7 @@ def _cancel(cluster: LoginCluster, a: argparse.Namespace) -> int:
     if not active:
         print("None of the specified partition reassignments are active.")
     else:
-        cls: Any = APIS[45].request
+        cls = AlterPartitionReassignmentsRequest
         by_topic: dict[str, list[Any]] = {}
         for t, p in active:
             by_topic.setdefault(t, []).append(
@@ -348,7 +358,7 @@ def _sizes(
     cluster: LoginCluster, nodes: Mapping[int, tuple[str, int]], brokers: set[int], tps: set[TP]
 ) -> dict[tuple[int, TP], int]:
     """(broker, partition) -> bytes of its (current, not future) replica, by DescribeLogDirs."""
-    cls: Any = APIS[35].request
+    cls = DescribeLogDirsRequest
     by_topic: dict[str, list[int]] = {}
     for t, p in sorted(tps):
         by_topic.setdefault(t, []).append(p)
@@ -370,11 +380,11 @@ def _sizes(
         for d in resp.results:
             if d.error_code:
                 continue
-            for t in d.topics:
-                for p in t.partitions:
-                    if not p.is_future_key:
-                        key = (b, (t.name, p.partition_index))
-                        out[key] = out.get(key, 0) + p.partition_size
+            for lt in d.topics:
+                for lp in lt.partitions:
+                    if not lp.is_future_key:
+                        key = (b, (lt.name, lp.partition_index))
+                        out[key] = out.get(key, 0) + lp.partition_size
     return out
 
 

@@ -21,7 +21,12 @@ from kafkalite.cli.group_ops import (
 from kafkalite.cli.offset_resets import OffsetReset, ResetSpec, choose_partitions, plan_new_offsets
 from kafkalite.cli.wire import CliError
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.schema import APIS
+from kafkalite.protocol.messages.share_admin import (
+    AlterShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsRequest,
+)
+from kafkalite.protocol.messages.share_groups import ShareGroupDescribeRequest
 
 
 @dataclass
@@ -60,7 +65,7 @@ class ShareGroupDescription:
 
 def _share_describe_raw(cluster: Cluster, group: str) -> Any:
     """ShareGroupDescribe's answer for `group`, or None when it is not a share group."""
-    cls: Any = APIS[77].request
+    cls = ShareGroupDescribeRequest
 
     def call() -> tuple[int, Any]:
         c = cluster.coordinator(group)
@@ -89,7 +94,7 @@ def share_offsets_described(
 ) -> dict[TP, Any]:
     """DescribeShareGroupOffsets' per-partition answers (start offset, and from v1 the lag and
     kafkalite's in-flight count), of `tps` or of every partition the group has state for."""
-    cls: Any = APIS[90].request
+    cls = DescribeShareGroupOffsetsRequest
     g_cls = cls.DescribeShareGroupOffsetsRequestGroup
     by_topic: dict[str, list[int]] = {}
     for t, p in tps or []:
@@ -192,7 +197,7 @@ def plan_share_reset(
 
 def execute_share_reset(cluster: Cluster, group: str, plan: list[OffsetReset]) -> None:
     """AlterShareGroupOffsets with the planned start offsets."""
-    cls: Any = APIS[91].request
+    cls = AlterShareGroupOffsetsRequest
     t_cls = cls.AlterShareGroupOffsetsRequestTopic
     by_topic: dict[str, list[OffsetReset]] = {}
     for r in plan:
@@ -234,7 +239,7 @@ def execute_share_reset(cluster: Cluster, group: str, plan: list[OffsetReset]) -
 
 def delete_share_offsets(cluster: Cluster, group: str, topics: list[str]) -> dict[str, ErrorCode]:
     """DeleteShareGroupOffsets: the broker's error code per topic (a group-level error raises)."""
-    cls: Any = APIS[92].request
+    cls = DeleteShareGroupOffsetsRequest
     req = cls(
         group_id=group,
         topics=[cls.DeleteShareGroupOffsetsRequestTopic(topic_name=t) for t in topics],

@@ -8,7 +8,7 @@ import argparse
 import base64
 import re
 import uuid
-from typing import Any
+from typing import Any, Literal, overload
 
 from kafkalite.cli.admin_common import (
     add_connection_arguments,
@@ -21,7 +21,13 @@ from kafkalite.cli.admin_common import (
 )
 from kafkalite.cli.wire import CliError, WireClient
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.schema import APIS
+from kafkalite.protocol.messages.admin import (
+    CreatePartitionsRequest,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+    DescribeConfigsRequest,
+    IncrementalAlterConfigsRequest,
+)
 
 ACTIONS = ("create", "list", "describe", "alter", "delete")
 _DYNAMIC_TOPIC_CONFIG = 1
@@ -50,6 +56,10 @@ def topic_id_text(value: Any) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
+@overload
+def _topic(a: argparse.Namespace, required: Literal[True] = True) -> str: ...
+@overload
+def _topic(a: argparse.Namespace, required: bool) -> str | None: ...
 def _topic(a: argparse.Namespace, required: bool = True) -> str | None:
     name: str | None = a.topic or a.name
     if a.topic and a.name and a.topic != a.name:
@@ -62,7 +72,7 @@ def _topic(a: argparse.Namespace, required: bool = True) -> str | None:
 def _create(c: WireClient, a: argparse.Namespace) -> None:
     name = _topic(a)
     configs = parse_configs(a.config)
-    cls: Any = APIS[19].request
+    cls = CreateTopicsRequest
     topic = cls.CreatableTopic(
         name=name,
         num_partitions=a.partitions if a.partitions is not None else -1,
@@ -97,17 +107,17 @@ def _list(c: WireClient, a: argparse.Namespace) -> None:
         print(n)
 
 
-def _topic_configs(c: WireClient, names: list[str]) -> dict[str, list[tuple[str, str, int]]]:
+def _topic_configs(c: WireClient, names: list[str]) -> dict[str, list[tuple[str, str | None, int]]]:
     """(name, value, source) of each topic's configs."""
     if not names:
         return {}
-    cls: Any = APIS[32].request
+    cls = DescribeConfigsRequest
     resources = [
         cls.DescribeConfigsResource(resource_type=2, resource_name=n, configuration_keys=None)
         for n in names
     ]
     resp = c.send(cls(resources=resources, include_synonyms=False, include_documentation=False))
-    out: dict[str, list[tuple[str, str, int]]] = {}
+    out: dict[str, list[tuple[str, str | None, int]]] = {}
     for r in resp.results:
         if r.error_code:
             continue
@@ -204,7 +214,7 @@ def _describe(c: WireClient, a: argparse.Namespace) -> None:
 
 def _delete(c: WireClient, a: argparse.Namespace) -> None:
     name = _topic(a)
-    cls: Any = APIS[20].request
+    cls = DeleteTopicsRequest
     v = c.version_for(20)
     if v >= 6:
         req = cls(topics=[cls.DeleteTopicState(name=name)], timeout_ms=30000)
@@ -225,7 +235,7 @@ def _alter(c: WireClient, a: argparse.Namespace) -> None:
     if a.partitions is None and not sets and not deletes:
         raise CliError("--alter needs --partitions N (or --config k=v / --delete-config k)")
     if a.partitions is not None:
-        cls: Any = APIS[37].request
+        cls = CreatePartitionsRequest
         t = cls.CreatePartitionsTopic(name=name, count=a.partitions, assignments=None)
         r = c.send(cls(topics=[t], timeout_ms=30000, validate_only=False)).results[0]
         if r.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
@@ -235,17 +245,17 @@ def _alter(c: WireClient, a: argparse.Namespace) -> None:
         _check(r.error_code, f"partitions of {name}", r.error_message)
         print(f"Topic {name} now has {a.partitions} partitions.")
     if sets or deletes:
-        cls = APIS[44].request
-        res_cls = cls.AlterConfigsResource
+        res_cls = IncrementalAlterConfigsRequest.AlterConfigsResource
         ops = [
             res_cls.AlterableConfig(name=k, config_operation=0, value=v) for k, v in sets.items()
         ]
         ops += [res_cls.AlterableConfig(name=k, config_operation=1, value=None) for k in deletes]
         res = res_cls(resource_type=2, resource_name=name, configs=ops)
-        r = c.send(cls(resources=[res], validate_only=False)).responses[0]
-        if r.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and not a.if_exists:
+        req = IncrementalAlterConfigsRequest(resources=[res], validate_only=False)
+        ar = c.send(req).responses[0]
+        if ar.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and not a.if_exists:
             raise CliError(f"topic {name!r} does not exist")
-        _check(r.error_code, f"configs of {name}", r.error_message)
+        _check(ar.error_code, f"configs of {name}", ar.error_message)
         print(f"Updated configs of {name}.")
 
 

@@ -8,14 +8,18 @@ from __future__ import annotations
 import argparse
 import getpass
 import socket
-from typing import Any
+from typing import Any, Literal, TypeVar, cast, overload
 
 import kafkalite.protocol.messages  # noqa: F401
 from kafkalite.protocol.client_connection import ClientConnection, ProtocolError
-from kafkalite.protocol.schema import APIS
+from kafkalite.protocol.messages.api_versions import ApiVersionsRequest
+from kafkalite.protocol.messages.metadata import MetadataRequest
+from kafkalite.protocol.messages.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
+from kafkalite.protocol.schema import APIS, Request, Response
 from kafkalite.security.mechanisms import SaslClientExchange, SaslLogin
 from kafkalite.security.sasl import SaslAuthenticationError
 
+_Resp = TypeVar("_Resp", bound=Response)
 _RECV_MIN = 1 << 16  # a receive asks for at least this much (a response's length prefix is 4 bytes)
 _RECV_MAX = 1 << 20
 
@@ -74,14 +78,14 @@ class WireClient:
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._conn = ClientConnection(client_id)
         self.versions: dict[int, tuple[int, int]] = {}
-        resp = self.send(APIS[18].request(), version=0)
+        resp = self.send(ApiVersionsRequest(), version=0)
         self.versions = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
         if sasl_login is not None:
             self.authenticate(sasl_login)
 
     def authenticate(self, login: SaslLogin) -> None:
         """SaslHandshake v1 and SaslAuthenticate (a SASL_PLAINTEXT listener)."""
-        hs = self.send(APIS[17].request(mechanism=login.mechanism), version=1)
+        hs = self.send(SaslHandshakeRequest(mechanism=login.mechanism), version=1)
         if hs.error_code:
             raise CliError(
                 f"the broker refused SASL mechanism {login.mechanism} "
@@ -90,7 +94,7 @@ class WireClient:
         exchange = SaslClientExchange(login)
         token: bytes | None = exchange.first_token()
         while token is not None:
-            resp = self.send(APIS[36].request(auth_bytes=token))
+            resp = self.send(SaslAuthenticateRequest(auth_bytes=token))
             if resp.error_code:
                 raise CliError(f"SASL authentication failed: {resp.error_message}")
             try:
@@ -116,9 +120,21 @@ class WireClient:
             raise CliError(f"the broker does not support {api.name}")
         return top
 
+    @overload
     def send(
-        self, request: Any, *, version: int | None = None, expect_response: bool = True
-    ) -> Any:
+        self,
+        request: Request[_Resp],
+        *,
+        version: int | None = None,
+        expect_response: Literal[True] = True,
+    ) -> _Resp: ...
+    @overload
+    def send(
+        self, request: Request[_Resp], *, version: int | None = None, expect_response: bool
+    ) -> _Resp | None: ...
+    def send(
+        self, request: Request[_Resp], *, version: int | None = None, expect_response: bool = True
+    ) -> _Resp | None:
         v = self.version_for(request.API_KEY) if version is None else version
         where = f"{self.host}:{self.port}"
         try:
@@ -140,11 +156,11 @@ class WireClient:
             for resp in responses:
                 # an earlier request's late answer (its caller timed out) is skipped
                 if resp.correlation_id == corr:
-                    return resp.body
+                    return cast("_Resp", resp.body)  # decoded as request.RESPONSE
 
     # -- helpers used by several commands
     def metadata(self, topics: list[str] | None, auto_create: bool = False) -> Any:
-        req_cls: Any = APIS[3].request
+        req_cls = MetadataRequest
         t = None if topics is None else [req_cls.MetadataRequestTopic(name=n) for n in topics]
         return self.send(req_cls(topics=t, allow_auto_topic_creation=auto_create))
 

@@ -8,7 +8,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from kafkalite.client import admin_transactions as txns
 from kafkalite.client.admin_transactions import (
@@ -22,8 +22,25 @@ from kafkalite.client.errors import KafkaTimeoutError
 from kafkalite.client.network import IOThread, NetworkClient
 from kafkalite.client.structs import OffsetAndMetadata, TopicPartition
 from kafkalite.protocol.errors import ErrorCode, KafkaError
-from kafkalite.protocol.messages.groups import decode_assignment
-from kafkalite.protocol.schema import APIS
+from kafkalite.protocol.messages.admin import (
+    CreatePartitionsRequest,
+    CreateTopicsRequest,
+    DeleteRecordsRequest,
+    DeleteTopicsRequest,
+    DescribeClusterRequest,
+    DescribeConfigsRequest,
+)
+from kafkalite.protocol.messages.groups import (
+    DeleteGroupsRequest,
+    DescribeGroupsRequest,
+    FindCoordinatorRequest,
+    ListGroupsRequest,
+    decode_assignment,
+)
+from kafkalite.protocol.messages.offsets import OffsetCommitRequest, OffsetFetchRequest
+from kafkalite.protocol.schema import APIS, Request, Response
+
+_Resp = TypeVar("_Resp", bound=Response)
 
 log = logging.getLogger("kafkalite.client.admin")
 RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_GROUP = 2, 4, 3
@@ -81,12 +98,12 @@ class KafkaAdminClient:
     def _run(self, coro: Any) -> Any:
         return self._io.run(coro, self._timeout + 5)
 
-    async def _any(self, request: Any, cap: int | None = None) -> Any:
+    async def _any(self, request: Request[_Resp], cap: int | None = None) -> _Resp:
         node = self._client.least_loaded_node()
         conn = await self._client.connection(node)
         return await conn.send(request, version=conn.version(request.API_KEY, cap))
 
-    async def _to(self, node: int, request: Any, cap: int | None = None) -> Any:
+    async def _to(self, node: int, request: Request[_Resp], cap: int | None = None) -> _Resp:
         conn = await self._client.connection(node)
         return await conn.send(request, version=conn.version(request.API_KEY, cap))
 
@@ -102,7 +119,7 @@ class KafkaAdminClient:
         self, new_topics: list[NewTopic], timeout_ms: int | None = None, validate_only: bool = False
     ) -> dict[str, int]:
         """Create topics; raises KafkaError on the first failure. Returns {name: error code (0)}."""
-        req_cls: Any = APIS[19].request
+        req_cls = CreateTopicsRequest
         T = req_cls.CreatableTopic
         topics = [
             T(
@@ -146,7 +163,7 @@ class KafkaAdminClient:
             time.sleep(0.05)
 
     def delete_topics(self, topics: list[str], timeout_ms: int | None = None) -> dict[str, int]:
-        req_cls: Any = APIS[20].request
+        req_cls = DeleteTopicsRequest
         t_ms = int(timeout_ms if timeout_ms is not None else self._timeout * 1000)
 
         async def go() -> Any:
@@ -195,7 +212,7 @@ class KafkaAdminClient:
     def create_partitions(
         self, new_counts: dict[str, int], validate_only: bool = False
     ) -> dict[str, int]:
-        req_cls: Any = APIS[37].request
+        req_cls = CreatePartitionsRequest
         req = req_cls(
             topics=[
                 req_cls.CreatePartitionsTopic(name=n, count=c, assignments=None)
@@ -214,7 +231,7 @@ class KafkaAdminClient:
         self, resources: list[tuple[int, str]], keys: list[str] | None = None
     ) -> dict[tuple[int, str], dict[str, Any]]:
         """{(resource_type, name): {config name: entry with .value, .read_only, .config_source, ...}}."""
-        req_cls: Any = APIS[32].request
+        req_cls = DescribeConfigsRequest
         out: dict[tuple[int, str], dict[str, Any]] = {}
 
         async def go() -> None:
@@ -283,7 +300,7 @@ class KafkaAdminClient:
             conn = await self._client.connection(node)
             if 60 in conn.versions:
                 resp = await conn.send(
-                    APIS[60].request(include_cluster_authorized_operations=False),
+                    DescribeClusterRequest(include_cluster_authorized_operations=False),
                     version=conn.version(60),
                 )
                 _check(resp.error_code, "describe cluster", resp.error_message)
@@ -306,7 +323,7 @@ class KafkaAdminClient:
     def delete_records(self, offsets: dict[Any, int]) -> dict[TopicPartition, int]:
         """Move log start offsets forward: {tp: offset (-1 = high watermark)} -> {tp: new low watermark}."""
         parts = {TopicPartition(*tp): o for tp, o in offsets.items()}
-        req_cls: Any = APIS[21].request
+        req_cls = DeleteRecordsRequest
 
         async def go() -> dict[TopicPartition, int]:
             md = self._client.metadata
@@ -341,7 +358,7 @@ class KafkaAdminClient:
 
     # -- groups
     async def _coordinator(self, group_id: str) -> int:
-        req_cls: Any = APIS[10].request
+        req_cls = FindCoordinatorRequest
         node = self._client.least_loaded_node()
         conn = await self._client.connection(node)
         v = conn.version(10)
@@ -370,7 +387,7 @@ class KafkaAdminClient:
             nodes = list(self._client.metadata.brokers) or [self._client.least_loaded_node()]
             out = []
             for n in nodes:
-                resp = await self._to(n, APIS[16].request(states_filter=[], types_filter=[]))
+                resp = await self._to(n, ListGroupsRequest(states_filter=[], types_filter=[]))
                 _check(resp.error_code, "list groups")
                 out += [(g.group_id, g.protocol_type, g.group_state or "") for g in resp.groups]
             return sorted(set(out))
@@ -383,7 +400,7 @@ class KafkaAdminClient:
             for gid in group_ids:
                 node = await self._coordinator(gid)
                 resp = await self._to(
-                    node, APIS[15].request(groups=[gid], include_authorized_operations=False)
+                    node, DescribeGroupsRequest(groups=[gid], include_authorized_operations=False)
                 )
                 for g in resp.groups:
                     _check(g.error_code, f"describe group {g.group_id}")
@@ -419,7 +436,7 @@ class KafkaAdminClient:
             out = {}
             for gid in group_ids:
                 node = await self._coordinator(gid)
-                resp = await self._to(node, APIS[42].request(groups_names=[gid]))
+                resp = await self._to(node, DeleteGroupsRequest(groups_names=[gid]))
                 for r in resp.results:
                     out[r.group_id] = r.error_code
             return out
@@ -432,7 +449,7 @@ class KafkaAdminClient:
     def list_consumer_group_offsets(
         self, group_id: str, partitions: list[Any] | None = None
     ) -> dict[TopicPartition, OffsetAndMetadata]:
-        req_cls: Any = APIS[9].request
+        req_cls = OffsetFetchRequest
 
         async def go() -> Any:
             node = await self._coordinator(group_id)
@@ -463,7 +480,7 @@ class KafkaAdminClient:
 
     def alter_consumer_group_offsets(self, group_id: str, offsets: dict[Any, Any]) -> None:
         """Commit offsets for a group with no active members (generation -1)."""
-        req_cls: Any = APIS[8].request
+        req_cls = OffsetCommitRequest
         by_topic: dict[str, list[Any]] = {}
         for tp, om in offsets.items():
             off, meta = (om, "") if isinstance(om, int) else (om[0], om[1] if len(om) > 1 else "")

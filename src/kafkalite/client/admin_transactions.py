@@ -15,7 +15,12 @@ from kafkalite.client.errors import KafkaConnectionError, KafkaTimeoutError
 from kafkalite.client.network import NetworkClient
 from kafkalite.client.structs import TopicPartition
 from kafkalite.protocol.errors import KafkaError
-from kafkalite.protocol.schema import APIS
+from kafkalite.protocol.messages.txn import (
+    DescribeProducersRequest,
+    DescribeTransactionsRequest,
+    ListTransactionsRequest,
+    WriteTxnMarkersRequest,
+)
 
 WRITE_TXN_MARKERS, DESCRIBE_PRODUCERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 27, 61, 65, 66
 
@@ -85,7 +90,7 @@ async def describe_transactions(
     by_node: dict[int, list[str]] = {}
     for tid in dict.fromkeys(transactional_ids):
         by_node.setdefault(await _transaction_coordinator(client, tid, deadline), []).append(tid)
-    req_cls: Any = APIS[DESCRIBE_TRANSACTIONS].request
+    req_cls = DescribeTransactionsRequest
     out: dict[str, TransactionDescription] = {}
     for node, ids in by_node.items():
         resp = await _send(client, node, req_cls(transactional_ids=ids))
@@ -110,7 +115,7 @@ async def list_transactions(
 ) -> list[TransactionListing]:
     """Every broker's transactions (each coordinates a share of them), optionally filtered."""
     await client.refresh_metadata(None)
-    req_cls: Any = APIS[LIST_TRANSACTIONS].request
+    req_cls = ListTransactionsRequest
     req = req_cls(state_filters=list(states or []), producer_id_filters=list(producer_ids or []))
     nodes = sorted(client.metadata.brokers)
     answers = await asyncio.gather(*(_send(client, n, req) for n in nodes))
@@ -145,7 +150,7 @@ async def describe_producers(
 ) -> dict[TopicPartition, list[ProducerState]]:
     """The active producers of each partition, from its leader (open transactions show a start offset)."""
     parts = [TopicPartition(*tp) for tp in partitions]
-    req_cls: Any = APIS[DESCRIBE_PRODUCERS].request
+    req_cls = DescribeProducersRequest
     out: dict[TopicPartition, list[ProducerState]] = {}
     for node, tps in (await _leaders(client, parts)).items():
         by_topic: dict[str, list[int]] = {}
@@ -181,7 +186,7 @@ async def abort_transaction(client: NetworkClient, spec: AbortTransactionSpec) -
     leader, as Kafka's admin client does); the broker may require cluster authorization for this."""
     tp = spec.topic_partition
     (node, _), *_ = (await _leaders(client, [tp])).items()
-    req_cls: Any = APIS[WRITE_TXN_MARKERS].request
+    req_cls = WriteTxnMarkersRequest
     marker = req_cls.WritableTxnMarker(
         producer_id=spec.producer_id,
         producer_epoch=spec.producer_epoch,

@@ -8,7 +8,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from kafkalite.client.assignors import (
     COOPERATIVE,
@@ -32,12 +32,20 @@ from kafkalite.protocol.errors import KafkaError
 from kafkalite.protocol.messages.groups import (
     ConsumerProtocolAssignment,
     ConsumerProtocolSubscription,
+    FindCoordinatorRequest,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    SyncGroupRequest,
     decode_assignment,
     decode_subscription,
     encode_assignment,
     encode_subscription,
 )
-from kafkalite.protocol.schema import APIS
+from kafkalite.protocol.messages.offsets import OffsetCommitRequest, OffsetFetchRequest
+from kafkalite.protocol.schema import Request, Response
+
+_Resp = TypeVar("_Resp", bound=Response)
 
 log = logging.getLogger("kafkalite.client.coordinator")
 FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 10, 11, 12, 13, 14
@@ -57,7 +65,7 @@ GROUP_KEY, TRANSACTION_KEY = 0, 1  # FindCoordinator key types
 async def find_coordinator(client: NetworkClient, key: str, key_type: int) -> int:
     """One FindCoordinator for a group id (key type 0) or transactional id (1): the pseudo node id of the
     coordinator's connection; KafkaError with the broker's code when it answers an error."""
-    req_cls: Any = APIS[FIND_COORDINATOR].request
+    req_cls = FindCoordinatorRequest
     conn = await client.connection(client.least_loaded_node())
     v = conn.version(FIND_COORDINATOR)
     if key_type and v < 1:
@@ -115,8 +123,8 @@ class ConsumerCoordinator:
         return self.io.run(coro, timeout)
 
     async def _send(
-        self, request: Any, version_cap: int | None = None, timeout: float | None = None
-    ) -> Any:
+        self, request: Request[_Resp], version_cap: int | None = None, timeout: float | None = None
+    ) -> _Resp:
         if self.coordinator is None:
             raise KafkaError(E.COORDINATOR_NOT_AVAILABLE, "coordinator unknown")
         conn = await self.client.connection(self.coordinator)
@@ -134,7 +142,7 @@ class ConsumerCoordinator:
         self.coordinator = None
 
     async def _find(self) -> None:
-        req_cls: Any = APIS[FIND_COORDINATOR].request
+        req_cls = FindCoordinatorRequest
         node = self.client.least_loaded_node()
         conn = await self.client.connection(node)
         v = conn.version(FIND_COORDINATOR)
@@ -326,7 +334,7 @@ class ConsumerCoordinator:
                 log.warning("commit before revoking %s failed: %s", parts, exc)
 
     async def _join(self, topics: set[str], owned: list[TopicPartition]) -> Any:
-        req_cls: Any = APIS[JOIN_GROUP].request
+        req_cls = JoinGroupRequest
         by_topic: dict[str, list[int]] = {}
         for tp in owned:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
@@ -412,7 +420,7 @@ class ConsumerCoordinator:
             result = {m: Assignment(adjusted[m], a.user_data) for m, a in result.items()}
         self._joined_topics |= all_topics & self._wanted_topics()
         out = []
-        req_cls: Any = APIS[SYNC_GROUP].request
+        req_cls = SyncGroupRequest
         for member, a in result.items():
             by_topic: dict[str, list[int]] = {}
             for t, p in a.partitions:
@@ -429,7 +437,7 @@ class ConsumerCoordinator:
         return out
 
     async def _sync(self, assignments: list[Any]) -> Any:
-        req_cls: Any = APIS[SYNC_GROUP].request
+        req_cls = SyncGroupRequest
         req = req_cls(
             group_id=self.group_id,
             generation_id=self.generation,
@@ -454,7 +462,7 @@ class ConsumerCoordinator:
             self._hb_task = self.io.submit(self._heartbeat_loop())  # type: ignore[assignment]
 
     async def _heartbeat_loop(self) -> None:
-        req_cls: Any = APIS[HEARTBEAT].request
+        req_cls = HeartbeatRequest
         while not self.closed:
             await asyncio.sleep(self.heartbeat_interval)
             if self.closed or self.rejoin_needed or self.generation < 0 or self.coordinator is None:
@@ -501,7 +509,7 @@ class ConsumerCoordinator:
             self.member_id, self.generation = (self.member_id, -1) if self.instance_id else ("", -1)
             self.rejoin_needed = True
             return
-        req_cls: Any = APIS[LEAVE_GROUP].request
+        req_cls = LeaveGroupRequest
         conn = await self.client.connection(self.coordinator)
         v = conn.version(LEAVE_GROUP)
         if v >= 3:
@@ -533,7 +541,7 @@ class ConsumerCoordinator:
     async def commit_offsets(self, offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
         if not offsets:
             return
-        req_cls: Any = APIS[OFFSET_COMMIT].request
+        req_cls = OffsetCommitRequest
         by_topic: dict[str, list[Any]] = {}
         for tp, om in offsets.items():
             by_topic.setdefault(tp.topic, []).append(
@@ -582,7 +590,7 @@ class ConsumerCoordinator:
     async def fetch_committed(
         self, partitions: list[TopicPartition]
     ) -> dict[TopicPartition, OffsetAndMetadata | None]:
-        req_cls: Any = APIS[OFFSET_FETCH].request
+        req_cls = OffsetFetchRequest
         by_topic: dict[str, list[int]] = {}
         for tp in partitions:
             by_topic.setdefault(tp.topic, []).append(tp.partition)

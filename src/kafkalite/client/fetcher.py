@@ -17,7 +17,8 @@ from kafkalite.client.structs import ConsumerRecord, TopicPartition
 from kafkalite.client.subscription import SubscriptionState
 from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.exceptions import DecodeError
-from kafkalite.protocol.schema import APIS
+from kafkalite.protocol.messages.fetch import FetchRequest
+from kafkalite.protocol.messages.offsets import ListOffsetsRequest
 from kafkalite.records.batch import RecordBatch, iter_batches
 from kafkalite.records.control import ControlRecordType, control_type_of
 
@@ -204,7 +205,7 @@ class Fetcher:
     async def _fetch_inner(self, node: int, parts: list[tuple[TopicPartition, int, int]]) -> None:
         conn = await self.client.connection(node)
         version = conn.version(FETCH, 12)
-        req_cls: Any = APIS[FETCH].request
+        req_cls = FetchRequest
         by_topic: dict[str, list[Any]] = {}
         epochs: dict[TopicPartition, tuple[int, int]] = {}
         for tp, offset, epoch in parts:
@@ -465,7 +466,7 @@ class Fetcher:
     ) -> dict[TopicPartition, Any]:
         conn = await self.client.connection(node)
         version = conn.version(LIST_OFFSETS)
-        req_cls: Any = APIS[LIST_OFFSETS].request
+        req_cls = ListOffsetsRequest
         by_topic: dict[str, list[Any]] = {}
         for tp, ts in tps.items():
             by_topic.setdefault(tp.topic, []).append(

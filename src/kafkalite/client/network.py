@@ -13,7 +13,7 @@ import ssl
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, cast, overload
 
 import kafkalite.protocol.messages  # noqa: F401  (registers every API)
 from kafkalite.client.config import parse_servers
@@ -30,15 +30,17 @@ from kafkalite.client.security import sasl_authenticate, security_settings, tls_
 from kafkalite.protocol.client_connection import ClientConnection, ProtocolError
 from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.framing import DEFAULT_MAX_FRAME
+from kafkalite.protocol.messages.metadata import MetadataRequest
 from kafkalite.protocol.primitives import Buffer
 from kafkalite.protocol.sasl_client import SaslLogin
-from kafkalite.protocol.schema import APIS
+from kafkalite.protocol.schema import APIS, Request, Response
 
 log = logging.getLogger("kafkalite.client.network")
 T = TypeVar("T")
 API_VERSIONS = 18
 METADATA = 3
 BOOTSTRAP_BASE = -1000  # pseudo node ids for bootstrap servers: -1000, -1001, ...
+_Resp = TypeVar("_Resp", bound=Response)
 
 
 class IOThread:
@@ -258,24 +260,45 @@ class BrokerConnection:
             )
         return v if cap is None else min(v, cap)
 
+    @overload
     async def send(
         self,
-        request: Any,
+        request: Request[_Resp],
+        *,
+        version: int | None = None,
+        expect_response: Literal[True] = True,
+        timeout: float | None = None,
+        on_written: Callable[[], None] | None = None,
+    ) -> _Resp: ...
+    @overload
+    async def send(
+        self,
+        request: Request[_Resp],
+        *,
+        version: int | None = None,
+        expect_response: bool,
+        timeout: float | None = None,
+        on_written: Callable[[], None] | None = None,
+    ) -> _Resp | None: ...
+    async def send(
+        self,
+        request: Request[_Resp],
         *,
         version: int | None = None,
         expect_response: bool = True,
         timeout: float | None = None,
         on_written: Callable[[], None] | None = None,
-    ) -> Any:
+    ) -> _Resp | None:
         """Send one request and await its response (None without `expect_response`); `on_written`
         is called once the request is handed to the transport."""
         if self.closed or self._writer is None:
             raise KafkaConnectionError(f"connection to node {self.node_id} is closed")
         await self._slots.acquire()
         try:
-            return await self._exchange(request, version, expect_response, timeout, on_written)
+            response = await self._exchange(request, version, expect_response, timeout, on_written)
         finally:
             self._slots.release()
+        return cast("_Resp | None", response)  # decoded as request.RESPONSE
 
     async def _exchange(
         self,
@@ -470,9 +493,9 @@ class NetworkClient:
             if conn.node_id >= 0:
                 self.metadata.request_update()
 
-    async def send(self, node_id: int, request: Any, **kw: Any) -> Any:
+    async def send(self, node_id: int, request: Request[_Resp], **kw: Any) -> _Resp:
         conn = await self.connection(node_id)
-        return await conn.send(request, **kw)
+        return cast("_Resp", await conn.send(request, **kw))
 
     def least_loaded_node(self) -> int:
         """A connected node with the fewest in-flight requests, else a known broker, else a bootstrap."""
@@ -500,7 +523,7 @@ class NetworkClient:
         boots.sort(key=lambda i: self._backoff.get(BOOTSTRAP_BASE - i, (0.0, 0.0))[0])
         return BOOTSTRAP_BASE - boots[0]
 
-    async def send_any(self, request: Any, **kw: Any) -> Any:
+    async def send_any(self, request: Request[_Resp], **kw: Any) -> _Resp:
         """Send to the least loaded node, trying others when a connection fails."""
         last: BaseException | None = None
         tried: set[int] = set()
@@ -534,7 +557,7 @@ class NetworkClient:
         """Fetch metadata now (for the wanted topics unless `topics` is given) and update the cache."""
         md = self.metadata
         names = md.request_topics() if topics is None else topics
-        req_cls: Any = APIS[METADATA].request
+        req_cls = MetadataRequest
         req = req_cls(
             topics=None if names is None else [req_cls.MetadataRequestTopic(name=n) for n in names],
             allow_auto_topic_creation=bool(self.config.get("allow.auto.create.topics", True)),

@@ -22,7 +22,7 @@ from kafkalite.client.network import IOThread, NetworkClient
 from kafkalite.client.transaction_manager import END_TXN, fatal_error
 from kafkalite.protocol.errors import ErrorCode as E
 from kafkalite.protocol.errors import KafkaError
-from kafkalite.protocol.schema import APIS
+from kafkalite.protocol.messages.txn import EndTxnRequest
 
 log = logging.getLogger("kafkalite.client.producer")
 
@@ -55,7 +55,7 @@ async def end_prepared_transaction(
     """EndTxn(committed=`commit`) for `txn` at its transaction coordinator, retrying while the coordinator
     moves or is busy (CONCURRENT_TRANSACTIONS). Repeating an EndTxn that already completed the same way
     succeeds (the coordinator answers NO_ERROR from CompleteCommit / CompleteAbort)."""
-    req_cls: Any = APIS[END_TXN].request
+    req_cls = EndTxnRequest
     what = "commit" if commit else "abort"
     node: int | None = None
     last: BaseException | None = None

@@ -14,9 +14,9 @@ from typing import Any
 import kafkalite.protocol.messages  # noqa: F401  (registers every API)
 from kafkalite.client.errors import InvalidConfigurationError, SaslAuthenticationError
 from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.messages.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 from kafkalite.protocol.sasl_client import PLAIN, SCRAM_MECHANISMS, SaslClientExchange, SaslLogin
 from kafkalite.protocol.sasl_client import SaslAuthenticationError as SaslExchangeError
-from kafkalite.protocol.schema import APIS
 
 SASL_HANDSHAKE = 17
 SASL_AUTHENTICATE = 36
@@ -253,7 +253,7 @@ async def sasl_authenticate(
             f"the broker at {where} offers no SaslHandshake v1 / SaslAuthenticate: is this a "
             "SASL listener (security.protocol)?",
         )
-    hs = await send(APIS[SASL_HANDSHAKE].request(mechanism=login.mechanism), version=1)
+    hs = await send(SaslHandshakeRequest(mechanism=login.mechanism), version=1)
     if hs.error_code:
         raise SaslAuthenticationError(
             hs.error_code,
@@ -265,7 +265,7 @@ async def sasl_authenticate(
     resp: Any = None
     token: bytes | None = exchange.first_token()
     while token is not None:
-        resp = await send(APIS[SASL_AUTHENTICATE].request(auth_bytes=token), version=version)
+        resp = await send(SaslAuthenticateRequest(auth_bytes=token), version=version)
         if resp.error_code:
             raise SaslAuthenticationError(
                 resp.error_code,

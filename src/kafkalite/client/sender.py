@@ -21,7 +21,8 @@ from kafkalite.client.errors import (
 )
 from kafkalite.client.network import NetworkClient, retrieve_auth_error
 from kafkalite.protocol.errors import ErrorCode, KafkaError
-from kafkalite.protocol.schema import APIS
+from kafkalite.protocol.messages.produce import ProduceRequest
+from kafkalite.protocol.messages.txn import InitProducerIdRequest
 
 if TYPE_CHECKING:
     from kafkalite.client.transaction_manager import TransactionManager
@@ -105,7 +106,7 @@ class Sender:
             raise UnsupportedFeatureError(
                 "enable.idempotence=true needs InitProducerId (API 22), which this broker does not offer"
             )
-        req = APIS[INIT_PRODUCER_ID].request(transactional_id=None, transaction_timeout_ms=60000)
+        req = InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000)
         for _ in range(20):
             resp = await conn.send(req)
             if resp.error_code == 0:
@@ -215,7 +216,7 @@ class Sender:
     async def _send_produce(self, node: int, batches: list[ProducerBatch]) -> None:
         try:
             by_topic: dict[str, list[Any]] = {}
-            req_cls: Any = APIS[PRODUCE].request
+            req_cls = ProduceRequest
             for b in batches:
                 by_topic.setdefault(b.tp[0], []).append(
                     req_cls.TopicProduceData.PartitionProduceData(
@@ -261,8 +262,8 @@ class Sender:
                 return
             results: dict[tuple[str, int], Any] = {}
             for t in resp.responses:
-                for p in t.partition_responses:
-                    results[(t.name, p.index)] = p
+                for pr in t.partition_responses:
+                    results[(t.name, pr.index)] = pr
             for b in batches:
                 p = results.get(b.tp)
                 if p is None:

@@ -30,7 +30,13 @@ from kafkalite.client.network import NetworkClient
 from kafkalite.client.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 from kafkalite.protocol.errors import ErrorCode as E
 from kafkalite.protocol.errors import KafkaError
-from kafkalite.protocol.schema import APIS
+from kafkalite.protocol.messages.txn import (
+    AddOffsetsToTxnRequest,
+    AddPartitionsToTxnRequest,
+    EndTxnRequest,
+    InitProducerIdRequest,
+    TxnOffsetCommitRequest,
+)
 
 log = logging.getLogger("kafkalite.client.producer")
 INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT = (
@@ -387,7 +393,7 @@ class TransactionManager:
         self._transition(S.READY)
 
     async def _init_producer_id(self, bump: bool) -> None:
-        req_cls: Any = APIS[INIT_PRODUCER_ID].request
+        req_cls = InitProducerIdRequest
 
         def make(version: int) -> Any:
             keep = bump and version >= 3
@@ -413,7 +419,7 @@ class TransactionManager:
     async def add_partitions(self) -> None:
         """AddPartitionsToTxn for the partitions send() met first in this transaction (the Sender
         spawns this; their batches wait until it succeeds)."""
-        req_cls: Any = APIS[ADD_PARTITIONS_TO_TXN].request
+        req_cls = AddPartitionsToTxnRequest
         self.adding = True
         try:
             while True:
@@ -463,7 +469,7 @@ class TransactionManager:
     ) -> None:
         """AddOffsetsToTxn to the transaction coordinator, then TxnOffsetCommit to the group's: the
         offsets become the group's committed offsets only if the transaction commits."""
-        add_cls: Any = APIS[ADD_OFFSETS_TO_TXN].request
+        add_cls = AddOffsetsToTxnRequest
         try:
             await self._call(
                 lambda v: add_cls(
@@ -477,7 +483,7 @@ class TransactionManager:
         except KafkaError as exc:
             raise self._fail_code(int(exc.code), f"AddOffsetsToTxn({group.group_id})") from None
         self.transaction_started = True
-        commit_cls: Any = APIS[TXN_OFFSET_COMMIT].request
+        commit_cls = TxnOffsetCommitRequest
         by_topic: dict[str, list[Any]] = {}
         for tp, om in offsets.items():
             by_topic.setdefault(tp.topic, []).append(
@@ -542,7 +548,7 @@ class TransactionManager:
             assert self.last_error is not None
             raise self.last_error
         if self.transaction_started:
-            end_cls: Any = APIS[END_TXN].request
+            end_cls = EndTxnRequest
             try:
                 await self._call(
                     lambda v: end_cls(

@@ -10,7 +10,7 @@ import struct as _struct
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
 from kafkalite.protocol import primitives as p
 from kafkalite.protocol.exceptions import DecodeError, EncodeError
@@ -141,8 +141,10 @@ class Struct:
         if kwargs:
             raise TypeError(f"{type(self).__name__} has no field(s) {sorted(kwargs)}")
 
-    def __getattr__(self, name: str) -> Any:  # only reached for unknown names; lets mypy see Any
-        raise AttributeError(f"{type(self).__name__} has no field {name!r}")
+    if not TYPE_CHECKING:  # mypy reads each message's fields from its stub (protocol/stubgen.py)
+
+        def __getattr__(self, name: str) -> Any:  # only reached for unknown names
+            raise AttributeError(f"{type(self).__name__} has no field {name!r}")
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
@@ -287,7 +289,7 @@ class Message(Struct):
         cls._schema.codec(version).write(out, self)
 
     @classmethod
-    def decode(cls, buf: p.Buffer, version: int, pos: int = 0, *, exact: bool = True) -> Any:
+    def decode(cls, buf: p.Buffer, version: int, pos: int = 0, *, exact: bool = True) -> Self:
         """Decode one message body; with `exact`, trailing bytes are an error."""
         obj, end = cls.decode_from(buf, version, pos)
         if exact and end != len(buf):
@@ -295,7 +297,7 @@ class Message(Struct):
         return obj
 
     @classmethod
-    def decode_from(cls, buf: p.Buffer, version: int, pos: int = 0) -> tuple[Any, int]:
+    def decode_from(cls, buf: p.Buffer, version: int, pos: int = 0) -> tuple[Self, int]:
         if version not in cls.VALID_VERSIONS:
             raise DecodeError(f"{cls.__name__} has no version {version}")
         try:
@@ -310,7 +312,12 @@ class Message(Struct):
         return version in cls.FLEXIBLE_VERSIONS
 
 
-class Request(Message):
+R = TypeVar("R", bound="Response")
+
+
+class Request(Message, Generic[R]):
+    """A request; its stub names the response it is answered with (`ProduceRequest(Request[ProduceResponse])`)."""
+
     __slots__ = ()
     IS_REQUEST = True
     RESPONSE: ClassVar[type[Response]]
@@ -327,7 +334,7 @@ class Api:
 
     key: int
     name: str
-    request: type[Request]
+    request: type[Request[Any]]
     response: type[Response]
 
     @property

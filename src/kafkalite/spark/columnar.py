@@ -15,7 +15,8 @@ from kafkalite.client.config import CONSUMER, make_config
 from kafkalite.client.network import IOThread, NetworkClient
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.exceptions import DecodeError
-from kafkalite.protocol.schema import APIS
+from kafkalite.protocol.messages.fetch import FetchRequest
+from kafkalite.protocol.messages.offsets import ListOffsetsRequest
 from kafkalite.records.batch import iter_batches
 from kafkalite.records.compression import decompress
 from kafkalite.records.control import ControlRecordType, control_type_of
@@ -283,7 +284,7 @@ class RangeFetcher:
             return int(ErrorCode.LEADER_NOT_AVAILABLE), b"", None
         conn = await self.net.connection(leader)
         version = conn.version(FETCH, 12)
-        req_cls: Any = APIS[FETCH].request
+        req_cls = FetchRequest
         req = req_cls(
             replica_id=-1,
             max_wait_ms=int(min(500, max(1, self.poll_timeout * 250))),
@@ -328,7 +329,7 @@ class RangeFetcher:
     async def _log_start(self, topic: str, partition: int) -> int:
         leader = await self._leader(topic, partition)
         conn = await self.net.connection(leader)
-        req_cls: Any = APIS[LIST_OFFSETS].request
+        req_cls = ListOffsetsRequest
         req = req_cls(
             replica_id=-1,
             isolation_level=0,

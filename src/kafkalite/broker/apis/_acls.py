@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from kafkalite.protocol.messages.acls import (
+    CreateAclsRequest,
+    DeleteAclsRequest,
+    DescribeAclsRequest,
+)
 from kafkalite.security.acl import (
     AccessControlEntry,
     AccessControlEntryFilter,
@@ -18,7 +21,7 @@ from kafkalite.security.acl import (
 )
 
 
-def binding_of(c: Any) -> AclBinding:
+def binding_of(c: CreateAclsRequest.AclCreation) -> AclBinding:
     """A CreateAcls creation; raises InvalidAclError for ANY / MATCH values."""
     return AclBinding(
         ResourcePattern(
@@ -35,7 +38,7 @@ def binding_of(c: Any) -> AclBinding:
     )
 
 
-def filter_of(f: Any) -> AclBindingFilter:
+def filter_of(f: DescribeAclsRequest | DeleteAclsRequest.DeleteAclsFilter) -> AclBindingFilter:
     """A DescribeAcls request or DeleteAcls filter (same field names)."""
     return AclBindingFilter(
         ResourcePatternFilter(

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Generic, Protocol, TypeVar
 
 from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
+from kafkalite.broker.groups import ShareSettings
 from kafkalite.cluster.errors import ReplicaError, UnknownTopicOrPartition
 from kafkalite.cluster.partition import Partition
 from kafkalite.coordinator.share_partition import AckBatch
 from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.messages.share_groups import ShareAcknowledgeRequest, ShareFetchRequest
 from kafkalite.security.acl import AclOperation, ResourceType
 
 E = ErrorCode
@@ -21,11 +23,11 @@ RENEW = 4  # KIP-1222 (ShareFetch / ShareAcknowledge v2): extend the lock, keep 
 _V1_TYPES = frozenset({0, 1, 2, 3})  # GAP, ACCEPT, RELEASE, REJECT
 
 
-def settings(ctx: RequestContext, group_id: str) -> Any:
+def settings(ctx: RequestContext, group_id: str) -> ShareSettings:
     return _groups.share_partition_settings(ctx.broker, group_id)
 
 
-def invalid(request: Any, *, fetch: bool) -> str | None:
+def invalid(request: ShareFetchRequest | ShareAcknowledgeRequest, *, fetch: bool) -> str | None:
     """Kafka's checks before a share session is touched."""
     if not request.group_id:
         return "GroupId can't be empty."
@@ -37,7 +39,14 @@ def invalid(request: Any, *, fetch: bool) -> str | None:
     has_acks = any(p.acknowledgement_batches for t in request.topics for p in t.partitions)
     if epoch == 0 and has_acks:
         return "Acknowledgements are not allowed when opening a share session (epoch 0)."
-    if fetch and epoch == -1 and request.max_records > 0 and request.topics and not has_acks:
+    if (
+        fetch
+        and isinstance(request, ShareFetchRequest)
+        and epoch == -1
+        and request.max_records > 0
+        and request.topics
+        and not has_acks
+    ):
         return "A final ShareFetch (epoch -1) can only acknowledge, not fetch."
     return None
 
@@ -68,16 +77,39 @@ def resolve(
     return info.name, part
 
 
-class Responses:
+class _Leader(Protocol):
+    leader_id: int
+    leader_epoch: int
+
+
+class _PartAnswer(Protocol):
+    """A ShareFetch or ShareAcknowledge partition answer, as Responses reads it."""
+
+    @property
+    def partition_index(self) -> int: ...
+    @property
+    def error_code(self) -> int: ...
+    @property
+    def current_leader(self) -> _Leader: ...
+
+
+P = TypeVar("P", bound=_PartAnswer)
+AckPartition = (
+    ShareFetchRequest.FetchTopic.FetchPartition
+    | ShareAcknowledgeRequest.AcknowledgeTopic.AcknowledgePartition
+)
+
+
+class Responses(Generic[P]):
     """The per-partition answers being built, grouped by topic, and the leaders' endpoints for the
     partitions answered NOT_LEADER_OR_FOLLOWER."""
 
-    def __init__(self, ctx: RequestContext, make: Callable[..., Any]) -> None:
+    def __init__(self, ctx: RequestContext, make: Callable[[int], P]) -> None:
         self.ctx = ctx
         self._make = make
-        self._parts: dict[uuid.UUID, dict[int, Any]] = {}
+        self._parts: dict[uuid.UUID, dict[int, P]] = {}
 
-    def part(self, topic_id: uuid.UUID, index: int) -> Any:
+    def part(self, topic_id: uuid.UUID, index: int) -> P:
         by_index = self._parts.setdefault(topic_id, {})
         pr = by_index.get(index)
         if pr is None:
@@ -94,7 +126,7 @@ class Responses:
         p = info.partitions[index]
         return p.leader, p.leader_epoch
 
-    def topics(self) -> list[Any]:
+    def topics(self) -> list[tuple[uuid.UUID, list[P]]]:
         out = []
         for topic_id, parts in self._parts.items():
             for index, pr in parts.items():
@@ -125,7 +157,7 @@ async def acknowledge(
     group_id: str,
     member_id: str,
     topic_id: uuid.UUID,
-    p: Any,
+    p: AckPartition,
     renew: bool = False,
 ) -> tuple[ErrorCode, str | None]:
     """Apply one partition's acknowledgement batches; the error (or NO_ERROR) and a message.

@@ -4,18 +4,20 @@ transaction; the coordinator adds the group's `__consumer_offsets` partition to 
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker.apis._txn_common import coordinator_or_error, old_fenced_code
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.txn import ADD_OFFSETS_TO_TXN, AddOffsetsToTxnResponse
+from kafkalite.protocol.messages.txn import (
+    ADD_OFFSETS_TO_TXN,
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+)
 from kafkalite.security.acl import AclOperation, ResourceType
 
 API = ADD_OFFSETS_TO_TXN
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: AddOffsetsToTxnRequest) -> AddOffsetsToTxnResponse:
     coord, code = coordinator_or_error(ctx)
     if not ctx.authorize(
         AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id

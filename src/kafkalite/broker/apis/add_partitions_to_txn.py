@@ -6,8 +6,6 @@ An unknown partition answers UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker.apis._txn_common import (
     coordinator_or_error,
     old_fenced_code,
@@ -15,7 +13,11 @@ from kafkalite.broker.apis._txn_common import (
 from kafkalite.broker.context import RequestContext
 from kafkalite.coordinator import TopicPartition
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.txn import ADD_PARTITIONS_TO_TXN, AddPartitionsToTxnResponse
+from kafkalite.protocol.messages.txn import (
+    ADD_PARTITIONS_TO_TXN,
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+)
 from kafkalite.security.acl import AclOperation, ResourceType
 
 API = ADD_PARTITIONS_TO_TXN
@@ -23,7 +25,9 @@ _Topic = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
 _Part = _Topic.AddPartitionsToTxnPartitionResult
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: AddPartitionsToTxnRequest
+) -> AddPartitionsToTxnResponse:
     wanted = [TopicPartition(t.name, p) for t in request.v3_and_below_topics for p in t.partitions]
     cache = ctx.broker.metadata_cache
     unknown = {tp for tp in wanted if cache.partition(tp.topic, tp.partition) is None}
@@ -65,7 +69,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             )
         code = old_fenced_code(code, ctx.api_version, 2)
         codes = dict.fromkeys(wanted, code)
-    by_topic: dict[str, list[Any]] = {}
+    by_topic: dict[str, list[_Part]] = {}
     for tp, code in codes.items():
         by_topic.setdefault(tp.topic, []).append(
             _Part(partition_index=tp.partition, partition_error_code=code)

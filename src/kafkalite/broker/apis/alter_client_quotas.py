@@ -5,11 +5,14 @@ of user and client-id entities, and connection_creation_rate of ip entities (nul
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.quotas import ALTER_CLIENT_QUOTAS, AlterClientQuotasResponse
+from kafkalite.protocol.messages.quotas import (
+    ALTER_CLIENT_QUOTAS,
+    AlterClientQuotasRequest,
+    AlterClientQuotasResponse,
+)
 from kafkalite.security.acl import AclOperation
 from kafkalite.security.quota import QuotaEntity, entity_from_parts, validate_quota_value
 
@@ -18,7 +21,9 @@ log = logging.getLogger("kafkalite.broker.quotas")
 _Entry = AlterClientQuotasResponse.EntryData
 
 
-def _plan(entry: Any) -> tuple[QuotaEntity, dict[str, float], set[str]]:
+def _plan(
+    entry: AlterClientQuotasRequest.EntryData,
+) -> tuple[QuotaEntity, dict[str, float], set[str]]:
     """The entity and its changes, or ValueError saying why the entry is invalid."""
     parts: dict[str, str | None] = {}
     for e in entry.entity:
@@ -46,7 +51,9 @@ def _plan(entry: Any) -> tuple[QuotaEntity, dict[str, float], set[str]]:
     return entity, upsert, remove
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: AlterClientQuotasRequest
+) -> AlterClientQuotasResponse:
     allowed = ctx.authorize_cluster(AclOperation.ALTER_CONFIGS)
     results = []
     for entry in request.entries:

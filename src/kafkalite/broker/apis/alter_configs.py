@@ -6,7 +6,6 @@ BROKER "" is the cluster-wide default, BROKER "<id>" this broker; only dynamic `
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from kafkalite.broker.context import RequestContext
 from kafkalite.broker.dynamic_config import alter_broker
@@ -19,7 +18,11 @@ from kafkalite.broker.topic_configs import (
     config_access_denied,
 )
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.admin import ALTER_CONFIGS, AlterConfigsResponse
+from kafkalite.protocol.messages.admin import (
+    ALTER_CONFIGS,
+    AlterConfigsRequest,
+    AlterConfigsResponse,
+)
 from kafkalite.security.acl import AclOperation
 
 API = ALTER_CONFIGS
@@ -43,7 +46,9 @@ def alter_topic(
     return 0, None
 
 
-async def alter_group(ctx: RequestContext, res: Any, validate_only: bool) -> tuple[int, str | None]:
+async def alter_group(
+    ctx: RequestContext, res: AlterConfigsRequest.AlterConfigsResource, validate_only: bool
+) -> tuple[int, str | None]:
     """Replace a group's overrides as a whole (Kafka: each name once, no null values)."""
     names = [c.name for c in res.configs]
     if len(set(names)) != len(names):
@@ -54,7 +59,7 @@ async def alter_group(ctx: RequestContext, res: Any, validate_only: bool) -> tup
             int(ErrorCode.INVALID_CONFIG),
             f"Null value not supported for group configs: {','.join(nulls)}",
         )
-    new = {c.name: c.value for c in res.configs}
+    new = {c.name: c.value for c in res.configs if c.value is not None}
     return await ctx.broker.group_configs.alter(
         res.resource_name, lambda _current: (new, None), validate_only
     )
@@ -73,7 +78,7 @@ def request_shape_error(names: list[str], nulls: list[str]) -> tuple[int, str] |
     return None
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
     out = []
     code: int
     msg: str | None
@@ -92,7 +97,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             if bad is not None:
                 code, msg = bad
             else:
-                new = {c.name: c.value for c in res.configs}
+                new = {c.name: c.value for c in res.configs if c.value is not None}
                 code, msg = alter_broker(ctx.broker, res.resource_name, new, request.validate_only)
         elif res.resource_type == RESOURCE_GROUP:
             code, msg = await alter_group(ctx, res, request.validate_only)

@@ -5,19 +5,23 @@ writes the ISR to ZooKeeper and answers each partition with its new state or Kaf
 
 from __future__ import annotations
 
-from typing import Any
+import uuid
 
 from kafkalite.broker.context import RequestContext
 from kafkalite.cluster.controller.machine import AlterPartitionItem
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.cluster import ALTER_PARTITION, AlterPartitionResponse
+from kafkalite.protocol.messages.cluster import (
+    ALTER_PARTITION,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+)
 from kafkalite.security.acl import AclOperation
 
 API = ALTER_PARTITION
 CLUSTER_ONLY = True
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: AlterPartitionRequest) -> AlterPartitionResponse:
     if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
         return AlterPartitionResponse(
             throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, topics=[]
@@ -31,8 +35,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         )
     cache = ctx.broker.metadata_cache
     items: list[AlterPartitionItem] = []
-    names: dict[str, Any] = {}
-    unknown: list[tuple[Any, int]] = []
+    names: dict[str, uuid.UUID | None] = {}
+    unknown: list[tuple[uuid.UUID, int]] = []
     for t in request.topics:
         if v >= 2:
             info = cache.topic_by_id(t.topic_id)
@@ -52,7 +56,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             )
     reply = await controller.alter_partition(request.broker_id, request.broker_epoch, tuple(items))
     T = AlterPartitionResponse.TopicData
-    by_topic: dict[str, list[Any]] = {}
+    by_topic: dict[str, list[AlterPartitionResponse.TopicData.PartitionData]] = {}
     for (topic, part), (code, state) in reply.results.items():
         by_topic.setdefault(topic, []).append(
             T.PartitionData(

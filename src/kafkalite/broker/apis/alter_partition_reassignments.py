@@ -4,13 +4,12 @@ or cancel (null replicas) partition moves; a broker that is not the controller a
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker.apis._controller import active_controller
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.reassignments import (
     ALTER_PARTITION_REASSIGNMENTS,
+    AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
 )
 from kafkalite.security.acl import AclOperation
@@ -21,13 +20,15 @@ _Topic = AlterPartitionReassignmentsResponse.ReassignableTopicResponse
 _Partition = _Topic.ReassignablePartitionResponse
 
 
-def _top_level(code: ErrorCode, message: str) -> Any:
+def _top_level(code: ErrorCode, message: str) -> AlterPartitionReassignmentsResponse:
     return AlterPartitionReassignmentsResponse(
         throttle_time_ms=0, error_code=code, error_message=message, responses=[]
     )
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: AlterPartitionReassignmentsRequest
+) -> AlterPartitionReassignmentsResponse:
     if not ctx.authorize_cluster(AclOperation.ALTER):
         return _top_level(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
     controller = active_controller(ctx)
@@ -41,7 +42,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     reply = await controller.alter_partition_reassignments(targets)
     if reply is None:
         return _top_level(ErrorCode.NOT_CONTROLLER, "This broker is no longer the controller.")
-    by_topic: dict[str, list[Any]] = {}
+    by_topic: dict[str, list[_Partition]] = {}
     for (topic, part), (code, message) in reply.results.items():
         by_topic.setdefault(topic, []).append(
             _Partition(partition_index=part, error_code=code, error_message=message)

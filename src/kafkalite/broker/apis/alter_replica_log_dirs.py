@@ -4,11 +4,13 @@ future log copies each, then takes its place); per partition LOG_DIR_NOT_FOUND, 
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.admin import ALTER_REPLICA_LOG_DIRS, AlterReplicaLogDirsResponse
+from kafkalite.protocol.messages.admin import (
+    ALTER_REPLICA_LOG_DIRS,
+    AlterReplicaLogDirsRequest,
+    AlterReplicaLogDirsResponse,
+)
 from kafkalite.security.acl import AclOperation
 
 API = ALTER_REPLICA_LOG_DIRS
@@ -16,7 +18,9 @@ _Topic = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
 _Part = _Topic.AlterReplicaLogDirPartitionResult
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: AlterReplicaLogDirsRequest
+) -> AlterReplicaLogDirsResponse:
     rm = ctx.broker.replica_manager
     cache = ctx.broker.metadata_cache
     allowed = ctx.authorize_cluster(AclOperation.ALTER)

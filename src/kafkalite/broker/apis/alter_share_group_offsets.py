@@ -5,7 +5,6 @@ state stored afresh at a bumped state epoch with nothing in flight, the leader's
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from kafkalite.broker.apis import _share_offsets as _so
 from kafkalite.broker.context import RequestContext
@@ -13,6 +12,7 @@ from kafkalite.coordinator.share_group import ShareGroup
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.share_admin import (
     ALTER_SHARE_GROUP_OFFSETS,
+    AlterShareGroupOffsetsRequest,
     AlterShareGroupOffsetsResponse,
 )
 from kafkalite.security.acl import AclOperation, ResourceType
@@ -23,7 +23,9 @@ _Topic = AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic
 _Part = _Topic.AlterShareGroupOffsetsResponsePartition
 
 
-def _error_response(request: Any, code: ErrorCode, message: str | None) -> Any:
+def _error_response(
+    request: AlterShareGroupOffsetsRequest, code: ErrorCode, message: str | None
+) -> AlterShareGroupOffsetsResponse:
     """The group-level error, repeated on every partition (as Kafka's error response does)."""
     return AlterShareGroupOffsetsResponse(
         throttle_time_ms=0,
@@ -68,8 +70,12 @@ async def _alter_partition(
     return E.NO_ERROR, None
 
 
-async def _alter_topic(ctx: RequestContext, group: ShareGroup, t: Any) -> Any:
-    def answer(topic_id: uuid.UUID, code: ErrorCode) -> Any:
+async def _alter_topic(
+    ctx: RequestContext,
+    group: ShareGroup,
+    t: AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic,
+) -> _Topic:
+    def answer(topic_id: uuid.UUID, code: ErrorCode) -> _Topic:
         return _Topic(
             topic_name=t.topic_name,
             topic_id=topic_id,
@@ -96,7 +102,9 @@ async def _alter_topic(ctx: RequestContext, group: ShareGroup, t: Any) -> Any:
     return _Topic(topic_name=t.topic_name, topic_id=info.topic_id, partitions=parts)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: AlterShareGroupOffsetsRequest
+) -> AlterShareGroupOffsetsResponse:
     found = _so.lookup(ctx, request.group_id, AclOperation.READ, require_empty=True, create=True)
     if found.group is None:
         return _error_response(request, found.error, found.message)

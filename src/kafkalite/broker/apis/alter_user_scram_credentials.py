@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
-from typing import Any
 
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.scram import (
     ALTER_USER_SCRAM_CREDENTIALS,
     SCRAM_MECHANISM_IDS,
+    AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
 )
 from kafkalite.security.acl import AclOperation
@@ -45,7 +45,9 @@ def _check(name: str, mechanism_id: int, iterations: int | None) -> tuple[ErrorC
     return None
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: AlterUserScramCredentialsRequest
+) -> AlterUserScramCredentialsResponse:
     users = list(
         dict.fromkeys([d.name for d in request.deletions] + [u.name for u in request.upsertions])
     )

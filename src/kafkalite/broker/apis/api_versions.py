@@ -5,16 +5,18 @@ The KIP-511 downgrade for a too-new request version is answered by the server be
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.api_versions import API_VERSIONS
+from kafkalite.protocol.messages.api_versions import (
+    API_VERSIONS,
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+)
 
 API = API_VERSIONS
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
     resp = ctx.broker.dispatch.api_versions_response()
     if ctx.api_version >= 3:
         name = request.client_software_name or ""

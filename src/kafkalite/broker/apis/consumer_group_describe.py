@@ -4,13 +4,12 @@ current and target assignments (topic names resolved from the metadata cache).
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.consumer_groups import (
     CONSUMER_GROUP_DESCRIBE,
+    ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
 )
 from kafkalite.security.acl import AUTHORIZED_OPERATIONS_OMITTED, AclOperation, ResourceType
@@ -21,7 +20,9 @@ _Member = _Group.Member
 _Assignment = _Member.Assignment
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: ConsumerGroupDescribeRequest
+) -> ConsumerGroupDescribeResponse:
     coord = _groups.coordinator_of(ctx)
     groups = []
     allowed = [

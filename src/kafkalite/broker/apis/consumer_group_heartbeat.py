@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
@@ -14,6 +13,7 @@ from kafkalite.coordinator.consumer_group import HeartbeatRequest, HeartbeatResu
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.consumer_groups import (
     CONSUMER_GROUP_HEARTBEAT,
+    ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
 from kafkalite.security.acl import AclOperation, ResourceType
@@ -22,7 +22,7 @@ API = CONSUMER_GROUP_HEARTBEAT
 _Assignment = ConsumerGroupHeartbeatResponse.Assignment
 
 
-def _answer(ctx: RequestContext, result: HeartbeatResult) -> Any:
+def _answer(ctx: RequestContext, result: HeartbeatResult) -> ConsumerGroupHeartbeatResponse:
     assignment = None
     if result.assignment is not None:
         assignment = _Assignment(
@@ -44,7 +44,7 @@ def _answer(ctx: RequestContext, result: HeartbeatResult) -> Any:
     )
 
 
-def _invalid(request: Any, version: int) -> str | None:
+def _invalid(request: ConsumerGroupHeartbeatRequest, version: int) -> str | None:
     """Kafka's request checks before the coordinator sees the heartbeat."""
     if not request.group_id:
         return "GroupId can't be empty."
@@ -72,7 +72,9 @@ def _invalid(request: Any, version: int) -> str | None:
     return None
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: ConsumerGroupHeartbeatRequest
+) -> ConsumerGroupHeartbeatResponse:
     version = ctx.api_version
     if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
         return _answer(ctx, HeartbeatResult(ErrorCode.GROUP_AUTHORIZATION_FAILED))

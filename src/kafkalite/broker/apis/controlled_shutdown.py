@@ -6,18 +6,22 @@ Any other broker answers NOT_CONTROLLER (the sender asks ZooKeeper who the contr
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.cluster import CONTROLLED_SHUTDOWN, ControlledShutdownResponse
+from kafkalite.protocol.messages.cluster import (
+    CONTROLLED_SHUTDOWN,
+    ControlledShutdownRequest,
+    ControlledShutdownResponse,
+)
 from kafkalite.security.acl import AclOperation
 
 API = CONTROLLED_SHUTDOWN
 CLUSTER_ONLY = True
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: ControlledShutdownRequest
+) -> ControlledShutdownResponse:
     if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
         return ControlledShutdownResponse(
             error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, remaining_partitions=[]

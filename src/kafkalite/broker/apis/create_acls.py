@@ -6,12 +6,11 @@ Without an authorizer every creation answers SECURITY_DISABLED, as Kafka does.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from kafkalite.broker.apis._acls import binding_of
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.acls import CREATE_ACLS, CreateAclsResponse
+from kafkalite.protocol.messages.acls import CREATE_ACLS, CreateAclsRequest, CreateAclsResponse
 from kafkalite.security.acl import (
     AclBinding,
     AclOperation,
@@ -24,7 +23,7 @@ log = logging.getLogger("kafkalite.broker.apis.create_acls")
 Result = CreateAclsResponse.AclCreationResult
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: CreateAclsRequest) -> CreateAclsResponse:
     creations = list(request.creations)
     authorizer = ctx.broker.authorizer
     if authorizer is None:
@@ -35,7 +34,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     if not ctx.authorize_cluster(AclOperation.ALTER):
         err = Result(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=None)
         return CreateAclsResponse(throttle_time_ms=0, results=[err] * len(creations))
-    results: list[Any] = []
+    results: list[Result] = []
     valid: list[AclBinding] = []
     for c in creations:
         try:

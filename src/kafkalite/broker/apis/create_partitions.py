@@ -7,14 +7,17 @@ request's assignment) in ZooKeeper, and the answer waits until the controller ha
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from kafkalite.broker.apis.create_topics import await_leaders
 from kafkalite.broker.context import RequestContext
 from kafkalite.broker.local_logs import TopicStorageError
 from kafkalite.cluster.metadata import MetadataError
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.admin import CREATE_PARTITIONS, CreatePartitionsResponse
+from kafkalite.protocol.messages.admin import (
+    CREATE_PARTITIONS,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+)
 from kafkalite.security.acl import AclOperation, ResourceType
 
 API = CREATE_PARTITIONS
@@ -22,7 +25,7 @@ log = logging.getLogger("kafkalite.broker.create_partitions")
 _Result = CreatePartitionsResponse.CreatePartitionsTopicResult
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
     broker = ctx.broker
     results = []
     grown: dict[str, int] = {}

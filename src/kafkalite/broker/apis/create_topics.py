@@ -10,7 +10,6 @@ import asyncio
 import logging
 import time
 import uuid
-from typing import Any
 
 from kafkalite.broker.apis.metadata import may_create_topic
 from kafkalite.broker.context import RequestContext
@@ -19,7 +18,11 @@ from kafkalite.broker.topic_configs import check_topic_overrides, topic_entries
 from kafkalite.cluster.controller.election import check_assignment
 from kafkalite.cluster.metadata import MetadataError, topic_name_error
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.admin import CREATE_TOPICS, CreateTopicsResponse
+from kafkalite.protocol.messages.admin import (
+    CREATE_TOPICS,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+)
 
 API = CREATE_TOPICS
 log = logging.getLogger("kafkalite.broker.create_topics")
@@ -27,7 +30,7 @@ _Result = CreateTopicsResponse.CreatableTopicResult
 _Cfg = _Result.CreatableTopicConfigs
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
     broker = ctx.broker
     results = []
     seen: dict[str, int] = {}

@@ -5,12 +5,11 @@ the cluster. Without an authorizer: SECURITY_DISABLED.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from kafkalite.broker.apis._acls import filter_of
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.acls import DELETE_ACLS, DeleteAclsResponse
+from kafkalite.protocol.messages.acls import DELETE_ACLS, DeleteAclsRequest, DeleteAclsResponse
 from kafkalite.security.acl import (
     AclBindingFilter,
     AclOperation,
@@ -24,7 +23,7 @@ FilterResult = DeleteAclsResponse.DeleteAclsFilterResult
 Matching = FilterResult.DeleteAclsMatchingAcl
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DeleteAclsRequest) -> DeleteAclsResponse:
     filters = list(request.filters)
     authorizer = ctx.broker.authorizer
     if authorizer is None or not ctx.authorize_cluster(AclOperation.ALTER):
@@ -54,7 +53,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             matching_acls=[],
         )
         return DeleteAclsResponse(throttle_time_ms=0, filter_results=[err] * len(filters))
-    results: list[Any] = []
+    results: list[FilterResult] = []
     for p in parsed:
         if isinstance(p, InvalidAclError):
             results.append(

@@ -5,18 +5,20 @@ A group with members answers NON_EMPTY_GROUP; an unknown one GROUP_ID_NOT_FOUND.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.groups import DELETE_GROUPS, DeleteGroupsResponse
+from kafkalite.protocol.messages.groups import (
+    DELETE_GROUPS,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+)
 from kafkalite.security.acl import AclOperation, ResourceType
 
 API = DELETE_GROUPS
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
     coord = _groups.coordinator_of(ctx)
     names = list(request.groups_names)
     allowed = [g for g in names if ctx.authorize(AclOperation.DELETE, ResourceType.GROUP, g)]

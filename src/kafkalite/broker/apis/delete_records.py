@@ -6,12 +6,15 @@ Answers the new low watermark; an offset past the high watermark is OFFSET_OUT_O
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from kafkalite.broker.context import RequestContext
 from kafkalite.cluster.errors import ReplicaError, UnknownTopicOrPartition
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.admin import DELETE_RECORDS, DeleteRecordsResponse
+from kafkalite.protocol.messages.admin import (
+    DELETE_RECORDS,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+)
 from kafkalite.security.acl import AclOperation, ResourceType
 
 API = DELETE_RECORDS
@@ -20,11 +23,11 @@ _Topic = DeleteRecordsResponse.DeleteRecordsTopicResult
 _Part = _Topic.DeleteRecordsPartitionResult
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
     broker = ctx.broker
     topics = []
     for t in request.topics:
-        parts: list[Any] = []
+        parts: list[_Part] = []
         topics.append(_Topic(name=t.name, partitions=parts))
         topic_ok = ctx.authorize(AclOperation.DELETE, ResourceType.TOPIC, t.name)
         for p in t.partitions:

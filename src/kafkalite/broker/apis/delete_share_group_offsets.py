@@ -4,14 +4,13 @@ share group, so the next ShareFetch initializes them again from share.auto.offse
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker.apis import _share_offsets as _so
 from kafkalite.broker.context import RequestContext
 from kafkalite.coordinator.share_group import ShareGroup
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.share_admin import (
     DELETE_SHARE_GROUP_OFFSETS,
+    DeleteShareGroupOffsetsRequest,
     DeleteShareGroupOffsetsResponse,
 )
 from kafkalite.security.acl import AclOperation, ResourceType
@@ -21,7 +20,7 @@ E = ErrorCode
 _Topic = DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic
 
 
-async def _delete_topic(ctx: RequestContext, group: ShareGroup, name: str) -> Any:
+async def _delete_topic(ctx: RequestContext, group: ShareGroup, name: str) -> _Topic:
     if not ctx.authorize(AclOperation.READ, ResourceType.TOPIC, name):
         code = E.TOPIC_AUTHORIZATION_FAILED
         return _Topic(topic_name=name, topic_id=_so.NO_TOPIC_ID, error_code=int(code))
@@ -48,7 +47,9 @@ async def _delete_topic(ctx: RequestContext, group: ShareGroup, name: str) -> An
     )
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: DeleteShareGroupOffsetsRequest
+) -> DeleteShareGroupOffsetsResponse:
     found = _so.lookup(ctx, request.group_id, AclOperation.READ, require_empty=True)
     if found.group is None:
         return DeleteShareGroupOffsetsResponse(

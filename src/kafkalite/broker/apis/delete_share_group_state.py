@@ -4,14 +4,13 @@ their share coordinator (a tombstone each). Inter-broker: CLUSTER_ACTION on the 
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker.apis._share_state import run_per_partition
 from kafkalite.broker.context import RequestContext
 from kafkalite.coordinator.share_records import SharePartitionKey
 from kafkalite.coordinator.share_state import ShareStateResult
 from kafkalite.protocol.messages.share_state import (
     DELETE_SHARE_GROUP_STATE,
+    DeleteShareGroupStateRequest,
     DeleteShareGroupStateResponse,
 )
 
@@ -21,10 +20,14 @@ _Result = DeleteShareGroupStateResponse.DeleteStateResult
 _Part = _Result.PartitionResult
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: DeleteShareGroupStateRequest
+) -> DeleteShareGroupStateResponse:
     coordinator = ctx.broker.share_coordinator
 
-    async def run(key: SharePartitionKey, entry: Any) -> ShareStateResult:
+    async def run(
+        key: SharePartitionKey, entry: DeleteShareGroupStateRequest.DeleteStateData.PartitionData
+    ) -> ShareStateResult:
         return await coordinator.delete(key)
 
     answers = await run_per_partition(ctx, request, run)

@@ -11,11 +11,14 @@ import asyncio
 import logging
 import time
 import uuid
-from typing import Any
 
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.admin import DELETE_TOPICS, DeleteTopicsResponse
+from kafkalite.protocol.messages.admin import (
+    DELETE_TOPICS,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+)
 from kafkalite.security.acl import AclOperation, ResourceType
 
 API = DELETE_TOPICS
@@ -24,7 +27,7 @@ _Result = DeleteTopicsResponse.DeletableTopicResult
 ZERO = uuid.UUID(int=0)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
     broker = ctx.broker
     wanted: list[tuple[str | None, uuid.UUID | None]] = []
     if ctx.api_version >= 6:

@@ -4,12 +4,14 @@ DESCRIBE on the cluster. Without an authorizer: SECURITY_DISABLED.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker.apis._acls import filter_of
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.acls import DESCRIBE_ACLS, DescribeAclsResponse
+from kafkalite.protocol.messages.acls import (
+    DESCRIBE_ACLS,
+    DescribeAclsRequest,
+    DescribeAclsResponse,
+)
 from kafkalite.security.acl import (
     AccessControlEntry,
     AclOperation,
@@ -22,13 +24,13 @@ API = DESCRIBE_ACLS
 Resource = DescribeAclsResponse.DescribeAclsResource
 
 
-def _error(code: int, message: str | None) -> Any:
+def _error(code: int, message: str | None) -> DescribeAclsResponse:
     return DescribeAclsResponse(
         throttle_time_ms=0, error_code=code, error_message=message, resources=[]
     )
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DescribeAclsRequest) -> DescribeAclsResponse:
     authorizer = ctx.broker.authorizer
     if authorizer is None:
         return _error(ErrorCode.SECURITY_DISABLED, "No Authorizer is configured.")

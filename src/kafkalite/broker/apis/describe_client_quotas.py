@@ -4,11 +4,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.quotas import DESCRIBE_CLIENT_QUOTAS, DescribeClientQuotasResponse
+from kafkalite.protocol.messages.quotas import (
+    DESCRIBE_CLIENT_QUOTAS,
+    DescribeClientQuotasRequest,
+    DescribeClientQuotasResponse,
+)
 from kafkalite.security.acl import AclOperation
 from kafkalite.security.quota import (
     QuotaFilter,
@@ -21,13 +23,15 @@ API = DESCRIBE_CLIENT_QUOTAS
 _Entry = DescribeClientQuotasResponse.EntryData
 
 
-def _error(code: ErrorCode, message: str) -> Any:
+def _error(code: ErrorCode, message: str) -> DescribeClientQuotasResponse:
     return DescribeClientQuotasResponse(
         throttle_time_ms=0, error_code=int(code), error_message=message, entries=None
     )
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: DescribeClientQuotasRequest
+) -> DescribeClientQuotasResponse:
     if not ctx.authorize_cluster(AclOperation.DESCRIBE_CONFIGS):
         return _error(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
     filters = [QuotaFilter(c.entity_type, c.match_type, c.match) for c in request.components]

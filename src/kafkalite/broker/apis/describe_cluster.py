@@ -5,17 +5,19 @@ Only the broker endpoint type (1) is served; a controller endpoint request gets 
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker.context import RequestContext
-from kafkalite.protocol.messages.admin import DESCRIBE_CLUSTER, DescribeClusterResponse
+from kafkalite.protocol.messages.admin import (
+    DESCRIBE_CLUSTER,
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+)
 from kafkalite.security.acl import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_NAME, ResourceType
 
 API = DESCRIBE_CLUSTER
 _Broker = DescribeClusterResponse.DescribeClusterBroker
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
     b = ctx.broker
     if ctx.api_version >= 1 and request.endpoint_type != 1:
         return DescribeClusterResponse(

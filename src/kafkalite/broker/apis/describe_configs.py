@@ -5,8 +5,6 @@ Topic values come from overrides, then dynamic and static broker `log.*` setting
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker.config_defs import is_sensitive_config
 from kafkalite.broker.config_types import SOURCE_BROKER_LOGGER, T_STRING
 from kafkalite.broker.context import RequestContext
@@ -22,7 +20,11 @@ from kafkalite.broker.topic_configs import (
     topic_entries,
 )
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.admin import DESCRIBE_CONFIGS, DescribeConfigsResponse
+from kafkalite.protocol.messages.admin import (
+    DESCRIBE_CONFIGS,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+)
 from kafkalite.security.acl import AclOperation
 
 API = DESCRIBE_CONFIGS
@@ -43,7 +45,7 @@ def _broker_name_error(broker_id: int, name: str) -> str | None:
     return None
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
     broker = ctx.broker
     v = ctx.api_version
     synonyms = v >= 1 and request.include_synonyms

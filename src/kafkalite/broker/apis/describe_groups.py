@@ -5,13 +5,15 @@ An unknown group is described as Dead with no error, as Kafka does before v6.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
 from kafkalite.coordinator.types import GroupDescription
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.groups import DESCRIBE_GROUPS, DescribeGroupsResponse
+from kafkalite.protocol.messages.groups import (
+    DESCRIBE_GROUPS,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+)
 from kafkalite.security.acl import (
     AUTHORIZED_OPERATIONS_OMITTED,
     AclOperation,
@@ -23,7 +25,7 @@ _Group = DescribeGroupsResponse.DescribedGroup
 _Member = _Group.DescribedGroupMember
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
     version = ctx.api_version
     coord = _groups.coordinator_of(ctx)
     if coord is None:

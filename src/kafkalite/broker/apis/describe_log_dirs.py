@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
 
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.admin import DESCRIBE_LOG_DIRS, DescribeLogDirsResponse
+from kafkalite.protocol.messages.admin import (
+    DESCRIBE_LOG_DIRS,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+)
 from kafkalite.security.acl import AclOperation
 
 API = DESCRIBE_LOG_DIRS
@@ -21,7 +24,7 @@ _Topic = _Result.DescribeLogDirsTopic
 _Part = _Topic.DescribeLogDirsPartition
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
     broker = ctx.broker
     if not ctx.authorize_cluster(AclOperation.DESCRIBE):
         return DescribeLogDirsResponse(
@@ -36,7 +39,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     moves = sorted(rm.log_dir_moves().items())
     offline = {Path(d).resolve() for d in rm.offline_log_dirs()}
     for d in broker.log_dirs:
-        by_topic: dict[str, list[Any]] = {}
+        by_topic: dict[str, list[_Part]] = {}
         root = Path(d).resolve()
         if root in offline:  # as Kafka: the dir is listed, with its error and nothing in it
             results.append(

@@ -4,12 +4,14 @@ sequence and timestamp, coordinator epoch and where their open transaction start
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker.context import RequestContext
 from kafkalite.cluster.errors import ReplicaError, UnknownTopicOrPartition
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.txn import DESCRIBE_PRODUCERS, DescribeProducersResponse
+from kafkalite.protocol.messages.txn import (
+    DESCRIBE_PRODUCERS,
+    DescribeProducersRequest,
+    DescribeProducersResponse,
+)
 from kafkalite.security.acl import AclOperation, ResourceType
 
 API = DESCRIBE_PRODUCERS
@@ -18,7 +20,9 @@ _Part = _Topic.PartitionResponse
 _Producer = _Part.ProducerState
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: DescribeProducersRequest
+) -> DescribeProducersResponse:
     broker = ctx.broker
     topics = []
     for t in request.topics:

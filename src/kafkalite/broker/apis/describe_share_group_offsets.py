@@ -7,15 +7,16 @@ from __future__ import annotations
 import asyncio
 import uuid
 from dataclasses import dataclass
-from typing import Any
 
 from kafkalite.broker.apis import _share_offsets as _so
 from kafkalite.broker.context import RequestContext
+from kafkalite.broker.share_persister import ShareStateRead
 from kafkalite.coordinator.share_group import ShareGroup
 from kafkalite.coordinator.share_partition import RecordState
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.share_admin import (
     DESCRIBE_SHARE_GROUP_OFFSETS,
+    DescribeShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsResponse,
 )
 from kafkalite.security.acl import AclOperation, ResourceType
@@ -54,7 +55,12 @@ def _every_topic(ctx: RequestContext, group: ShareGroup) -> list[_Wanted]:
     return out
 
 
-def _listed_topics(ctx: RequestContext, topics: list[Any]) -> list[_Wanted]:
+def _listed_topics(
+    ctx: RequestContext,
+    topics: list[
+        DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup.DescribeShareGroupOffsetsRequestTopic
+    ],
+) -> list[_Wanted]:
     cache = ctx.broker.metadata_cache
     out = []
     for t in topics:
@@ -77,7 +83,7 @@ def _listed_topics(ctx: RequestContext, topics: list[Any]) -> list[_Wanted]:
     return out
 
 
-async def _partition(ctx: RequestContext, group_id: str, w: _Wanted, index: int) -> Any | None:
+async def _partition(ctx: RequestContext, group_id: str, w: _Wanted, index: int) -> _Part | None:
     meta = ctx.broker.metadata_cache.partition(w.name, index) if w.error == E.NO_ERROR else None
     if meta is None:
         code = w.error if w.error != E.NO_ERROR else E.UNKNOWN_TOPIC_OR_PARTITION
@@ -107,7 +113,7 @@ async def _partition(ctx: RequestContext, group_id: str, w: _Wanted, index: int)
 
 
 def _progress(
-    ctx: RequestContext, group_id: str, w: _Wanted, index: int, st: Any
+    ctx: RequestContext, group_id: str, w: _Wanted, index: int, st: ShareStateRead
 ) -> tuple[int, int]:
     """(lag, in-flight records): exact from the live share-partition when this broker leads it,
     else from the stored state (whose in-flight count omits records acquired since its last write)
@@ -142,7 +148,9 @@ def _high_watermark(ctx: RequestContext, topic: str, index: int) -> int | None:
     return int(part.log.high_watermark) if part is not None else None
 
 
-async def _describe(ctx: RequestContext, g: Any) -> Any:
+async def _describe(
+    ctx: RequestContext, g: DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup
+) -> _Group:
     found = _so.lookup(ctx, g.group_id, AclOperation.DESCRIBE)
     if found.group is None:
         return _Group(
@@ -158,6 +166,8 @@ async def _describe(ctx: RequestContext, g: Any) -> Any:
     return _Group(group_id=g.group_id, topics=topics, error_code=0)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: DescribeShareGroupOffsetsRequest
+) -> DescribeShareGroupOffsetsResponse:
     groups = [await _describe(ctx, g) for g in request.groups]
     return DescribeShareGroupOffsetsResponse(throttle_time_ms=0, groups=groups)

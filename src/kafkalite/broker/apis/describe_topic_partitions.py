@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
 
 from kafkalite.broker.context import RequestContext
 from kafkalite.cluster.metadata import INTERNAL_TOPICS, topic_name_error
@@ -14,6 +13,7 @@ from kafkalite.cluster.metadata_cache import NO_LEADER, PartitionMetadata, Topic
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.metadata import (
     DESCRIBE_TOPIC_PARTITIONS,
+    DescribeTopicPartitionsRequest,
     DescribeTopicPartitionsResponse,
 )
 from kafkalite.security.acl import AclOperation, ResourceType
@@ -30,7 +30,9 @@ ZERO_UUID = uuid.UUID(int=0)
 MAX_PARTITIONS = 2000
 
 
-def _refused(request: Any, message: str) -> Any:
+def _refused(
+    request: DescribeTopicPartitionsRequest, message: str
+) -> DescribeTopicPartitionsResponse:
     """Kafka's answer to a request it throws out: every named topic with INVALID_REQUEST."""
     log.info("DescribeTopicPartitions refused: %s", message)
     return DescribeTopicPartitionsResponse(
@@ -42,7 +44,7 @@ def _refused(request: Any, message: str) -> Any:
     )
 
 
-def _partition_entry(ctx: RequestContext, pm: PartitionMetadata) -> Any:
+def _partition_entry(ctx: RequestContext, pm: PartitionMetadata) -> _Partition:
     alive = ctx.broker.metadata_cache.is_alive
     led = pm.leader != NO_LEADER and alive(pm.leader)
     return _Partition(
@@ -60,7 +62,7 @@ def _partition_entry(ctx: RequestContext, pm: PartitionMetadata) -> Any:
 
 def _page(
     ctx: RequestContext, info: TopicMetadata, start: int, remaining: int
-) -> tuple[list[Any], int]:
+) -> tuple[list[_Partition], int]:
     """Partitions `start`.. of the topic, at most `remaining`; and the next index (-1: none)."""
     count = info.partition_count
     upper = min(count, start + remaining)
@@ -72,7 +74,9 @@ def _page(
     return parts, upper if upper < count else -1
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: DescribeTopicPartitionsRequest
+) -> DescribeTopicPartitionsResponse:
     cache = ctx.broker.metadata_cache
     cursor = request.cursor
     after = cursor.topic_name if cursor is not None else ""
@@ -89,7 +93,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     # as Metadata: a listing hides topics one may not describe; a named one is refused, without
     # saying whether it exists
     authorized: list[str] = []
-    denied: list[Any] = []
+    denied: list[_Topic] = []
     for name in sorted(wanted):
         if ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, name):
             authorized.append(name)
@@ -104,7 +108,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             )
 
     remaining = max(min(MAX_PARTITIONS, request.response_partition_limit), 1)
-    topics_out: list[Any] = []
+    topics_out: list[_Topic] = []
     next_cursor = None
     for name in authorized:
         if remaining <= 0:  # the previous topic filled the page: resume at this one

@@ -4,12 +4,14 @@ of transactional ids this broker coordinates (NOT_COORDINATOR for the others).
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker.apis._txn_common import coordinator_or_error
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.txn import DESCRIBE_TRANSACTIONS, DescribeTransactionsResponse
+from kafkalite.protocol.messages.txn import (
+    DESCRIBE_TRANSACTIONS,
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+)
 from kafkalite.security.acl import AclOperation, ResourceType
 
 API = DESCRIBE_TRANSACTIONS
@@ -17,7 +19,9 @@ _State = DescribeTransactionsResponse.TransactionState
 _Topic = _State.TopicData
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: DescribeTransactionsRequest
+) -> DescribeTransactionsResponse:
     coord, code = coordinator_or_error(ctx)
     states = []
     if coord is None:

@@ -5,13 +5,13 @@ never a salt or key. DESCRIBE on the cluster when an authorizer is configured.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.scram import (
     DESCRIBE_USER_SCRAM_CREDENTIALS,
     SCRAM_MECHANISM_IDS,
+    DescribeUserScramCredentialsRequest,
     DescribeUserScramCredentialsResponse,
 )
 from kafkalite.security.acl import AclOperation
@@ -21,7 +21,9 @@ _Result = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResul
 _Info = _Result.CredentialInfo
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: DescribeUserScramCredentialsRequest
+) -> DescribeUserScramCredentialsResponse:
     if not ctx.authorize_cluster(AclOperation.DESCRIBE):
         err, text = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), "Cluster authorization failed."
         return DescribeUserScramCredentialsResponse(

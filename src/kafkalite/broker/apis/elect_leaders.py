@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 
 from kafkalite.broker.apis._controller import active_controller
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.leaders import ELECT_LEADERS, ElectLeadersResponse
+from kafkalite.protocol.messages.leaders import (
+    ELECT_LEADERS,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+)
 from kafkalite.security.acl import AclOperation
 
 API = ELECT_LEADERS
@@ -23,8 +26,8 @@ Results = dict[tuple[str, int], tuple[int, str | None]]
 _POLL_S = 0.02
 
 
-def _response(error: ErrorCode, results: Results) -> Any:
-    by_topic: dict[str, list[Any]] = {}
+def _response(error: ErrorCode, results: Results) -> ElectLeadersResponse:
+    by_topic: dict[str, list[_Partition]] = {}
     for (topic, part), (code, message) in sorted(results.items()):
         by_topic.setdefault(topic, []).append(
             _Partition(partition_id=part, error_code=code, error_message=message)
@@ -38,7 +41,7 @@ def _response(error: ErrorCode, results: Results) -> Any:
     )
 
 
-def _asked(ctx: RequestContext, request: Any) -> list[tuple[str, int]]:
+def _asked(ctx: RequestContext, request: ElectLeadersRequest) -> list[tuple[str, int]]:
     """The partitions named, or (null) every partition this broker knows, as Kafka's handler."""
     if request.topic_partitions is not None:
         return [(t.topic, p) for t in request.topic_partitions for p in t.partitions]
@@ -68,7 +71,7 @@ async def _wait_for_leaders(
     return pending
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: ElectLeadersRequest) -> ElectLeadersResponse:
     if not ctx.authorize_cluster(AclOperation.ALTER):
         code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
         named = request.topic_partitions is not None

@@ -4,18 +4,16 @@ PrepareAbort is in `__transaction_state`; the markers are then written by the co
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker.apis._txn_common import coordinator_or_error, old_fenced_code
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.txn import END_TXN, EndTxnResponse
+from kafkalite.protocol.messages.txn import END_TXN, EndTxnRequest, EndTxnResponse
 from kafkalite.security.acl import AclOperation, ResourceType
 
 API = END_TXN
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: EndTxnRequest) -> EndTxnResponse:
     coord, code = coordinator_or_error(ctx)
     if not ctx.authorize(
         AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id

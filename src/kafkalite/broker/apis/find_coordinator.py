@@ -7,14 +7,17 @@ its `__transaction_state` partition, as the metadata cache knows them.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
 from kafkalite.cluster.metadata_cache import BrokerEndpoint
 from kafkalite.coordinator import OFFSETS_TOPIC
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.groups import FIND_COORDINATOR, FindCoordinatorResponse
+from kafkalite.protocol.messages.groups import (
+    FIND_COORDINATOR,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+)
 from kafkalite.security.acl import AclOperation, ResourceType
 
 API = FIND_COORDINATOR
@@ -97,7 +100,7 @@ def _lookup_for_listener(
     return code, msg, seen
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
     version = ctx.api_version
     key_type = request.key_type if version >= 1 else KEY_TYPE_GROUP
     if version >= 4:

@@ -5,18 +5,16 @@ Errors follow the coordinator: ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INS
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.groups import HEARTBEAT, HeartbeatResponse
+from kafkalite.protocol.messages.groups import HEARTBEAT, HeartbeatRequest, HeartbeatResponse
 from kafkalite.security.acl import AclOperation, ResourceType
 
 API = HEARTBEAT
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
     if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
         return HeartbeatResponse(
             throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
 
 from kafkalite.broker.apis.alter_configs import alter_topic, refuse_other, request_shape_error
 from kafkalite.broker.config import BROKER_CONFIGS, T_LIST
@@ -30,6 +29,7 @@ from kafkalite.broker.topic_configs import (
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.admin import (
     INCREMENTAL_ALTER_CONFIGS,
+    IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
 from kafkalite.security.acl import AclOperation
@@ -54,7 +54,7 @@ def _is_broker_list(name: str) -> bool:
 
 def _apply(
     current: dict[str, str],
-    configs: list[Any],
+    configs: list[IncrementalAlterConfigsRequest.AlterConfigsResource.AlterableConfig],
     is_list: Callable[[str], bool] = _is_topic_list,
     list_default: Callable[[str], str | None] | None = None,
 ) -> tuple[dict[str, str] | None, str | None]:
@@ -92,7 +92,9 @@ def _broker_list_default(name: str) -> str | None:
 
 
 def alter_broker_incremental(
-    ctx: RequestContext, res: Any, validate_only: bool
+    ctx: RequestContext,
+    res: IncrementalAlterConfigsRequest.AlterConfigsResource,
+    validate_only: bool,
 ) -> tuple[int, str | None]:
     """Edit the resource's dynamic set (per-broker or cluster default) op by op, then replace it."""
     names = [c.name for c in res.configs]
@@ -112,7 +114,9 @@ def alter_broker_incremental(
 
 
 async def alter_group_incremental(
-    ctx: RequestContext, res: Any, validate_only: bool
+    ctx: RequestContext,
+    res: IncrementalAlterConfigsRequest.AlterConfigsResource,
+    validate_only: bool,
 ) -> tuple[int, str | None]:
     """SET / DELETE on a group's overrides, checked as a whole; no group config is a list."""
     names = [c.name for c in res.configs]
@@ -133,7 +137,9 @@ async def alter_group_incremental(
 
 
 def alter_broker_loggers(
-    ctx: RequestContext, res: Any, validate_only: bool
+    ctx: RequestContext,
+    res: IncrementalAlterConfigsRequest.AlterConfigsResource,
+    validate_only: bool,
 ) -> tuple[int, str | None]:
     """SET (a level) / DELETE (follow the parent) on this broker's loggers, checked as a whole:
     Kafka's BROKER_LOGGER resource, e.g. kafka.request.logger=DEBUG for request logging."""
@@ -171,7 +177,9 @@ def alter_broker_loggers(
     return 0, None
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: IncrementalAlterConfigsRequest
+) -> IncrementalAlterConfigsResponse:
     out = []
     code: int
     msg: str | None

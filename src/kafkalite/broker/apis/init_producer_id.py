@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import itertools
 import time
-from typing import Any
 
 from kafkalite.broker.apis._txn_common import coordinator_or_error, old_fenced_code
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.txn import INIT_PRODUCER_ID, InitProducerIdResponse
+from kafkalite.protocol.messages.txn import (
+    INIT_PRODUCER_ID,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+)
 from kafkalite.security.acl import AclOperation, ResourceType
 
 API = INIT_PRODUCER_ID
@@ -50,7 +53,7 @@ def _denied(ctx: RequestContext, transactional_id: str | None) -> ErrorCode:
     return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
     denied = _denied(ctx, request.transactional_id)
     if denied:
         return InitProducerIdResponse(

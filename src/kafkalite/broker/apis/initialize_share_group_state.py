@@ -4,14 +4,13 @@ and start offset on its share coordinator. Inter-broker: CLUSTER_ACTION on the c
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker.apis._share_state import run_per_partition
 from kafkalite.broker.context import RequestContext
 from kafkalite.coordinator.share_records import SharePartitionKey
 from kafkalite.coordinator.share_state import ShareStateResult
 from kafkalite.protocol.messages.share_state import (
     INITIALIZE_SHARE_GROUP_STATE,
+    InitializeShareGroupStateRequest,
     InitializeShareGroupStateResponse,
 )
 
@@ -21,10 +20,15 @@ _Result = InitializeShareGroupStateResponse.InitializeStateResult
 _Part = _Result.PartitionResult
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: InitializeShareGroupStateRequest
+) -> InitializeShareGroupStateResponse:
     coordinator = ctx.broker.share_coordinator
 
-    async def run(key: SharePartitionKey, entry: Any) -> ShareStateResult:
+    async def run(
+        key: SharePartitionKey,
+        entry: InitializeShareGroupStateRequest.InitializeStateData.PartitionData,
+    ) -> ShareStateResult:
         return await coordinator.initialize(key, entry.state_epoch, entry.start_offset)
 
     answers = await run_per_partition(ctx, request, run)

@@ -6,19 +6,18 @@ v4+ requires a known member id (KIP-394), v5+ static membership, v9 lets a stati
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
 from kafkalite.coordinator.types import JoinGroupResult
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.groups import JOIN_GROUP, JoinGroupResponse
+from kafkalite.protocol.messages.groups import JOIN_GROUP, JoinGroupRequest, JoinGroupResponse
 from kafkalite.security.acl import AclOperation, ResourceType
 
 API = JOIN_GROUP
 
 
-def _response(version: int, r: JoinGroupResult) -> Any:
+def _response(version: int, r: JoinGroupResult) -> JoinGroupResponse:
     nullable_names = version >= 7
     return JoinGroupResponse(
         throttle_time_ms=0,
@@ -40,7 +39,7 @@ def _response(version: int, r: JoinGroupResult) -> Any:
     )
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupResponse:
     version = ctx.api_version
     if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
         return _response(

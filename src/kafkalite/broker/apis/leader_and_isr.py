@@ -7,13 +7,14 @@ A stale controller or broker epoch gets Kafka's error and changes nothing.
 from __future__ import annotations
 
 import logging
-from typing import Any
+import uuid
 
 from kafkalite.broker.context import RequestContext
 from kafkalite.cluster.partition import LeaderAndIsrState
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.cluster import (
     LEADER_AND_ISR,
+    LeaderAndIsrRequest,
     LeaderAndIsrResponse,
     grouped_partition_states,
 )
@@ -25,10 +26,10 @@ log = logging.getLogger("kafkalite.broker.leader_and_isr")
 
 
 def _states(
-    request: Any, version: int
-) -> tuple[dict[tuple[str, int], LeaderAndIsrState], dict[str, Any]]:
+    request: LeaderAndIsrRequest, version: int
+) -> tuple[dict[tuple[str, int], LeaderAndIsrState], dict[str, uuid.UUID | None]]:
     states: dict[tuple[str, int], LeaderAndIsrState] = {}
-    topic_ids: dict[str, Any] = {}
+    topic_ids: dict[str, uuid.UUID | None] = {}
     for topic, tid, ps in grouped_partition_states(request, version >= 2, version >= 5):
         topic_ids[topic] = tid
         states[(topic, ps.partition_index)] = LeaderAndIsrState(
@@ -42,7 +43,7 @@ def _states(
     return states, topic_ids
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
     if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
         return LeaderAndIsrResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     v = ctx.api_version
@@ -65,8 +66,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
 
 
 def _response(
-    v: int, code: ErrorCode, errors: dict[tuple[str, int], ErrorCode], topic_ids: dict[str, Any]
-) -> Any:
+    v: int,
+    code: ErrorCode,
+    errors: dict[tuple[str, int], ErrorCode],
+    topic_ids: dict[str, uuid.UUID | None],
+) -> LeaderAndIsrResponse:
     PE = LeaderAndIsrResponse.LeaderAndIsrPartitionError
     if v < 5:
         return LeaderAndIsrResponse(
@@ -75,15 +79,15 @@ def _response(
                 PE(topic_name=t, partition_index=p, error_code=e) for (t, p), e in errors.items()
             ],
         )
-    by_topic: dict[str, list[Any]] = {}
+    TE = LeaderAndIsrResponse.LeaderAndIsrTopicError
+    by_topic: dict[
+        str, list[LeaderAndIsrResponse.LeaderAndIsrTopicError.LeaderAndIsrPartitionError]
+    ] = {}
     for (t, p), e in errors.items():
-        by_topic.setdefault(t, []).append(PE(partition_index=p, error_code=e))
+        by_topic.setdefault(t, []).append(
+            TE.LeaderAndIsrPartitionError(partition_index=p, error_code=e)
+        )
     return LeaderAndIsrResponse(
         error_code=code,
-        topics=[
-            LeaderAndIsrResponse.LeaderAndIsrTopicError(
-                topic_id=topic_ids.get(t), partition_errors=ps
-            )
-            for t, ps in by_topic.items()
-        ],
+        topics=[TE(topic_id=topic_ids.get(t), partition_errors=ps) for t, ps in by_topic.items()],
     )

@@ -5,19 +5,17 @@ Before v3 the single member's error is the response's error.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
 from kafkalite.coordinator.types import LeavingMember
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.groups import LEAVE_GROUP, LeaveGroupResponse
+from kafkalite.protocol.messages.groups import LEAVE_GROUP, LeaveGroupRequest, LeaveGroupResponse
 from kafkalite.security.acl import AclOperation, ResourceType
 
 API = LEAVE_GROUP
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
     version = ctx.api_version
     if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
         return LeaveGroupResponse(

@@ -5,18 +5,16 @@ A group is "classic" or, once KIP-848 members use it, "consumer".
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.groups import LIST_GROUPS, ListGroupsResponse
+from kafkalite.protocol.messages.groups import LIST_GROUPS, ListGroupsRequest, ListGroupsResponse
 from kafkalite.security.acl import AclOperation, ResourceType
 
 API = LIST_GROUPS
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
     version = ctx.api_version
     coord = _groups.coordinator_of(ctx)
     if coord is None:

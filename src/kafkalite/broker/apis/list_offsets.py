@@ -11,7 +11,11 @@ from typing import Any
 from kafkalite.broker.context import RequestContext
 from kafkalite.cluster.errors import ReplicaError, UnknownTopicOrPartition
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.offsets import LIST_OFFSETS, ListOffsetsResponse
+from kafkalite.protocol.messages.offsets import (
+    LIST_OFFSETS,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+)
 from kafkalite.security.acl import AclOperation, ResourceType
 
 API = LIST_OFFSETS
@@ -49,12 +53,12 @@ def lookup(lg: Any, ts: int, read_committed: bool = False) -> tuple[int, int]:
     return t, off
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
     broker = ctx.broker
     v = ctx.api_version
     topics_out = []
     for t in request.topics:
-        parts: list[Any] = []
+        parts: list[_PartResp] = []
         topics_out.append(_TopicResp(name=t.name, partitions=parts))
         topic_ok = ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, t.name)
         for p in t.partitions:

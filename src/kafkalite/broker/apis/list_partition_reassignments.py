@@ -4,12 +4,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.reassignments import (
     LIST_PARTITION_REASSIGNMENTS,
+    ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
 )
 from kafkalite.security.acl import AclOperation
@@ -20,13 +19,15 @@ _Topic = ListPartitionReassignmentsResponse.OngoingTopicReassignment
 _Partition = _Topic.OngoingPartitionReassignment
 
 
-def _top_level(code: ErrorCode, message: str) -> Any:
+def _top_level(code: ErrorCode, message: str) -> ListPartitionReassignmentsResponse:
     return ListPartitionReassignmentsResponse(
         throttle_time_ms=0, error_code=code, error_message=message, topics=[]
     )
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: ListPartitionReassignmentsRequest
+) -> ListPartitionReassignmentsResponse:
     if not ctx.authorize_cluster(AclOperation.DESCRIBE):
         return _top_level(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
     zk = ctx.broker.zk_broker
@@ -39,7 +40,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     moving = controller.list_partition_reassignments(asked) if controller is not None else None
     if moving is None:
         return _top_level(ErrorCode.NOT_CONTROLLER, "This broker is not the controller.")
-    by_topic: dict[str, list[Any]] = {}
+    by_topic: dict[str, list[_Partition]] = {}
     for (topic, part), a in sorted(moving.items()):
         by_topic.setdefault(topic, []).append(
             _Partition(

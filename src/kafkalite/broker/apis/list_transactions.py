@@ -4,18 +4,20 @@ coordinates, filtered by state, producer id and how long their transaction has b
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker.apis._txn_common import coordinator_or_error
 from kafkalite.broker.context import RequestContext
-from kafkalite.protocol.messages.txn import LIST_TRANSACTIONS, ListTransactionsResponse
+from kafkalite.protocol.messages.txn import (
+    LIST_TRANSACTIONS,
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+)
 from kafkalite.security.acl import AclOperation, ResourceType
 
 API = LIST_TRANSACTIONS
 _State = ListTransactionsResponse.TransactionState
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: ListTransactionsRequest) -> ListTransactionsResponse:
     coord, code = coordinator_or_error(ctx)
     if coord is None:
         return ListTransactionsResponse(

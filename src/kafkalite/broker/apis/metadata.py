@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
+from typing import cast
 
 from kafkalite.broker.context import RequestContext
 from kafkalite.cluster.metadata import MetadataError, topic_name_error
 from kafkalite.cluster.metadata_cache import TopicMetadata
+from kafkalite.protocol.codec import Encoded
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.metadata import METADATA, MetadataResponse
+from kafkalite.protocol.messages.metadata import METADATA, MetadataRequest, MetadataResponse
 from kafkalite.security.acl import (
     AUTHORIZED_OPERATIONS_OMITTED,
     CLUSTER_NAME,
@@ -72,7 +73,7 @@ def may_create_topic(ctx: RequestContext, name: str) -> bool:
     )
 
 
-def partition_entries(ctx: RequestContext, info: TopicMetadata) -> list[Any]:
+def partition_entries(ctx: RequestContext, info: TopicMetadata) -> list[_Partition]:
     alive = ctx.broker.metadata_cache.is_alive
     return [
         _Partition(
@@ -88,7 +89,9 @@ def partition_entries(ctx: RequestContext, info: TopicMetadata) -> list[Any]:
     ]
 
 
-def topic_entry(ctx: RequestContext, info: TopicMetadata, include_ops: bool = False) -> Any:
+def topic_entry(
+    ctx: RequestContext, info: TopicMetadata, include_ops: bool = False
+) -> _Topic | Encoded:
     """The topic's entry; without its authorized operations (which depend on who asks) it is
     encoded once per version and reused while the topic and the live brokers are the same objects
     (TopicMetadata is immutable, replaced on every change): a producer to 1,000 topics of 100
@@ -101,13 +104,13 @@ def topic_entry(ctx: RequestContext, info: TopicMetadata, include_ops: bool = Fa
     memo = cache.derived.setdefault(info.name, {})
     hit = memo.get(version)
     if hit is not None and hit[0] is info and hit[1] is live:
-        return hit[2]
+        return cast(Encoded, hit[2])
     encoded = _Topic._schema.codec(version).encode(_topic_entry(ctx, info, False))
     memo[version] = (info, live, encoded)
     return encoded
 
 
-def _topic_entry(ctx: RequestContext, info: TopicMetadata, include_ops: bool) -> Any:
+def _topic_entry(ctx: RequestContext, info: TopicMetadata, include_ops: bool) -> _Topic:
     return _Topic(
         error_code=0,
         name=info.name,
@@ -122,17 +125,17 @@ def _topic_entry(ctx: RequestContext, info: TopicMetadata, include_ops: bool) ->
     )
 
 
-def brokers(ctx: RequestContext) -> list[Any]:
+def brokers(ctx: RequestContext) -> list[_Broker]:
     return [
         _Broker(node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
         for b in ctx.broker.metadata_cache.alive_brokers(ctx.connection.listener_name)
     ]
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
     broker = ctx.broker
     version = ctx.api_version
-    topics_out: list[Any] = []
+    topics_out: list[_Topic | Encoded] = []
     allow_auto = request.allow_auto_topic_creation if version >= 4 else True
     topic_ops = version >= 8 and request.include_topic_authorized_operations
     if request.topics is None or (version == 0 and not request.topics):
@@ -197,7 +200,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         brokers=brokers(ctx),
         cluster_id=broker.cluster_id,
         controller_id=broker.metadata_cache.controller_id,
-        topics=topics_out,
+        # an Encoded entry is written as it is where a topic goes (protocol/codec.py)
+        topics=cast("list[_Topic]", topics_out),
         cluster_authorized_operations=(
             ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME)
             if 8 <= version <= 10 and request.include_cluster_authorized_operations

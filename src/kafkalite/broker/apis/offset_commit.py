@@ -5,13 +5,15 @@ Answered after the offset-commit records are appended to `__consumer_offsets`; u
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
 from kafkalite.coordinator.types import OffsetCommitPartition, TopicPartition
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.offsets import OFFSET_COMMIT, OffsetCommitResponse
+from kafkalite.protocol.messages.offsets import (
+    OFFSET_COMMIT,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+)
 from kafkalite.security.acl import AclOperation, ResourceType
 
 API = OFFSET_COMMIT
@@ -23,7 +25,7 @@ def _partition_exists(ctx: RequestContext, topic: str, partition: int) -> bool:
     return ctx.broker.metadata_cache.partition(topic, partition) is not None
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
     version = ctx.api_version
     errors: dict[TopicPartition, ErrorCode] = {}
     to_commit: list[OffsetCommitPartition] = []

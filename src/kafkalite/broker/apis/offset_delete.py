@@ -5,13 +5,15 @@ Empty groups lose any offset; active consumer groups keep those of subscribed to
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
 from kafkalite.coordinator.types import TopicPartition
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.offsets import OFFSET_DELETE, OffsetDeleteResponse
+from kafkalite.protocol.messages.offsets import (
+    OFFSET_DELETE,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+)
 from kafkalite.security.acl import AclOperation, ResourceType
 
 API = OFFSET_DELETE
@@ -19,7 +21,7 @@ _Topic = OffsetDeleteResponse.OffsetDeleteResponseTopic
 _Part = _Topic.OffsetDeleteResponsePartition
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
     if not ctx.authorize(AclOperation.DELETE, ResourceType.GROUP, request.group_id):
         return OffsetDeleteResponse(
             error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, throttle_time_ms=0

@@ -5,13 +5,17 @@ Partitions without a commit answer offset -1; group-level errors go where each v
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
 from kafkalite.coordinator.types import OffsetFetchPartition, OffsetFetchResult, TopicPartition
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.offsets import OFFSET_FETCH, OffsetFetchResponse
+from kafkalite.protocol.messages.offsets import (
+    OFFSET_FETCH,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+)
 from kafkalite.security.acl import AclOperation, ResourceType
 
 API = OFFSET_FETCH
@@ -50,7 +54,13 @@ def _fetch(
     return r
 
 
-def _requested(topics: Any) -> list[TopicPartition] | None:
+def _requested(
+    topics: Sequence[
+        OffsetFetchRequest.OffsetFetchRequestTopic
+        | OffsetFetchRequest.OffsetFetchRequestGroup.OffsetFetchRequestTopics
+    ]
+    | None,
+) -> list[TopicPartition] | None:
     if topics is None:
         return None
     return [TopicPartition(t.name, p) for t in topics for p in t.partition_indexes]
@@ -63,7 +73,7 @@ def _by_topic(parts: list[OffsetFetchPartition]) -> dict[str, list[OffsetFetchPa
     return out
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
     version = ctx.api_version
     if version >= 8:
         groups = []

@@ -6,13 +6,12 @@ Answers from the leader's leader-epoch cache; a follower or a stale epoch gets K
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker.context import RequestContext
 from kafkalite.cluster.errors import ReplicaError, UnknownTopicOrPartition
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.offsets import (
     OFFSET_FOR_LEADER_EPOCH,
+    OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
 )
 from kafkalite.security.acl import AclOperation, ResourceType
@@ -22,7 +21,9 @@ _Topic = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
 _Part = _Topic.EpochEndOffset
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: OffsetForLeaderEpochRequest
+) -> OffsetForLeaderEpochResponse:
     broker = ctx.broker
     rm = broker.replica_manager
     cache = broker.metadata_cache
@@ -31,7 +32,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     follower = ctx.api_version >= 3 and request.replica_id >= 0
     follower_ok = not follower or ctx.authorize_cluster(AclOperation.CLUSTER_ACTION)
     for t in request.topics:
-        parts: list[Any] = []
+        parts: list[_Part] = []
         topics.append(_Topic(topic=t.topic, partitions=parts))
         topic_ok = follower_ok and (
             follower or ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, t.topic)

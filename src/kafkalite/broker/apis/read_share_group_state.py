@@ -4,14 +4,13 @@ epoch, start offset, in-flight batches) from its share coordinator. Inter-broker
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker.apis._share_state import run_per_partition
 from kafkalite.broker.context import RequestContext
 from kafkalite.coordinator.share_records import SharePartitionKey
 from kafkalite.coordinator.share_state import ShareStateResult
 from kafkalite.protocol.messages.share_state import (
     READ_SHARE_GROUP_STATE,
+    ReadShareGroupStateRequest,
     ReadShareGroupStateResponse,
 )
 
@@ -22,10 +21,14 @@ _Part = _Result.PartitionResult
 _Batch = _Part.StateBatch
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: ReadShareGroupStateRequest
+) -> ReadShareGroupStateResponse:
     coordinator = ctx.broker.share_coordinator
 
-    async def run(key: SharePartitionKey, entry: Any) -> ShareStateResult:
+    async def run(
+        key: SharePartitionKey, entry: ReadShareGroupStateRequest.ReadStateData.PartitionData
+    ) -> ShareStateResult:
         return await coordinator.read(key, entry.leader_epoch)
 
     answers = await run_per_partition(ctx, request, run)

@@ -4,14 +4,13 @@ as a group coordinator describes a share group's offsets. Inter-broker: CLUSTER_
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker.apis._share_state import run_per_partition
 from kafkalite.broker.context import RequestContext
 from kafkalite.coordinator.share_records import SharePartitionKey
 from kafkalite.coordinator.share_state import ShareStateResult
 from kafkalite.protocol.messages.share_state import (
     READ_SHARE_GROUP_STATE_SUMMARY,
+    ReadShareGroupStateSummaryRequest,
     ReadShareGroupStateSummaryResponse,
 )
 
@@ -21,10 +20,15 @@ _Result = ReadShareGroupStateSummaryResponse.ReadStateSummaryResult
 _Part = _Result.PartitionResult
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: ReadShareGroupStateSummaryRequest
+) -> ReadShareGroupStateSummaryResponse:
     coordinator = ctx.broker.share_coordinator
 
-    async def run(key: SharePartitionKey, entry: Any) -> ShareStateResult:
+    async def run(
+        key: SharePartitionKey,
+        entry: ReadShareGroupStateSummaryRequest.ReadStateSummaryData.PartitionData,
+    ) -> ShareStateResult:
         return await coordinator.read_summary(key, entry.leader_epoch)
 
     answers = await run_per_partition(ctx, request, run)

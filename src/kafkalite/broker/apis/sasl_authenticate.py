@@ -5,25 +5,28 @@ connection's principal (User:<name>) and, with connections.max.reauth.ms, the se
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from kafkalite.broker.context import RequestContext
 from kafkalite.broker.sasl_auth import SaslState
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.sasl import SASL_AUTHENTICATE, SaslAuthenticateResponse
+from kafkalite.protocol.messages.sasl import (
+    SASL_AUTHENTICATE,
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+)
 from kafkalite.security.sasl import IllegalSaslStateError, SaslAuthenticationError
 
 API = SASL_AUTHENTICATE
 log = logging.getLogger("kafkalite.broker.sasl")
 
 
-def _error(code: int, message: str) -> Any:
+def _error(code: int, message: str) -> SaslAuthenticateResponse:
     return SaslAuthenticateResponse(
         error_code=code, error_message=message, auth_bytes=b"", session_lifetime_ms=0
     )
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: SaslAuthenticateRequest) -> SaslAuthenticateResponse:
     conn = ctx.connection
     sasl = conn.sasl
     if sasl is None:

@@ -5,17 +5,20 @@ v0 with bare tokens. A mechanism the listener does not enable gets UNSUPPORTED_S
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.sasl import SASL_HANDSHAKE, SaslHandshakeResponse
+from kafkalite.protocol.messages.sasl import (
+    SASL_HANDSHAKE,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+)
 
 API = SASL_HANDSHAKE
 log = logging.getLogger("kafkalite.broker.sasl")
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: SaslHandshakeRequest) -> SaslHandshakeResponse:
     conn = ctx.connection
     sasl = conn.sasl
     if sasl is None:  # not a SASL listener, or already authenticated without KIP-368 sessions

@@ -4,12 +4,14 @@ epoch -1 acknowledges and closes the session, handing what the member still hold
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker.apis import _share
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.share_groups import SHARE_ACKNOWLEDGE, ShareAcknowledgeResponse
+from kafkalite.protocol.messages.share_groups import (
+    SHARE_ACKNOWLEDGE,
+    ShareAcknowledgeRequest,
+    ShareAcknowledgeResponse,
+)
 
 API = SHARE_ACKNOWLEDGE
 E = ErrorCode
@@ -18,7 +20,7 @@ _Part = _Topic.PartitionData
 _Node = ShareAcknowledgeResponse.NodeEndpoint
 
 
-def _part(index: int) -> Any:
+def _part(index: int) -> _Part:
     return _Part(
         partition_index=index,
         error_code=0,
@@ -27,7 +29,12 @@ def _part(index: int) -> Any:
     )
 
 
-def _answer(code: ErrorCode, message: str | None = None, out: Any = None, lock_ms: int = 0) -> Any:
+def _answer(
+    code: ErrorCode,
+    message: str | None = None,
+    out: _share.Responses[_Part] | None = None,
+    lock_ms: int = 0,
+) -> ShareAcknowledgeResponse:
     return ShareAcknowledgeResponse(
         throttle_time_ms=0,
         error_code=int(code),
@@ -40,7 +47,7 @@ def _answer(code: ErrorCode, message: str | None = None, out: Any = None, lock_m
     )
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: ShareAcknowledgeRequest) -> ShareAcknowledgeResponse:
     manager = ctx.broker.share_partitions
     group_id = request.group_id or ""
     member_id = request.member_id or ""

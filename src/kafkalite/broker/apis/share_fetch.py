@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any
 
 from kafkalite.broker.apis import _share
 from kafkalite.broker.context import RequestContext
-from kafkalite.broker.share_partitions import Acquired, ShareSession
+from kafkalite.broker.share_partitions import Acquired, LoadedSharePartition, ShareSession
+from kafkalite.cluster.partition import Partition
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.share_groups import SHARE_FETCH, ShareFetchResponse
+from kafkalite.protocol.messages.share_groups import (
+    SHARE_FETCH,
+    ShareFetchRequest,
+    ShareFetchResponse,
+)
 
 API = SHARE_FETCH
 E = ErrorCode
@@ -25,9 +29,10 @@ MAX_WAIT_MS = 30000
 
 
 def _answer(
-    code: ErrorCode, message: str | None = None, *, lock_ms: int = 0, topics: list[Any] | None = None,
-    endpoints: list[Any] | None = None,
-) -> Any:  # fmt: skip
+    code: ErrorCode, message: str | None = None, *, lock_ms: int = 0,
+    topics: list[tuple[uuid.UUID, list[_Part]]] | None = None,
+    endpoints: list[tuple[int, str, int, str | None]] | None = None,
+) -> ShareFetchResponse:  # fmt: skip
     return ShareFetchResponse(
         throttle_time_ms=0,
         error_code=int(code),
@@ -38,7 +43,7 @@ def _answer(
     )
 
 
-def _part(index: int, leader: tuple[int, int] = (-1, -1)) -> Any:
+def _part(index: int, leader: tuple[int, int] = (-1, -1)) -> _Part:
     return _Part(
         partition_index=index,
         error_code=0,
@@ -51,7 +56,7 @@ def _part(index: int, leader: tuple[int, int] = (-1, -1)) -> Any:
     )
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: ShareFetchRequest) -> ShareFetchResponse:
     broker = ctx.broker
     manager = broker.share_partitions
     group_id = request.group_id or ""
@@ -91,9 +96,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 pr = out.part(t.topic_id, p.partition_index)
                 pr.acknowledge_error_code = int(code)
                 pr.acknowledge_error_message = message
-    for t in request.forgotten_topics_data:
-        for index in t.partitions:
-            session.partitions.pop((t.topic_id, index), None)
+    for ft in request.forgotten_topics_data:
+        for index in ft.partitions:
+            session.partitions.pop((ft.topic_id, index), None)
     if epoch == -1:  # the member is done on this broker: what it holds goes back
         manager.sessions.close(group_id, member_id)
         await manager.release_session(session)
@@ -106,7 +111,13 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     return _answer(E.NO_ERROR, lock_ms=lock_ms, topics=out.topics(), endpoints=out.endpoints())
 
 
-async def _fetch(ctx: RequestContext, request: Any, session: Any, out: Any, budget: int) -> None:
+async def _fetch(
+    ctx: RequestContext,
+    request: ShareFetchRequest,
+    session: ShareSession,
+    out: _share.Responses[_Part],
+    budget: int,
+) -> None:
     """Acquire up to `budget` records over the session's partitions (rotating, so no partition
     starves); when none is available, wait for produced or released records."""
     broker = ctx.broker
@@ -158,7 +169,9 @@ async def _fetch(ctx: RequestContext, request: Any, session: Any, out: Any, budg
             break
         watch = [(t[2], t[1]) for t in targets]
 
-        def ready(targets: list[Any] = targets) -> bool:
+        def ready(
+            targets: list[tuple[uuid.UUID, int, str, Partition, LoadedSharePartition]] = targets,
+        ) -> bool:
             return any(manager.acquirable(t[4], t[3]) for t in targets)
 
         if not ready():

@@ -4,13 +4,12 @@ partitions each may fetch (topic names resolved from the metadata cache).
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.share_groups import (
     SHARE_GROUP_DESCRIBE,
+    ShareGroupDescribeRequest,
     ShareGroupDescribeResponse,
 )
 from kafkalite.security.acl import AUTHORIZED_OPERATIONS_OMITTED, AclOperation, ResourceType
@@ -21,7 +20,7 @@ _Member = _Group.Member
 _Assignment = _Member.Assignment
 
 
-def _empty(gid: str, code: ErrorCode, message: str | None = None) -> Any:
+def _empty(gid: str, code: ErrorCode, message: str | None = None) -> _Group:
     return _Group(
         error_code=int(code),
         error_message=message,
@@ -35,7 +34,9 @@ def _empty(gid: str, code: ErrorCode, message: str | None = None) -> Any:
     )
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: ShareGroupDescribeRequest
+) -> ShareGroupDescribeResponse:
     coord = _groups.coordinator_of(ctx)
     allowed = [
         g for g in request.group_ids if ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, g)

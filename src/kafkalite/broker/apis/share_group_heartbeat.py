@@ -4,8 +4,6 @@ epoch, leave with -1; the answer carries the partitions the member may fetch (sh
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
 from kafkalite.coordinator.consumer_assignors import SubscribedTopic
@@ -13,6 +11,7 @@ from kafkalite.coordinator.share_group import ShareHeartbeat, ShareHeartbeatResu
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.share_groups import (
     SHARE_GROUP_HEARTBEAT,
+    ShareGroupHeartbeatRequest,
     ShareGroupHeartbeatResponse,
 )
 from kafkalite.security.acl import AclOperation, ResourceType
@@ -21,7 +20,7 @@ API = SHARE_GROUP_HEARTBEAT
 _Assignment = ShareGroupHeartbeatResponse.Assignment
 
 
-def _answer(result: ShareHeartbeatResult, interval_ms: int) -> Any:
+def _answer(result: ShareHeartbeatResult, interval_ms: int) -> ShareGroupHeartbeatResponse:
     assignment = None
     if result.assignment is not None:
         assignment = _Assignment(
@@ -41,7 +40,7 @@ def _answer(result: ShareHeartbeatResult, interval_ms: int) -> Any:
     )
 
 
-def _invalid(request: Any) -> str | None:
+def _invalid(request: ShareGroupHeartbeatRequest) -> str | None:
     """Kafka's request checks before the coordinator sees the heartbeat."""
     if not request.group_id:
         return "GroupId can't be empty."
@@ -58,7 +57,9 @@ def _invalid(request: Any) -> str | None:
     return None
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: ShareGroupHeartbeatRequest
+) -> ShareGroupHeartbeatResponse:
     config = _groups.share_group_config(ctx.broker, request.group_id or "")
     interval = config.heartbeat_interval_ms
     if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):

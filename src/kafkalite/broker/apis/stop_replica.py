@@ -7,11 +7,14 @@ A stale controller or broker epoch gets Kafka's error and changes nothing.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.cluster import STOP_REPLICA, StopReplicaResponse
+from kafkalite.protocol.messages.cluster import (
+    STOP_REPLICA,
+    StopReplicaRequest,
+    StopReplicaResponse,
+)
 from kafkalite.security.acl import AclOperation
 
 API = STOP_REPLICA
@@ -19,7 +22,7 @@ CLUSTER_ONLY = True
 log = logging.getLogger("kafkalite.broker.stop_replica")
 
 
-def _partitions(request: Any, version: int) -> list[tuple[tuple[str, int], bool]]:
+def _partitions(request: StopReplicaRequest, version: int) -> list[tuple[tuple[str, int], bool]]:
     if version == 0:
         return [
             ((p.topic_name, p.partition_index), bool(request.delete_partitions))
@@ -38,7 +41,7 @@ def _partitions(request: Any, version: int) -> list[tuple[tuple[str, int], bool]
     ]
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: StopReplicaRequest) -> StopReplicaResponse:
     if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
         return StopReplicaResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     v = ctx.api_version

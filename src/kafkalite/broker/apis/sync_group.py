@@ -6,18 +6,17 @@ Followers that sync before the leader wait for it (the handler awaits the coordi
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.groups import SYNC_GROUP, SyncGroupResponse
+from kafkalite.protocol.messages.groups import SYNC_GROUP, SyncGroupRequest, SyncGroupResponse
 from kafkalite.security.acl import AclOperation, ResourceType
 
 API = SYNC_GROUP
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: SyncGroupRequest) -> SyncGroupResponse:
     version = ctx.api_version
     if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
         return SyncGroupResponse(

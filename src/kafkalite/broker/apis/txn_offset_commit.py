@@ -4,14 +4,16 @@ transaction; they become the group's offsets only when the transaction commits.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker import groups as _groups
 from kafkalite.broker.apis._txn_common import old_fenced_code
 from kafkalite.broker.context import RequestContext
 from kafkalite.coordinator.types import OffsetCommitPartition, TopicPartition
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.txn import TXN_OFFSET_COMMIT, TxnOffsetCommitResponse
+from kafkalite.protocol.messages.txn import (
+    TXN_OFFSET_COMMIT,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+)
 from kafkalite.security.acl import AclOperation, ResourceType
 
 API = TXN_OFFSET_COMMIT
@@ -19,7 +21,7 @@ _Topic = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
 _Part = _Topic.TxnOffsetCommitResponsePartition
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOffsetCommitResponse:
     version = ctx.api_version
     errors: dict[TopicPartition, ErrorCode] = {}
     to_commit: list[OffsetCommitPartition] = []
@@ -55,8 +57,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     if to_commit:
         coord = _groups.coordinator_of(ctx)
         if coord is None:
-            for p in to_commit:
-                errors[TopicPartition(p.topic, p.partition)] = ErrorCode.COORDINATOR_NOT_AVAILABLE
+            for c in to_commit:
+                errors[TopicPartition(c.topic, c.partition)] = ErrorCode.COORDINATOR_NOT_AVAILABLE
         else:
             committed = await coord.txn_commit_offsets(
                 request.group_id,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
 
 from kafkalite.broker.context import RequestContext
 from kafkalite.cluster.metadata_cache import (
@@ -20,6 +19,7 @@ from kafkalite.cluster.metadata_cache import (
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.cluster import (
     UPDATE_METADATA,
+    UpdateMetadataRequest,
     UpdateMetadataResponse,
     grouped_partition_states,
 )
@@ -33,7 +33,9 @@ log = logging.getLogger("kafkalite.broker.update_metadata")
 _PROTOCOL_NAMES = {v: k for k, v in SECURITY_PROTOCOL_IDS.items()}
 
 
-def _brokers(request: Any, version: int, inter_broker_listener: str) -> list[BrokerEndpoint]:
+def _brokers(
+    request: UpdateMetadataRequest, version: int, inter_broker_listener: str
+) -> list[BrokerEndpoint]:
     """Live brokers with every listener; host and port are those of the inter-broker listener."""
     out = []
     for b in request.live_brokers:
@@ -57,7 +59,9 @@ def _brokers(request: Any, version: int, inter_broker_listener: str) -> list[Bro
     return out
 
 
-def _states(request: Any, version: int) -> tuple[list[PartitionMetadata], dict[str, uuid.UUID]]:
+def _states(
+    request: UpdateMetadataRequest, version: int
+) -> tuple[list[PartitionMetadata], dict[str, uuid.UUID]]:
     states: list[PartitionMetadata] = []
     topic_ids: dict[str, uuid.UUID] = {}
     for topic, tid, ps in grouped_partition_states(request, version >= 5, version >= 7):
@@ -78,7 +82,7 @@ def _states(request: Any, version: int) -> tuple[list[PartitionMetadata], dict[s
     return states, topic_ids
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
     if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
         return UpdateMetadataResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     v = ctx.api_version

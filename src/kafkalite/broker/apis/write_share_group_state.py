@@ -4,14 +4,13 @@ coordinator, fenced by state epoch and leader epoch. Inter-broker: CLUSTER_ACTIO
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker.apis._share_state import run_per_partition
 from kafkalite.broker.context import RequestContext
 from kafkalite.coordinator.share_records import PersisterStateBatch, SharePartitionKey
 from kafkalite.coordinator.share_state import ShareStateResult
 from kafkalite.protocol.messages.share_state import (
     WRITE_SHARE_GROUP_STATE,
+    WriteShareGroupStateRequest,
     WriteShareGroupStateResponse,
 )
 
@@ -21,10 +20,14 @@ _Result = WriteShareGroupStateResponse.WriteStateResult
 _Part = _Result.PartitionResult
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: WriteShareGroupStateRequest
+) -> WriteShareGroupStateResponse:
     coordinator = ctx.broker.share_coordinator
 
-    async def run(key: SharePartitionKey, entry: Any) -> ShareStateResult:
+    async def run(
+        key: SharePartitionKey, entry: WriteShareGroupStateRequest.WriteStateData.PartitionData
+    ) -> ShareStateResult:
         batches = tuple(
             PersisterStateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
             for b in entry.state_batches

@@ -4,13 +4,15 @@ asks this partition leader to write COMMIT/ABORT markers; answered once the ISR 
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafkalite.broker.context import RequestContext
 from kafkalite.broker.txn_markers import write_markers_locally
 from kafkalite.coordinator import TopicPartition
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.txn import WRITE_TXN_MARKERS, WriteTxnMarkersResponse
+from kafkalite.protocol.messages.txn import (
+    WRITE_TXN_MARKERS,
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
+)
 from kafkalite.security.acl import AclOperation
 
 API = WRITE_TXN_MARKERS
@@ -19,7 +21,7 @@ _Topic = _Result.WritableTxnMarkerTopicResult
 _Part = _Topic.WritableTxnMarkerPartitionResult
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
     results = []
     allowed = ctx.authorize_cluster(AclOperation.CLUSTER_ACTION)
     for marker in request.markers:
@@ -35,7 +37,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 bool(marker.transaction_result),
                 tps,
             )
-        by_topic: dict[str, list[Any]] = {}
+        by_topic: dict[str, list[_Part]] = {}
         for tp in tps:
             by_topic.setdefault(tp.topic, []).append(
                 _Part(partition_index=tp.partition, error_code=codes[tp])
