@@ -251,7 +251,6 @@ TOO_LONG_FOR_NOW: frozenset[str] = frozenset(
         "cli/clients.py",
         "cli/perf.py",
         "client/coordinator.py",
-        "cluster/controller/machine.py",
         "cluster/kafka_controller.py",
         "cluster/zk.py",
         "coordinator/consumer_group.py",
