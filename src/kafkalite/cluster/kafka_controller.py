@@ -357,7 +357,9 @@ class KafkaController:
         loop = asyncio.get_running_loop()
         for name in topics:
             if name not in self.topic_configs:
-                self.topic_configs[name] = await asyncio.to_thread(self.zk.topic_config, name)
+                self.topic_configs[name] = await asyncio.to_thread(
+                    self.zk.configs.topic_config, name
+                )
             if name not in self._topic_watches:
                 # new partitions of an existing topic change its znode's data, not the children
                 self._topic_watches.add(name)
