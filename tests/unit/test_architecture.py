@@ -252,7 +252,6 @@ TOO_LONG_FOR_NOW: frozenset[str] = frozenset(
         "cli/perf.py",
         "client/coordinator.py",
         "cluster/kafka_controller.py",
-        "coordinator/consumer_group.py",
         "coordinator/share_partition.py",
         "coordinator/txn_coordinator.py",
         "storage/log.py",
