@@ -251,7 +251,6 @@ TOO_LONG_FOR_NOW: frozenset[str] = frozenset(
         "cli/clients.py",
         "cli/perf.py",
         "client/coordinator.py",
-        "coordinator/txn_coordinator.py",
         "storage/log.py",
         "storage/manager.py",
         "storage/segment.py",
