@@ -250,7 +250,6 @@ TOO_LONG_FOR_NOW: frozenset[str] = frozenset(
         "broker/share_partitions.py",
         "cli/clients.py",
         "cli/perf.py",
-        "client/coordinator.py",
         "storage/log.py",
         "storage/manager.py",
         "storage/segment.py",
