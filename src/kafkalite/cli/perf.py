@@ -18,7 +18,7 @@ from array import array
 from collections.abc import Callable
 from typing import Any
 
-from kafkalite.cli.clients import (
+from kafkalite.cli.client_options import (
     EXIT_INTERRUPTED,
     _flatten,
     _sigint_ignored,
