@@ -248,7 +248,6 @@ TOO_LONG_FOR_NOW: frozenset[str] = frozenset(
     {
         "broker/server.py",
         "broker/share_partitions.py",
-        "cli/perf.py",
         "storage/log.py",
         "storage/manager.py",
         "storage/segment.py",
