@@ -3,7 +3,8 @@ new topics, deletions, controlled shutdown, AlterPartition — returning effects
 LeaderAndIsr / UpdateMetadata / StopReplica to brokers, replies) for KafkaController to carry out.
 
 Partition leadership changes only after its ZooKeeper write succeeded (PartitionStatesWritten). Its state
-is a ControllerContext (controller.context); topic deletion and reassignment are in their own modules.
+is a ControllerContext (controller.context); topic deletion, reassignment and failed log dirs are
+in their own modules.
 """
 
 from __future__ import annotations
@@ -60,9 +61,8 @@ from kafkalite.cluster.controller.leader_balance import (
     decide_elections,
     rebalance_candidates,
 )
+from kafkalite.cluster.controller.log_dir_events import log_dir_event, replicas_offline
 from kafkalite.cluster.controller.offline_dirs import (
-    newly_offline,
-    offline_replica_proposals,
     usable_replicas,
 )
 from kafkalite.cluster.controller.reassigning import (
@@ -157,9 +157,9 @@ class ControllerMachine(ControllerContext):
         if isinstance(event, LeaderImbalanceCheck):
             return self._rebalance_check(event.per_broker_percentage)
         if isinstance(event, LogDirEventNotified):
-            return self._log_dir_event(event.broker_ids)
+            return log_dir_event(self, event.broker_ids)
         if isinstance(event, LeaderAndIsrResponseReceived):
-            return self._replicas_offline(event)
+            return replicas_offline(self, event)
         return self._leader_election(event)
 
     # -- startup and membership -----------------------------------------------------------------------------
@@ -533,61 +533,3 @@ class ControllerMachine(ControllerContext):
                 self.partition_states[tp] = P.ONLINE if st.leader in self.brokers else P.OFFLINE
         effects = self._elect([tp for tp in states if self.partition_states.get(tp) is P.OFFLINE])
         return effects + progress(self, list(states))
-
-    # -- failed log dirs (JBOD); decisions in offline_dirs --------------------------------------------------
-    def _log_dir_event(self, broker_ids: frozenset[int]) -> list[Effect]:
-        """A broker's log dir failed: send it LeaderAndIsr for every replica it hosts; it answers
-        KAFKA_STORAGE_ERROR for those in an offline dir (LeaderAndIsrResponseReceived)."""
-        effects: list[Effect] = []
-        for b in sorted(broker_ids & self.live):
-            hosted = [
-                tp
-                for tp in self.all_partitions()
-                if b in self.replicas(tp) and tp in self.leadership and tp[0] not in self.deleting
-            ]
-            effects += self.send_leader_and_isr(hosted, only={b})
-        return effects
-
-    def _replicas_offline(self, ev: LeaderAndIsrResponseReceived) -> list[Effect]:
-        """Replicas of a live broker in an offline log dir: OfflineReplica; their partitions get a
-        new leader or lose the replica from their ISR."""
-        b = self.brokers.get(ev.broker_id)
-        if b is None or b.epoch != ev.broker_epoch:
-            return []  # an answer of an earlier incarnation
-        tps = [
-            tp for tp in ev.storage_errors if tp[0] in self.topics and tp[0] not in self.deleting
-        ]
-        assignments = {tp: self.replicas(tp) for tp in tps}
-        # a partition with a write in flight is left for the broker's answer to the LeaderAndIsr
-        # that follows that write (it reports the same storage error again)
-        fresh = [
-            tp
-            for tp in newly_offline(ev.broker_id, tps, assignments, self.offline_replicas)
-            if tp not in self.writing
-        ]
-        if not fresh:
-            return []
-        log.warning(
-            "replicas on broker %d are in an offline log dir: %s",
-            ev.broker_id, ", ".join(f"{t}-{p}" for t, p in fresh),
-        )  # fmt: skip
-        for tp in fresh:
-            self.offline_replicas.setdefault(tp, set()).add(ev.broker_id)
-            replica_transition(self.replica_states, tp, ev.broker_id, R.OFFLINE)
-        proposals = offline_replica_proposals(
-            ev.broker_id,
-            fresh,
-            self.leadership,
-            assignments,
-            self.live - self.shutting_down,
-            self.offline_replicas,
-            self.unclean,
-        )
-        for tp, st in proposals.items():
-            if st.leader == NO_LEADER:
-                partition_transition(self.partition_states, tp, P.OFFLINE)
-        effects = self.write_states("elect", proposals)
-        unwritten = [tp for tp in fresh if tp not in proposals]
-        if unwritten:  # no leadership change, but every broker lists the replica as offline
-            effects.append(self.update_metadata(tuple(sorted(self.live)), unwritten))
-        return effects
