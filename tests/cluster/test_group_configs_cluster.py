@@ -54,13 +54,13 @@ def test_group_configs_in_zookeeper(zk_connect: str) -> None:
             two = GroupConfigManager({}, ZkGroupConfigStore(b))
             await one.load()
             await two.load()
-            seen = a.config_changes()
+            seen = a.configs.config_changes()
             assert await one.alter("g/1", _set({"share.auto.offset.reset": "earliest"})) == (
                 0,
                 None,
             )
-            fresh = sorted(a.config_changes() - seen)
-            assert a.config_change_entities(fresh) == ["groups/g%2F1"]
+            fresh = sorted(a.configs.config_changes() - seen)
+            assert a.configs.config_change_entities(fresh) == ["groups/g%2F1"]
             # the other broker's store is read on notification; its write keeps the first one's key
             await two.reload(["g/1"])
             assert two.overrides("g/1") == {"share.auto.offset.reset": "earliest"}
@@ -81,7 +81,7 @@ def test_group_configs_in_zookeeper(zk_connect: str) -> None:
             assert fresh_load.share_config("g/1").delivery_count_limit == 3
 
         asyncio.run(run())
-        config, version = a.group_config("g/1")
+        config, version = a.configs.group_config("g/1")
         assert version >= 2 and config["share.isolation.level"] == "read_committed"
         raw = KazooClient(hosts=zk_connect)
         raw.start(10)

@@ -105,7 +105,7 @@ def test_topics_and_partition_states_by_compare_and_set(zk_connect: str) -> None
             c.create_topic("orders", tid, {0: (1,)}, {})
         topic = c.topic("orders")
         assert topic is not None and topic.topic_id == tid and topic.partitions[1] == (2, 3, 1)
-        assert c.topic_config("orders") == {"retention.ms": "1000"}
+        assert c.configs.topic_config("orders") == {"retention.ms": "1000"}
         won = c.try_elect_controller(1)
         assert won is not None
         epoch, zkv = won
@@ -135,7 +135,7 @@ def test_topics_and_partition_states_by_compare_and_set(zk_connect: str) -> None
         assert (
             c.topic("orders") is None
             and c.topics_to_delete() == []
-            and c.topic_config("orders") == {}
+            and c.configs.topic_config("orders") == {}
         )
     finally:
         c.close()

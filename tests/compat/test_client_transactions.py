@@ -16,7 +16,8 @@ from kafkalite.client import (
     TopicPartition,
 )
 from kafkalite.client.config import PRODUCER, make_config
-from kafkalite.client.network import IOThread, NetworkClient
+from kafkalite.client.io_thread import IOThread
+from kafkalite.client.network import NetworkClient
 
 pytestmark = [pytest.mark.compat, pytest.mark.timeout(90)]
 END_TXN = 26

@@ -138,15 +138,15 @@ class ZkGroupConfigStore:
 
     def load_all(self) -> dict[str, dict[str, str]]:
         out: dict[str, dict[str, str]] = {}
-        for group_id in self.zk.group_config_ids():
-            out[group_id], _ = self.zk.group_config(group_id)
+        for group_id in self.zk.configs.group_config_ids():
+            out[group_id], _ = self.zk.configs.group_config(group_id)
         return out
 
     def read(self, group_id: str) -> tuple[dict[str, str], int]:
-        return self.zk.group_config(group_id)
+        return self.zk.configs.group_config(group_id)
 
     def write(self, group_id: str, config: dict[str, str], version: int) -> bool:
-        return self.zk.write_group_config(group_id, config, version)
+        return self.zk.configs.write_group_config(group_id, config, version)
 
 
 # -- the broker's view -------------------------------------------------------------------------------

@@ -145,7 +145,7 @@ class ZkBroker:
         )
         self._tasks.append(loop.create_task(self._isr_expiration(), name="isr-expiration"))
         self._tasks.append(loop.create_task(self._alter_partition_sender(), name="alter-partition"))
-        self._config_changes_seen = await asyncio.to_thread(self.zk.config_changes)
+        self._config_changes_seen = await asyncio.to_thread(self.zk.configs.config_changes)
         await asyncio.to_thread(
             self.zk.watch_children,
             zd.CONFIG_CHANGES,
@@ -292,7 +292,7 @@ class ZkBroker:
             self._spawn(self._apply_config_changes(fresh), "config-changes")
 
     async def _apply_config_changes(self, changes: list[str]) -> None:
-        entities = await asyncio.to_thread(self.zk.config_change_entities, changes)
+        entities = await asyncio.to_thread(self.zk.configs.config_change_entities, changes)
         topics: list[str] = []
         users: list[str] = []
         quota_entities = []
@@ -319,7 +319,7 @@ class ZkBroker:
             await self.server.group_configs.reload(groups)
         for topic in dict.fromkeys(topics):
             try:
-                cfg = await asyncio.to_thread(self.zk.topic_config, topic)
+                cfg = await asyncio.to_thread(self.zk.configs.topic_config, topic)
             except Exception as exc:
                 log.warning("cannot read the config of topic %s: %r", topic, exc)
                 continue
@@ -386,7 +386,7 @@ class ZkBroker:
         configs: dict[str, dict[str, str]] = {}
         for topic in new_topics:
             try:
-                configs[topic] = await asyncio.to_thread(self.zk.topic_config, topic)
+                configs[topic] = await asyncio.to_thread(self.zk.configs.topic_config, topic)
             except Exception as exc:
                 log.warning("cannot read the config of topic %s: %s", topic, exc)
         self.topic_configs.update(configs)

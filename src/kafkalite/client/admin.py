@@ -19,7 +19,8 @@ from kafkalite.client.admin_transactions import (
 )
 from kafkalite.client.config import ADMIN, make_config
 from kafkalite.client.errors import KafkaTimeoutError
-from kafkalite.client.network import IOThread, NetworkClient
+from kafkalite.client.io_thread import IOThread
+from kafkalite.client.network import NetworkClient
 from kafkalite.client.structs import OffsetAndMetadata, TopicPartition
 from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.messages.admin import (

@@ -10,8 +10,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkalite.client.coordinator import TRANSACTION_KEY, find_coordinator
 from kafkalite.client.errors import KafkaConnectionError, KafkaTimeoutError
+from kafkalite.client.find_coordinator import TRANSACTION_KEY, find_coordinator
 from kafkalite.client.network import NetworkClient
 from kafkalite.client.structs import TopicPartition
 from kafkalite.protocol.errors import KafkaError

@@ -20,7 +20,8 @@ from kafkalite.client.errors import (
     NoOffsetForPartitionError,
 )
 from kafkalite.client.fetcher import Fetcher
-from kafkalite.client.network import IOThread, NetworkClient
+from kafkalite.client.io_thread import IOThread
+from kafkalite.client.network import NetworkClient
 from kafkalite.client.serialization import make_deserializer
 from kafkalite.client.structs import (
     ConsumerGroupMetadata,

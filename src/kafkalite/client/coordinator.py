@@ -24,6 +24,12 @@ from kafkalite.client.errors import (
     KafkaTimeoutError,
     NoBrokersAvailable,
 )
+from kafkalite.client.find_coordinator import COORDINATOR_BASE, FIND_COORDINATOR
+from kafkalite.client.group_offsets import (
+    committed_offsets,
+    offset_commit_request,
+    offset_fetch_request,
+)
 from kafkalite.client.network import NetworkClient
 from kafkalite.client.structs import OffsetAndMetadata, TopicPartition
 from kafkalite.client.subscription import SubscriptionState
@@ -42,48 +48,16 @@ from kafkalite.protocol.messages.groups import (
     encode_assignment,
     encode_subscription,
 )
-from kafkalite.protocol.messages.offsets import OffsetCommitRequest, OffsetFetchRequest
 from kafkalite.protocol.schema import Request, Response
 
 _Resp = TypeVar("_Resp", bound=Response)
 
 log = logging.getLogger("kafkalite.client.coordinator")
-FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 10, 11, 12, 13, 14
-OFFSET_COMMIT, OFFSET_FETCH = 8, 9
-COORDINATOR_BASE = (
-    1 << 30
-)  # coordinator connections get their own node id (JoinGroup blocks a socket)
+JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
 _COORD_ERRORS = {E.COORDINATOR_NOT_AVAILABLE, E.NOT_COORDINATOR}
 _RESET_ERRORS = {E.UNKNOWN_MEMBER_ID, E.ILLEGAL_GENERATION, E.FENCED_INSTANCE_ID}
 SUBSCRIPTION_VERSION = 3
 ASSIGNMENT_VERSION = 1
-
-
-GROUP_KEY, TRANSACTION_KEY = 0, 1  # FindCoordinator key types
-
-
-async def find_coordinator(client: NetworkClient, key: str, key_type: int) -> int:
-    """One FindCoordinator for a group id (key type 0) or transactional id (1): the pseudo node id of the
-    coordinator's connection; KafkaError with the broker's code when it answers an error."""
-    req_cls = FindCoordinatorRequest
-    conn = await client.connection(client.least_loaded_node())
-    v = conn.version(FIND_COORDINATOR)
-    if key_type and v < 1:
-        raise KafkaError(
-            E.UNSUPPORTED_VERSION, "FindCoordinator v0 cannot find a transaction coordinator"
-        )
-    if v >= 4:
-        resp = await conn.send(req_cls(key_type=key_type, coordinator_keys=[key]), version=v)
-        c = resp.coordinators[0]
-        code, node_id, host, port = c.error_code, c.node_id, c.host, c.port
-    else:
-        resp = await conn.send(req_cls(key=key, key_type=key_type), version=v)
-        code, node_id, host, port = resp.error_code, resp.node_id, resp.host, resp.port
-    if code:
-        raise KafkaError(code, f"FindCoordinator({key!r}, key type {key_type})")
-    pseudo: int = COORDINATOR_BASE + node_id
-    client.extra_nodes[pseudo] = (host, port)
-    return pseudo
 
 
 class ConsumerCoordinator:
@@ -541,27 +515,13 @@ class ConsumerCoordinator:
     async def commit_offsets(self, offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
         if not offsets:
             return
-        req_cls = OffsetCommitRequest
-        by_topic: dict[str, list[Any]] = {}
-        for tp, om in offsets.items():
-            by_topic.setdefault(tp.topic, []).append(
-                req_cls.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
-                    partition_index=tp.partition,
-                    committed_offset=om.offset,
-                    committed_leader_epoch=om.leader_epoch,
-                    committed_metadata=om.metadata if om.metadata is not None else "",
-                )
-            )
         manual = self.subs.manual or self.generation < 0
-        req = req_cls(
-            group_id=self.group_id,
-            generation_id_or_member_epoch=-1 if manual else self.generation,
-            member_id="" if manual else self.member_id,
-            group_instance_id=None if manual else self.instance_id,
-            topics=[
-                req_cls.OffsetCommitRequestTopic(name=t, partitions=ps)
-                for t, ps in by_topic.items()
-            ],
+        req = offset_commit_request(
+            offsets,
+            self.group_id,
+            -1 if manual else self.generation,
+            "" if manual else self.member_id,
+            None if manual else self.instance_id,
         )
         resp = await self._send(req, version_cap=8)
         for t in resp.topics:
@@ -590,35 +550,13 @@ class ConsumerCoordinator:
     async def fetch_committed(
         self, partitions: list[TopicPartition]
     ) -> dict[TopicPartition, OffsetAndMetadata | None]:
-        req_cls = OffsetFetchRequest
-        by_topic: dict[str, list[int]] = {}
-        for tp in partitions:
-            by_topic.setdefault(tp.topic, []).append(tp.partition)
-        req = req_cls(
-            group_id=self.group_id,
-            topics=[
-                req_cls.OffsetFetchRequestTopic(name=t, partition_indexes=ps)
-                for t, ps in by_topic.items()
-            ],
-            require_stable=True,
-        )
+        req = offset_fetch_request(self.group_id, partitions)
         resp = await self._send(req, version_cap=7)
         if resp.error_code:
             if resp.error_code in _COORD_ERRORS:
                 self.mark_coordinator_dead()
             raise KafkaError(resp.error_code, "OffsetFetch")
-        out: dict[TopicPartition, OffsetAndMetadata | None] = {}
-        for t in resp.topics or []:
-            for p in t.partitions:
-                if p.error_code:
-                    raise KafkaError(p.error_code, f"OffsetFetch {t.name}-{p.partition_index}")
-                tp = TopicPartition(t.name, p.partition_index)
-                out[tp] = (
-                    None
-                    if p.committed_offset < 0
-                    else OffsetAndMetadata(p.committed_offset, p.metadata, p.committed_leader_epoch)
-                )
-        return out
+        return committed_offsets(resp)
 
     def call_with_retry(self, make: Callable[[], Any], deadline: float) -> Any:
         """Run a coordinator coroutine, rediscovering the coordinator on retriable errors until deadline."""

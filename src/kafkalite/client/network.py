@@ -1,18 +1,17 @@
 """NetworkClient: one asyncio connection per broker with ordered in-flight queues, version negotiation,
-request timeouts, reconnect backoff and metadata refresh; IOThread runs that loop behind the sync APIs.
+request timeouts, reconnect backoff and metadata refresh (client/io_thread.py runs that loop behind the
+sync APIs).
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import logging
 import random
 import socket
 import ssl
-import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal, TypeVar, cast, overload
 
 import kafkalite.protocol.messages  # noqa: F401  (registers every API)
@@ -25,6 +24,7 @@ from kafkalite.client.errors import (
     SslAuthenticationError,
     UnsupportedFeatureError,
 )
+from kafkalite.client.io_thread import IOThread
 from kafkalite.client.metadata import ClusterMetadata, merge_partial
 from kafkalite.client.security import sasl_authenticate, security_settings, tls_failure_reason
 from kafkalite.protocol.client_connection import ClientConnection, ProtocolError
@@ -41,77 +41,6 @@ API_VERSIONS = 18
 METADATA = 3
 BOOTSTRAP_BASE = -1000  # pseudo node ids for bootstrap servers: -1000, -1001, ...
 _Resp = TypeVar("_Resp", bound=Response)
-
-
-class IOThread:
-    """A daemon thread running an asyncio loop (uvloop when installed); the client's network thread."""
-
-    def __init__(self, name: str) -> None:
-        try:
-            import uvloop
-
-            self.loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
-        except ImportError:  # pragma: no cover
-            self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        self.loop.run_forever()
-
-    @property
-    def in_loop(self) -> bool:
-        return threading.current_thread() is self._thread
-
-    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)
-
-    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        """Run a coroutine on the loop and wait for it from the calling (non-loop) thread."""
-        if self.in_loop:
-            coro.close()
-            raise RuntimeError(
-                "blocking client call from the client's own I/O thread (a callback?)"
-            )
-        fut = self.submit(coro)
-        try:
-            return fut.result(timeout)
-        except concurrent.futures.TimeoutError:
-            fut.cancel()
-            raise KafkaTimeoutError(f"operation did not finish within {timeout} s") from None
-
-    def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
-        if self.loop.is_closed():
-            return
-        try:
-            self.loop.call_soon_threadsafe(fn, *args)
-        except RuntimeError:
-            pass
-
-    def stop(self, timeout: float = 5.0) -> None:
-        if self.loop.is_closed():
-            return
-
-        async def _cancel_all() -> None:
-            # a task being cancelled may start another (a connection's read loop): a few rounds, so
-            # the loop closes with nothing pending ("Task was destroyed but it is pending")
-            for _ in range(5):
-                tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-                if not tasks:
-                    return
-                for t in tasks:
-                    t.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
-
-        try:
-            self.submit(_cancel_all()).result(timeout)
-        except Exception:
-            pass
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(timeout)
-        if not self._thread.is_alive():
-            self.loop.close()
 
 
 class BrokerConnection:

@@ -12,13 +12,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkalite.client.config import ADMIN, honoured, make_config
-from kafkalite.client.coordinator import TRANSACTION_KEY, find_coordinator
 from kafkalite.client.errors import (
     KafkaConnectionError,
     KafkaTimeoutError,
     NoBrokersAvailable,
 )
-from kafkalite.client.network import IOThread, NetworkClient
+from kafkalite.client.find_coordinator import TRANSACTION_KEY, find_coordinator
+from kafkalite.client.io_thread import IOThread
+from kafkalite.client.network import NetworkClient
 from kafkalite.client.transaction_manager import END_TXN, fatal_error
 from kafkalite.protocol.errors import ErrorCode as E
 from kafkalite.protocol.errors import KafkaError

@@ -14,7 +14,8 @@ from kafkalite.client.accumulator import RECORD_OVERHEAD, RecordAccumulator
 from kafkalite.client.config import PRODUCER, make_config, normalize_key
 from kafkalite.client.errors import IllegalStateError, KafkaTimeoutError
 from kafkalite.client.futures import FutureRecordMetadata, RecordMetadata, _RecordFuture
-from kafkalite.client.network import IOThread, NetworkClient
+from kafkalite.client.io_thread import IOThread
+from kafkalite.client.network import NetworkClient
 from kafkalite.client.partitioner import (
     DefaultPartitioner,
     UniformStickyPartitioner,

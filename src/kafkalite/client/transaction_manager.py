@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from kafkalite.client.accumulator import RecordAccumulator
-from kafkalite.client.coordinator import GROUP_KEY, TRANSACTION_KEY, find_coordinator
 from kafkalite.client.errors import (
     CommitFailedError,
     FatalProducerError,
@@ -26,6 +25,7 @@ from kafkalite.client.errors import (
     TransactionAbortedError,
     TransactionalIdAuthorizationError,
 )
+from kafkalite.client.find_coordinator import GROUP_KEY, TRANSACTION_KEY, find_coordinator
 from kafkalite.client.network import NetworkClient
 from kafkalite.client.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
 from kafkalite.protocol.errors import ErrorCode as E

@@ -1,3 +1,3 @@
-"""Placeholder package; see ARCHITECTURE.md for what it owns.
-
-Filled in by its own issue."""
+"""The cluster layer: ReplicaManager and Partition (the one door to logs), follower fetchers, the broker-to-broker
+channel, the metadata cache and store (a local file or ZooKeeper), and the controller with its state tables.
+"""

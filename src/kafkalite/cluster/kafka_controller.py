@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import itertools
 import logging
-import uuid
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -36,7 +35,6 @@ from kafkalite.cluster.controller.machine import (
     LeaderElectionRequested,
     LeaderImbalanceCheck,
     LegacyReassignmentRequested,
-    PartitionInfo,
     PartitionStatesReloaded,
     PartitionStatesWritten,
     ReadPartitionStates,
@@ -58,22 +56,25 @@ from kafkalite.cluster.controller.machine import (
 )
 from kafkalite.cluster.controller.reassignment import ReplicaAssignment
 from kafkalite.cluster.controller.states import LeaderIsr
-from kafkalite.cluster.metadata_cache import SECURITY_PROTOCOL_IDS as _PROTOCOL_IDS
-from kafkalite.cluster.metadata_cache import ListenerEndpoint
+from kafkalite.cluster.controller_requests import (
+    LEADER_AND_ISR_VERSION,
+    STOP_REPLICA_VERSION,
+    UPDATE_METADATA_VERSION,
+    broker_epoch,
+    leader_and_isr_request,
+    stop_replica_request,
+    storage_errors,
+    update_metadata_request,
+)
 from kafkalite.cluster.zk import ControllerMovedError, KafkaZkClient, ZkError, asyncio_callback
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.cluster import (
     LeaderAndIsrRequest,
-    StopReplicaRequest,
-    UpdateMetadataRequest,
 )
 
 log = logging.getLogger("kafkalite.cluster.controller")
 
 TopicPartition = tuple[str, int]
-LEADER_AND_ISR_VERSION = 6
-UPDATE_METADATA_VERSION = 7
-STOP_REPLICA_VERSION = 3
 REPLY_TIMEOUT_S = 30.0
 
 _ELECT = "elect"
@@ -357,7 +358,9 @@ class KafkaController:
         loop = asyncio.get_running_loop()
         for name in topics:
             if name not in self.topic_configs:
-                self.topic_configs[name] = await asyncio.to_thread(self.zk.topic_config, name)
+                self.topic_configs[name] = await asyncio.to_thread(
+                    self.zk.configs.topic_config, name
+                )
             if name not in self._topic_watches:
                 # new partitions of an existing topic change its znode's data, not the children
                 self._topic_watches.add(name)
@@ -499,17 +502,28 @@ class KafkaController:
             ):
                 self._resolve(eff.request_id, eff)
             elif isinstance(eff, SendLeaderAndIsr):
-                self._post(eff.broker_id, self._leader_and_isr(eff), LEADER_AND_ISR_VERSION)
+                self._post(
+                    eff.broker_id,
+                    leader_and_isr_request(self.machine, self.broker_id, eff),
+                    LEADER_AND_ISR_VERSION,
+                )
             elif isinstance(eff, SendUpdateMetadata):
                 for b in eff.broker_ids:
-                    self._post(b, self._update_metadata(eff, b), UPDATE_METADATA_VERSION)
+                    self._post(
+                        b,
+                        update_metadata_request(self.machine, self.broker_id, eff, b),
+                        UPDATE_METADATA_VERSION,
+                    )
             elif isinstance(eff, SendStopReplica):
-                self._post(eff.broker_id, self._stop_replica(eff), STOP_REPLICA_VERSION)
+                self._post(
+                    eff.broker_id,
+                    stop_replica_request(self.machine, self.broker_id, eff),
+                    STOP_REPLICA_VERSION,
+                )
             queue.extendleft(reversed(follow))
 
     def _broker_epoch(self, broker_id: int) -> int:
-        b = self.machine.brokers.get(broker_id)
-        return b.epoch if b is not None else -1
+        return broker_epoch(self.machine, broker_id)
 
     def _post(self, broker_id: int, request: Any, version: int) -> None:
         """Queue a request for one broker; a sender per broker keeps them in order."""
@@ -541,7 +555,7 @@ class KafkaController:
                             broker_id, type(request).__name__, ErrorCode.name_of(resp.error_code),
                         )  # fmt: skip
                     elif isinstance(request, LeaderAndIsrRequest):
-                        offline = _storage_errors(request, resp)
+                        offline = storage_errors(request, resp)
                         if offline:  # replicas in a failed log dir (Kafka's replicasOnOfflineDirs)
                             self._queue.put_nowait(
                                 LeaderAndIsrResponseReceived(broker_id, epoch, offline)
@@ -555,137 +569,3 @@ class KafkaController:
                             type(request).__name__, broker_id, attempt, exc,
                         )  # fmt: skip
                     await asyncio.sleep(min(0.2 * attempt, 2.0))
-
-    # -- request builders ---------------------------------------------------------------------------------
-    def _leader_and_isr(self, eff: SendLeaderAndIsr) -> Any:
-        R = LeaderAndIsrRequest
-        P = R.LeaderAndIsrPartitionState
-        by_topic: dict[str, list[Any]] = {}
-        leaders: set[int] = set()
-        for (topic, part), info in sorted(eff.partitions.items()):
-            moving = self.machine.assignment((topic, part))
-            by_topic.setdefault(topic, []).append(
-                P(
-                    partition_index=part,
-                    controller_epoch=eff.controller_epoch,
-                    leader=info.state.leader,
-                    leader_epoch=info.state.leader_epoch,
-                    isr=list(info.state.isr),
-                    partition_epoch=info.state.partition_epoch,
-                    replicas=list(info.replicas),
-                    adding_replicas=list(moving.adding),
-                    removing_replicas=list(moving.removing),
-                    is_new=info.is_new,
-                    leader_recovery_state=0,
-                )
-            )
-            if info.state.leader >= 0:
-                leaders.add(info.state.leader)
-        return R(
-            controller_id=self.broker_id,
-            controller_epoch=eff.controller_epoch,
-            broker_epoch=self._broker_epoch(eff.broker_id),
-            type=0,
-            topic_states=[
-                R.LeaderAndIsrTopicState(
-                    topic_name=t,
-                    topic_id=eff.topic_ids.get(t, uuid.UUID(int=0)),
-                    partition_states=ps,
-                )
-                for t, ps in by_topic.items()
-            ],
-            live_leaders=[
-                R.LeaderAndIsrLiveLeader(broker_id=b.broker_id, host_name=b.host, port=b.port)
-                for b in self.machine.brokers.values()
-                if b.broker_id in leaders
-            ],
-        )
-
-    def _update_metadata(self, eff: SendUpdateMetadata, to: int) -> Any:
-        R = UpdateMetadataRequest
-        P = R.UpdateMetadataPartitionState
-        B = R.UpdateMetadataBroker
-        by_topic: dict[str, list[Any]] = {}
-        for (topic, part), info in sorted(eff.partitions.items()):
-            by_topic.setdefault(topic, []).append(
-                _um_partition(P, part, eff.controller_epoch, info)
-            )
-        return R(
-            controller_id=self.broker_id,
-            controller_epoch=eff.controller_epoch,
-            broker_epoch=self._broker_epoch(to),
-            topic_states=[
-                R.UpdateMetadataTopicState(
-                    topic_name=t,
-                    topic_id=eff.topic_ids.get(t, uuid.UUID(int=0)),
-                    partition_states=ps,
-                )
-                for t, ps in by_topic.items()
-            ],
-            live_brokers=[
-                B(
-                    id=b.broker_id,
-                    endpoints=[
-                        B.UpdateMetadataEndpoint(
-                            port=ep.port,
-                            host=ep.host,
-                            listener=ep.listener,
-                            security_protocol=_PROTOCOL_IDS.get(ep.security_protocol, 0),
-                        )
-                        for ep in (
-                            b.listeners
-                            or (ListenerEndpoint("PLAINTEXT", b.host, b.port, "PLAINTEXT"),)
-                        )
-                    ],
-                    rack=b.rack,
-                )
-                for b in eff.brokers
-            ],
-        )
-
-    def _stop_replica(self, eff: SendStopReplica) -> Any:
-        R = StopReplicaRequest
-        by_topic: dict[str, list[Any]] = {}
-        for topic, part in eff.partitions:
-            st = self.machine.leadership.get((topic, part))
-            by_topic.setdefault(topic, []).append(
-                R.StopReplicaTopicState.StopReplicaPartitionState(
-                    partition_index=part,
-                    leader_epoch=st.leader_epoch if st is not None else -1,
-                    delete_partition=eff.delete,
-                )
-            )
-        return R(
-            controller_id=self.broker_id,
-            controller_epoch=eff.controller_epoch,
-            broker_epoch=self._broker_epoch(eff.broker_id),
-            topic_states=[
-                R.StopReplicaTopicState(topic_name=t, partition_states=ps)
-                for t, ps in by_topic.items()
-            ],
-        )
-
-
-def _um_partition(cls: Any, part: int, controller_epoch: int, info: PartitionInfo) -> Any:
-    return cls(
-        partition_index=part,
-        controller_epoch=controller_epoch,
-        leader=info.state.leader,
-        leader_epoch=info.state.leader_epoch,
-        isr=list(info.state.isr),
-        zk_version=info.state.partition_epoch,
-        replicas=list(info.replicas),
-        offline_replicas=list(info.offline),
-    )
-
-
-def _storage_errors(request: Any, response: Any) -> frozenset[TopicPartition]:
-    """The partitions a LeaderAndIsr (v5+: topics by id) response answers KAFKA_STORAGE_ERROR."""
-    names = {t.topic_id: t.topic_name for t in request.topic_states}
-    out: set[TopicPartition] = set()
-    for t in response.topics or ():
-        name = names.get(t.topic_id)
-        for pe in t.partition_errors:
-            if name is not None and pe.error_code == ErrorCode.KAFKA_STORAGE_ERROR:
-                out.add((name, pe.partition_index))
-    return frozenset(out)

@@ -1,6 +1,7 @@
 """KafkaZkClient: kazoo against a real ZooKeeper in Kafka's layout — cluster id, ephemeral broker
 registration (its czxid is the broker epoch), controller election with a bumped controller epoch,
-topics, partition states updated by compare-and-set on the znode version, configs, deletions, watches.
+topics, partition states updated by compare-and-set on the znode version, deletions, watches; the
+/config znodes (zk_configs.ZkConfigs) and ACLs (zk_acls.ZkAcls) through its `configs` and `acls`.
 
 Synchronous (kazoo's API): the broker calls it through asyncio.to_thread; watch callbacks run on
 kazoo's thread and are hopped onto the event loop with `asyncio_callback`.
@@ -24,12 +25,11 @@ from kazoo.exceptions import (
 )
 from kazoo.handlers.threading import KazooTimeoutError
 
-from kafkalite.cluster import acl_data as ad
 from kafkalite.cluster import zk_data as zd
 from kafkalite.cluster.metadata import new_cluster_id
 from kafkalite.cluster.metadata_cache import ListenerEndpoint
-from kafkalite.security.acl import AccessControlEntry, PatternType, ResourcePattern
-from kafkalite.security.quota import QuotaEntity
+from kafkalite.cluster.zk_acls import ZkAcls
+from kafkalite.cluster.zk_configs import ZkConfigs, znode_children
 
 log = logging.getLogger("kafkalite.cluster.zk")
 
@@ -116,6 +116,16 @@ class KafkaZkClient:
     @property
     def connected(self) -> bool:
         return bool(self.zk.connected)
+
+    @property
+    def configs(self) -> ZkConfigs:
+        """The /config znodes (topic, user, client, ip and group configs) and their notifications."""
+        return ZkConfigs(self.zk)
+
+    @property
+    def acls(self) -> ZkAcls:
+        """The ACL znodes and their change notifications."""
+        return ZkAcls(self.zk)
 
     def add_session_listener(self, fn: Callable[[str], None]) -> None:
         """`fn("connected" | "suspended" | "lost")` on every session state change (kazoo's thread);
@@ -420,27 +430,6 @@ class KafkaZkClient:
         if isinstance(res[1], Exception) and not isinstance(res[1], NoNodeError):
             raise ZkError(f"cannot delete {zd.PREFERRED_REPLICA_ELECTION}: {res[1]!r}")
 
-    def topic_config(self, name: str) -> dict[str, str]:
-        path = zd.topic_config_path(name)
-        try:
-            data, _ = self.zk.get(path)
-        except NoNodeError:
-            return {}
-        return zd.decode_config(path, data)
-
-    def set_topic_config(self, name: str, config: dict[str, str]) -> None:
-        path = zd.topic_config_path(name)
-        try:
-            self.zk.set(path, zd.encode_config(config))
-        except NoNodeError:
-            self.zk.create(path, zd.encode_config(config), makepath=True)
-        self.zk.create(
-            f"{zd.CONFIG_CHANGES}/config_change_",
-            zd.encode_config_change(f"topics/{name}"),
-            sequence=True,
-            makepath=True,
-        )
-
     # -- log dir failures ------------------------------------------------------------------------------
     def write_log_dir_event(self, broker_id: int) -> None:
         """A log dir of this broker failed: tell the controller (a sequential notification)."""
@@ -455,7 +444,7 @@ class KafkaZkClient:
         """Read and delete every log dir event notification: the brokers they name (the
         controller's, as Kafka's handles them)."""
         brokers: set[int] = set()
-        for name in self._children(zd.LOG_DIR_EVENT_NOTIFICATION):
+        for name in znode_children(self.zk, zd.LOG_DIR_EVENT_NOTIFICATION):
             path = f"{zd.LOG_DIR_EVENT_NOTIFICATION}/{name}"
             try:
                 data, _ = self.zk.get(path)
@@ -469,111 +458,6 @@ class KafkaZkClient:
             except NoNodeError:
                 pass
         return brokers
-
-    def config_changes(self) -> set[str]:
-        """The names of the /config/changes notifications present now."""
-        try:
-            return set(self.zk.get_children(zd.CONFIG_CHANGES))
-        except NoNodeError:
-            return set()
-
-    def config_change_entities(self, changes: list[str]) -> list[str]:
-        """The entity paths ("topics/<t>", "users/<u>", ...) these /config/changes notifications name."""
-        out: list[str] = []
-        for name in changes:
-            path = f"{zd.CONFIG_CHANGES}/{name}"
-            try:
-                data, _ = self.zk.get(path)
-                out.append(zd.decode_config_change(path, data))
-            except NoNodeError:
-                continue
-            except zd.ZkDataError as exc:
-                log.warning("ignoring config change: %s", exc)
-        return out
-
-    # -- /config/users/<user> (SCRAM credentials, as kafka-configs --entity-type users writes them)
-    def user_names(self) -> list[str]:
-        try:
-            return [zd.desanitize_entity_name(c) for c in self.zk.get_children(zd.CONFIG_USERS)]
-        except NoNodeError:
-            return []
-
-    def user_config(self, user: str) -> tuple[dict[str, str], int]:
-        """The config of a user and its znode version (-1: no znode)."""
-        return self.entity_config(zd.user_config_path(user))
-
-    def write_user_config(self, user: str, config: dict[str, str], version: int) -> bool:
-        """Compare-and-set of /config/users/<user> (version -1: create), then the change
-        notification every broker watches; False when another writer got there first."""
-        path = zd.user_config_path(user)
-        return self.write_entity_config(path, path.removeprefix("/config/"), config, version)
-
-    def entity_config(self, path: str) -> tuple[dict[str, str], int]:
-        """The config under a /config/... entity znode and its version (-1: no znode)."""
-        try:
-            data, stat = self.zk.get(path)
-        except NoNodeError:
-            return {}, -1
-        return zd.decode_config(path, data), stat.version
-
-    def write_entity_config(
-        self, path: str, entity_path: str, config: dict[str, str], version: int
-    ) -> bool:
-        """Compare-and-set of an entity's config znode (version -1: create), then the
-        /config/changes notification naming `entity_path`; False when another writer won."""
-        try:
-            if version < 0:
-                self.zk.create(path, zd.encode_config(config), makepath=True)
-            else:
-                self.zk.set(path, zd.encode_config(config), version=version)
-        except (NodeExistsError, BadVersionError):
-            return False
-        self.zk.create(
-            f"{zd.CONFIG_CHANGES}/config_change_",
-            zd.encode_config_change(entity_path),
-            sequence=True,
-            makepath=True,
-        )
-        return True
-
-    # -- per-group configs: /config/groups/<group id>
-    def group_config_ids(self) -> list[str]:
-        """The groups that have a config znode."""
-        try:
-            return [zd.desanitize_entity_name(c) for c in self.zk.get_children(zd.CONFIG_GROUPS)]
-        except NoNodeError:
-            return []
-
-    def group_config(self, group_id: str) -> tuple[dict[str, str], int]:
-        """A group's configs and the znode's version (-1: no znode)."""
-        return self.entity_config(zd.group_config_path(group_id))
-
-    def write_group_config(self, group_id: str, config: dict[str, str], version: int) -> bool:
-        """Compare-and-set of /config/groups/<group id> (version -1: create), then the change
-        notification every broker watches; False when another writer got there first."""
-        path = zd.group_config_path(group_id)
-        return self.write_entity_config(path, zd.group_entity_path(group_id), config, version)
-
-    # -- client quotas: /config/users/<u>[/clients/<c>], /config/clients/<c>, /config/ips/<ip>
-    def _children(self, path: str) -> list[str]:
-        try:
-            return list(self.zk.get_children(path))
-        except NoNodeError:
-            return []
-
-    def quota_entities(self) -> list[QuotaEntity]:
-        """Every entity znode that may hold quotas (some hold only SCRAM credentials)."""
-        out: list[QuotaEntity] = []
-        for u in self._children(zd.CONFIG_USERS):
-            user = zd.desanitize_entity_name(u)
-            out.append(QuotaEntity(user, None))
-            for c in self._children(f"{zd.CONFIG_USERS}/{u}/clients"):
-                out.append(QuotaEntity(user, zd.desanitize_entity_name(c)))
-        for c in self._children(zd.CONFIG_CLIENTS):
-            out.append(QuotaEntity(None, zd.desanitize_entity_name(c)))
-        for ip in self._children(zd.CONFIG_IPS):
-            out.append(QuotaEntity(ip=zd.desanitize_entity_name(ip)))
-        return out
 
     def mark_topic_for_deletion(self, name: str) -> None:
         try:
@@ -649,84 +533,6 @@ class KafkaZkClient:
                 "became controller; this one steps down"
             )
         return done, failed
-
-    # -- ACLs (AclAuthorizer's ZooKeeper layout) ---------------------------------------------------------
-    def acl_patterns(self) -> list[ResourcePattern]:
-        """Every resource pattern that has a znode under /kafka-acl or /kafka-acl-extended/prefixed."""
-        out: list[ResourcePattern] = []
-        for pattern_type in (PatternType.LITERAL, PatternType.PREFIXED):
-            root = ad.pattern_root(pattern_type)
-            for resource_type in ad.STORED_RESOURCE_TYPES:
-                try:
-                    names = self.zk.get_children(f"{root}/{ad.camel(resource_type.name)}")
-                except NoNodeError:
-                    continue
-                out.extend(ResourcePattern(resource_type, n, pattern_type) for n in names)
-        return out
-
-    def read_acls(self, pattern: ResourcePattern) -> tuple[set[AccessControlEntry], int]:
-        """The entries of one pattern and its znode version (-1: no znode)."""
-        path = ad.resource_path(pattern)
-        try:
-            data, stat = self.zk.get(path)
-        except NoNodeError:
-            return set(), -1
-        return ad.decode_acls(path, data), int(stat.version)
-
-    def write_acls(
-        self, pattern: ResourcePattern, entries: set[AccessControlEntry], version: int
-    ) -> bool:
-        """Compare-and-set of one pattern's znode (created at version -1, deleted when `entries` is
-        empty); False when another writer got there first. A change notification follows a write."""
-        path = ad.resource_path(pattern)
-        try:
-            if not entries:
-                if version >= 0:
-                    self.zk.delete(path, version=version)
-            elif version < 0:
-                self.zk.create(path, ad.encode_acls(entries), makepath=True)
-            else:
-                self.zk.set(path, ad.encode_acls(entries), version=version)
-        except (BadVersionError, NodeExistsError, NoNodeError):
-            return False
-        self.zk.create(
-            f"{ad.change_path(pattern.pattern_type)}/{ad.CHANGE_PREFIX}",
-            ad.encode_change(pattern),
-            sequence=True,
-            makepath=True,
-        )
-        return True
-
-    def acl_changes(self, pattern_type: PatternType, names: list[str]) -> list[ResourcePattern]:
-        """The patterns these notifications (children of the change path) name; vanished or
-        unreadable notifications are skipped."""
-        out: list[ResourcePattern] = []
-        root = ad.change_path(pattern_type)
-        for name in names:
-            try:
-                data, _ = self.zk.get(f"{root}/{name}")
-                out.append(ad.decode_change(pattern_type, data))
-            except NoNodeError:
-                continue
-            except (ad.AclDataError, ValueError) as exc:
-                log.warning("ignoring ACL change %s/%s: %s", root, name, exc)
-        return out
-
-    def purge_acl_changes(self, pattern_type: PatternType, older_than_ms: int) -> None:
-        """Delete notifications older than `older_than_ms` (Kafka keeps them 15 minutes)."""
-        root = ad.change_path(pattern_type)
-        cutoff = time.time() * 1000 - older_than_ms
-        try:
-            names = self.zk.get_children(root)
-        except NoNodeError:
-            return
-        for name in names:
-            try:
-                stat = self.zk.exists(f"{root}/{name}")
-                if stat is not None and stat.ctime < cutoff:
-                    self.zk.delete(f"{root}/{name}")
-            except NoNodeError:
-                continue
 
     # -- watches ---------------------------------------------------------------------------------------------
     def watch_children(self, path: str, fn: Callable[[list[str]], None]) -> None:

@@ -36,7 +36,7 @@ class ZkMetadataStore:
 
     def topics(self) -> list[TopicInfo]:
         return [
-            TopicInfo(name, a.topic_id, len(a.partitions), self.zk.topic_config(name))
+            TopicInfo(name, a.topic_id, len(a.partitions), self.zk.configs.topic_config(name))
             for name, a in sorted(self.zk.topics().items())
         ]
 
@@ -44,7 +44,7 @@ class ZkMetadataStore:
         a = self.zk.topic(name)
         if a is None:
             return None
-        return TopicInfo(name, a.topic_id, len(a.partitions), self.zk.topic_config(name))
+        return TopicInfo(name, a.topic_id, len(a.partitions), self.zk.configs.topic_config(name))
 
     def by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
         for info in self.topics():
@@ -139,21 +139,21 @@ class ZkMetadataStore:
             self.zk.set_topic_assignment(name, a.topic_id, {**a.partitions, **added}, a.version)
         except ZkError as exc:
             raise MetadataError(str(exc)) from None
-        return TopicInfo(name, a.topic_id, count, self.zk.topic_config(name))
+        return TopicInfo(name, a.topic_id, count, self.zk.configs.topic_config(name))
 
     def set_configs(self, name: str, configs: dict[str, str]) -> TopicInfo:
         a = self.zk.topic(name)
         if a is None:
             raise MetadataError(f"Topic '{name}' does not exist")
-        self.zk.set_topic_config(name, dict(configs))
+        self.zk.configs.set_topic_config(name, dict(configs))
         return TopicInfo(name, a.topic_id, len(a.partitions), dict(configs))
 
     # -- ACLs: one znode per resource pattern, compare-and-set, then a change notification
     def acls(self) -> list[AclBinding]:
         out: list[AclBinding] = []
-        for pattern in self.zk.acl_patterns():
+        for pattern in self.zk.acls.acl_patterns():
             try:
-                entries, _ = self.zk.read_acls(pattern)
+                entries, _ = self.zk.acls.read_acls(pattern)
             except (ad.AclDataError, ZkDataError) as exc:
                 log.error("ignoring unreadable ACLs of %s: %s", pattern, exc)
                 continue
@@ -161,7 +161,7 @@ class ZkMetadataStore:
         return out
 
     def acls_of(self, pattern: ResourcePattern) -> set[AccessControlEntry]:
-        return self.zk.read_acls(pattern)[0]
+        return self.zk.acls.read_acls(pattern)[0]
 
     def update_acls(
         self,
@@ -170,11 +170,11 @@ class ZkMetadataStore:
         remove: Collection[AccessControlEntry] = (),
     ) -> set[AccessControlEntry]:
         while True:
-            current, version = self.zk.read_acls(pattern)
+            current, version = self.zk.acls.read_acls(pattern)
             entries = (current | set(add)) - set(remove)
             if entries == current:
                 return entries
-            if self.zk.write_acls(pattern, entries, version):
+            if self.zk.acls.write_acls(pattern, entries, version):
                 return entries
 
     def watch_acl_changes(self, fn: Callable[[list[ResourcePattern]], None]) -> None:
@@ -192,26 +192,26 @@ class ZkMetadataStore:
             nonlocal seen
             if seen is None:
                 seen = set(children)
-                self.zk.purge_acl_changes(pattern_type, ACL_CHANGE_RETENTION_MS)
+                self.zk.acls.purge_acl_changes(pattern_type, ACL_CHANGE_RETENTION_MS)
                 return
             fresh = sorted(c for c in children if c not in seen)
             seen = set(children)
             if fresh:
-                fn(self.zk.acl_changes(pattern_type, fresh))
+                fn(self.zk.acls.acl_changes(pattern_type, fresh))
 
         self.zk.watch_children(ad.change_path(pattern_type), on_children)
 
     # -- SCRAM credentials: /config/users/<user>, one config key per mechanism, as Kafka writes them
     def scram_credentials(self) -> dict[str, dict[str, ScramCredential]]:
         out: dict[str, dict[str, ScramCredential]] = {}
-        for user in self.zk.user_names():
+        for user in self.zk.configs.user_names():
             creds = self.user_scram_credentials(user)
             if creds:
                 out[user] = creds
         return out
 
     def user_scram_credentials(self, user: str) -> dict[str, ScramCredential]:
-        config, _ = self.zk.user_config(user)
+        config, _ = self.zk.configs.user_config(user)
         out: dict[str, ScramCredential] = {}
         for mech in SCRAM_MECHANISMS:
             text = config.get(mech)
@@ -230,17 +230,17 @@ class ZkMetadataStore:
         delete: Collection[str] = (),
     ) -> dict[str, ScramCredential]:
         while True:  # compare-and-set: keeps other keys of the user's config (quotas)
-            config, version = self.zk.user_config(user)
+            config, version = self.zk.configs.user_config(user)
             for mech in delete:
                 config.pop(mech, None)
             config.update({m: c.to_config_string() for m, c in upsert.items()})
-            if self.zk.write_user_config(user, config, version):
+            if self.zk.configs.write_user_config(user, config, version):
                 return {m: c for m, c in self.user_scram_credentials(user).items()}
 
     # -- client quotas: Kafka's entity znodes, the quota keys beside any SCRAM credentials
     def client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:
         out: dict[QuotaEntity, dict[str, float]] = {}
-        for entity in self.zk.quota_entities():
+        for entity in self.zk.configs.quota_entities():
             values = self.entity_client_quotas(entity)
             if values:
                 out[entity] = values
@@ -248,7 +248,7 @@ class ZkMetadataStore:
 
     def entity_client_quotas(self, entity: QuotaEntity) -> dict[str, float]:
         path = zk_data.quota_entity_config_path(entity)
-        config, _ = self.zk.entity_config(path)
+        config, _ = self.zk.configs.entity_config(path)
         try:
             return quotas_from_config(config)
         except QuotaDataError as exc:
@@ -260,7 +260,9 @@ class ZkMetadataStore:
     ) -> dict[str, float]:
         path = zk_data.quota_entity_config_path(entity)
         while True:  # compare-and-set: keeps the entity's other keys (SCRAM credentials)
-            config, version = self.zk.entity_config(path)
+            config, version = self.zk.configs.entity_config(path)
             new = apply_quota_changes(config, upsert, remove)
-            if self.zk.write_entity_config(path, zk_data.quota_entity_path(entity), new, version):
+            if self.zk.configs.write_entity_config(
+                path, zk_data.quota_entity_path(entity), new, version
+            ):
                 return quotas_from_config(new)

@@ -12,11 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkalite.coordinator.consumer_group import (
+    MemberState,
+)
+from kafkalite.coordinator.consumer_group_types import (
     Assignment,
     ConsumerGroupRecord,
     CurrentAssignmentRecord,
     GroupEpochRecord,
-    MemberState,
     MemberSubscription,
     MemberSubscriptionRecord,
     TargetAssignmentEpochRecord,

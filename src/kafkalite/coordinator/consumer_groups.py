@@ -17,11 +17,13 @@ from kafkalite.coordinator import records as rec
 from kafkalite.coordinator.consumer_assignors import SubscribedTopic
 from kafkalite.coordinator.consumer_group import (
     ConsumerGroup,
-    GroupEpochRecord,
     HeartbeatRequest,
     HeartbeatResult,
 )
 from kafkalite.coordinator.consumer_group_records import to_coordinator_record
+from kafkalite.coordinator.consumer_group_types import (
+    GroupEpochRecord,
+)
 from kafkalite.coordinator.deferred import Deferred
 from kafkalite.coordinator.group import GroupMetadata
 from kafkalite.coordinator.runtime import CoordinatorRuntime, group_store_error

@@ -17,8 +17,10 @@ from kafkalite.coordinator import consumer_group_records as cgr
 from kafkalite.coordinator import records as rec
 from kafkalite.coordinator.consumer_group import (
     ConsumerGroup,
-    ConsumerGroupRecord,
     GroupConfig,
+)
+from kafkalite.coordinator.consumer_group_types import (
+    ConsumerGroupRecord,
     GroupEpochRecord,
     TargetAssignmentEpochRecord,
 )

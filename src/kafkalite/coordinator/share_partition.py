@@ -13,121 +13,30 @@ loads it back.
 
 from __future__ import annotations
 
-import enum
 import heapq
 import operator
 import uuid
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
+from kafkalite.coordinator.share_partition_types import (
+    REASON_DELIVERY_COUNT_EXCEEDED,
+    REASON_REJECTED,
+    AckBatch,
+    AcknowledgeType,
+    AckResult,
+    AcquiredRange,
+    DeadLetter,
+    InFlightRecord,
+    InFlightRun,
+    RecordState,
+    SharePartitionConfig,
+    StateBatch,
+)
 from kafkalite.protocol.errors import ErrorCode
-
-REASON_REJECTED = "REJECTED"
-REASON_DELIVERY_COUNT_EXCEEDED = "DELIVERY_COUNT_EXCEEDED"
-
-
-class RecordState(enum.IntEnum):
-    """Kafka's RecordState ids, which are also the persisted ids."""
-
-    AVAILABLE = 0
-    ACQUIRED = 1
-    ACKNOWLEDGED = 2
-    ARCHIVED = 4
-
-
-class AcknowledgeType(enum.IntEnum):
-    GAP = 0
-    ACCEPT = 1
-    RELEASE = 2
-    REJECT = 3
-    RENEW = 4  # KIP-1222: extend the acquisition lock, keep the record
-
 
 _DONE = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
 _ACK_TYPES = frozenset(int(t) for t in AcknowledgeType)
-
-
-@dataclass(frozen=True, slots=True)
-class SharePartitionConfig:
-    lock_duration_ms: int = 30_000
-    delivery_count_limit: int = 5
-    max_in_flight: int = 2000
-
-
-@dataclass(frozen=True, slots=True)
-class StateBatch:
-    """A persisted run of offsets sharing one state and one delivery count."""
-
-    first_offset: int
-    last_offset: int
-    delivery_state: int
-    delivery_count: int
-
-
-@dataclass(frozen=True, slots=True)
-class AcquiredRange:
-    first_offset: int
-    last_offset: int
-    delivery_count: int
-
-
-@dataclass(frozen=True, slots=True)
-class AckBatch:
-    """`types` holds one type for the whole range, or one per offset."""
-
-    first_offset: int
-    last_offset: int
-    types: tuple[int, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class AckResult:
-    error: ErrorCode
-    message: str | None = None
-    changed: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class DeadLetter:
-    offset: int
-    delivery_count: int
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class InFlightRecord:
-    """A read-only copy of one in-flight record."""
-
-    state: RecordState
-    delivery_count: int
-    member_id: str | None
-    lock_deadline_ms: int | None
-
-
-class _Run:
-    """In-flight offsets `first`..`last` (no hole between them) that share a state, a delivery
-    count and, while ACQUIRED, a member and a lock deadline."""
-
-    __slots__ = ("count", "deadline", "first", "last", "member", "state")
-
-    def __init__(
-        self,
-        first: int,
-        last: int,
-        state: RecordState,
-        count: int,
-        member: str | None = None,
-        deadline: int | None = None,
-    ) -> None:
-        self.first = first
-        self.last = last
-        self.state = state
-        self.count = count
-        self.member = member
-        self.deadline = deadline
-
-
 _FIRST = operator.attrgetter("first")
 _AVAILABLE = RecordState.AVAILABLE
 _ACQUIRED = RecordState.ACQUIRED
@@ -158,7 +67,7 @@ class SharePartition:
         self.end_offset = start_offset
         self.changes = 0  # bumped by every change to the persisted view
         self._persisted_changes = 0
-        self._runs: list[_Run] = []  # ascending, disjoint, from the start offset on
+        self._runs: list[InFlightRun] = []  # ascending, disjoint, from the start offset on
         self._open = 0  # records in _runs that are AVAILABLE or ACQUIRED
         self._done = 0  # records in _runs that are ACKNOWLEDGED or ARCHIVED
         self._held: dict[str, int] = {}  # member id -> number of records it holds
@@ -193,7 +102,7 @@ class SharePartition:
                 self._done -= run.last - run.first + 1
             else:
                 self._open -= run.last - run.first + 1
-        runs[lo:hi] = [_Run(first, last, state, count)]
+        runs[lo:hi] = [InFlightRun(first, last, state, count)]
         if state in _DONE:
             self._done += last - first + 1
         else:
@@ -202,7 +111,7 @@ class SharePartition:
         self._coalesce(lo - 1, lo + 1)
 
     # -- runs -------------------------------------------------------------------------------------
-    def _find(self, offset: int) -> _Run | None:
+    def _find(self, offset: int) -> InFlightRun | None:
         """The run holding `offset`, if it is an in-flight record."""
         runs = self._runs
         i = bisect_right(runs, offset, key=_FIRST) - 1
@@ -222,7 +131,9 @@ class SharePartition:
             if run.first == offset:
                 return j - 1
             if run.last >= offset:
-                right = _Run(offset, run.last, run.state, run.count, run.member, run.deadline)
+                right = InFlightRun(
+                    offset, run.last, run.state, run.count, run.member, run.deadline
+                )
                 run.last = offset - 1
                 runs.insert(j, right)
                 if right.state is _AVAILABLE:
@@ -315,7 +226,7 @@ class SharePartition:
                     ):
                         tail.last = stop
                     else:
-                        runs.append(_Run(offset, stop, _ACQUIRED, 1, member_id, deadline))
+                        runs.append(InFlightRun(offset, stop, _ACQUIRED, 1, member_id, deadline))
                         heapq.heappush(self._deadlines, (deadline, offset))
                     self.end_offset = stop + 1
                     self._open += size
@@ -504,7 +415,7 @@ class SharePartition:
         self._changed()
         return held
 
-    def _release(self, run: _Run) -> None:
+    def _release(self, run: InFlightRun) -> None:
         self._unlock(run)
         if run.count >= self.config.delivery_count_limit:
             self._archive(run, REASON_DELIVERY_COUNT_EXCEEDED)
@@ -512,7 +423,7 @@ class SharePartition:
             run.state = _AVAILABLE
             heapq.heappush(self._available, run.first)
 
-    def _unlock(self, run: _Run) -> None:
+    def _unlock(self, run: InFlightRun) -> None:
         member = run.member
         assert member is not None
         size = run.last - run.first + 1
@@ -525,7 +436,7 @@ class SharePartition:
         run.member = None
         run.deadline = None
 
-    def _archive(self, run: _Run, reason: str) -> None:
+    def _archive(self, run: InFlightRun, reason: str) -> None:
         """AVAILABLE or unlocked records to ARCHIVED, each a dead letter."""
         run.state = RecordState.ARCHIVED
         size = run.last - run.first + 1
@@ -668,3 +579,15 @@ def _extend(ranges: list[AcquiredRange], first: int, last: int, delivery_count: 
 
 def _invalid_request(message: str) -> AckResult:
     return AckResult(ErrorCode.INVALID_REQUEST, message)
+
+
+# re-exported for broker.share_partitions and broker.apis, which import them from here
+__all__ = [
+    "AckBatch",
+    "AcquiredRange",
+    "DeadLetter",
+    "RecordState",
+    "SharePartition",
+    "SharePartitionConfig",
+    "StateBatch",
+]

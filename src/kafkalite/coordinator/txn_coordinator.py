@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 from kafkalite.coordinator.deferred import Deferred
+from kafkalite.coordinator.txn_completion import COMPLETION_RETRY_BACKOFF_MS, TxnCompletion
 from kafkalite.coordinator.txn_records import txn_record
 from kafkalite.coordinator.txn_state import (
     NO_PRODUCER_EPOCH,
@@ -48,8 +49,6 @@ E = ErrorCode
 _S = TransactionState
 T = TypeVar("T")
 
-# a completion write that failed is tried again this long after
-COMPLETION_RETRY_BACKOFF_MS = 100
 # answered when the producer-id allocator gives a negative id (Kafka's id manager is still fetching a block)
 PRODUCER_ID_UNAVAILABLE = E.COORDINATOR_LOAD_IN_PROGRESS
 
@@ -83,9 +82,8 @@ class TransactionCoordinator:
         self.config = config
         self._state = TransactionStateManager(append, config=config, clock=clock)
         self._new_producer_id = new_producer_id
-        self._send_markers = send_markers
         self._offsets_partition_for = offsets_partition_for
-        self._completion_retries: list[tuple[int, TxnMarkerRequest]] = []
+        self._completion = TxnCompletion(self._state, send_markers)
         now = clock()
         self._next_abort_check = now + config.abort_timed_out_check_interval_ms
         self._next_expiration_check = now + config.remove_expired_check_interval_ms
@@ -130,7 +128,7 @@ class TransactionCoordinator:
     def begin_loading(self, partition: int, coordinator_epoch: int) -> None:
         """We lead this partition at `coordinator_epoch`: its ids answer LOAD_IN_PROGRESS until loaded."""
         self._state.begin_loading(partition, coordinator_epoch)
-        self._drop_retries(partition)
+        self._completion.drop_retries(partition)
 
     def replay(self, partition: int, key: bytes | None, value: bytes | None) -> None:
         """Feed one record of the partition's log, oldest first, while it loads."""
@@ -142,7 +140,7 @@ class TransactionCoordinator:
         if unfinished:
             epoch = self._state.coordinator_epochs[partition]
             for metadata in unfinished:
-                self._begin_completion(partition, epoch, metadata)
+                self._completion.begin(partition, epoch, metadata)
 
     def load_partition(
         self,
@@ -159,11 +157,11 @@ class TransactionCoordinator:
     def unload(self, partition: int) -> None:
         """We no longer lead this partition: forget its ids; waiting callers get NOT_COORDINATOR."""
         self._state.unload(partition)
-        self._drop_retries(partition)
+        self._completion.drop_retries(partition)
 
     def shutdown(self) -> None:
         self._state.shutdown()
-        self._completion_retries = []
+        self._completion.shutdown()
 
     def remove_expired_transactional_ids(self) -> None:
         """Tombstone transactional ids idle (and not in a transaction) for transactional.id.expiration.ms."""
@@ -182,13 +180,6 @@ class TransactionCoordinator:
     ) -> ListTransactionsResult:
         """ListTransactions (KIP-664; `duration_filter_ms` >= 0 keeps those running longer, KIP-994)."""
         return self._state.list_transactions(state_filters, producer_id_filters, duration_filter_ms)
-
-    def _drop_retries(self, partition: int) -> None:
-        self._completion_retries = [
-            (due, r)
-            for due, r in self._completion_retries
-            if self.partition_for(r.transactional_id) != partition
-        ]
 
     def _allocate(self, on_allocated: Callable[[int], None]) -> None:
         try:
@@ -505,7 +496,7 @@ class TransactionCoordinator:
         def done(code: ErrorCode) -> None:
             respond(code)
             if code == E.NO_ERROR:
-                self._begin_completion(partition, coordinator_epoch, metadata)
+                self._completion.begin(partition, coordinator_epoch, metadata)
 
         self._state.write(
             partition,
@@ -513,80 +504,10 @@ class TransactionCoordinator:
             [txn_record(metadata.transactional_id, transit)],
             done,
         )
-
-    def _begin_completion(
-        self, partition: int, coordinator_epoch: int, metadata: TransactionMetadata
-    ) -> None:
-        """A Prepare record is in the log: send the markers (or, with no partitions, complete now)."""
-        current = self._state.current(partition, coordinator_epoch, metadata.transactional_id)
-        if current is not metadata or metadata.pending_transition_in_progress:
-            return
-        if metadata.state not in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT):
-            return
-        commit = metadata.state is _S.PREPARE_COMMIT
-        metadata.pending_state = _S.COMPLETE_COMMIT if commit else _S.COMPLETE_ABORT
-        request = TxnMarkerRequest(
-            metadata.transactional_id,
-            metadata.producer_id,
-            metadata.producer_epoch,
-            coordinator_epoch,
-            commit,
-            frozenset(metadata.topic_partitions),
-        )
-        if not request.partitions:
-            self._write_completion(partition, metadata, request)
-            return
-        try:
-            self._send_markers(request)
-        except Exception:
-            log.exception("send_markers raised for %r", metadata.transactional_id)
-
-    def _awaiting_completion(self, request: TxnMarkerRequest) -> TransactionMetadata | None:
-        """The metadata whose markers `request` carried, if it is still waiting for them."""
-        partition = self.partition_for(request.transactional_id)
-        metadata = self._state.current(
-            partition, request.coordinator_epoch, request.transactional_id
-        )
-        prepare, complete = (
-            (_S.PREPARE_COMMIT, _S.COMPLETE_COMMIT)
-            if request.commit
-            else (_S.PREPARE_ABORT, _S.COMPLETE_ABORT)
-        )
-        if (
-            metadata is None
-            or metadata.producer_id != request.producer_id
-            or metadata.producer_epoch != request.producer_epoch
-            or metadata.state is not prepare
-            or metadata.pending_state is not complete
-        ):
-            return None
-        return metadata
 
     def markers_written(self, request: TxnMarkerRequest) -> None:
         """Every partition of `request` has its marker (or is gone): write CompleteCommit/CompleteAbort."""
-        metadata = self._awaiting_completion(request)
-        if metadata is None:
-            log.info("markers of %r are no longer awaited; ignored", request.transactional_id)
-            return
-        self._write_completion(self.partition_for(request.transactional_id), metadata, request)
-
-    def _write_completion(
-        self, partition: int, metadata: TransactionMetadata, request: TxnMarkerRequest
-    ) -> None:
-        transit = metadata.prepare_complete(self.now())
-
-        def done(code: ErrorCode) -> None:
-            if code == E.NO_ERROR or code in (E.NOT_COORDINATOR, E.COORDINATOR_LOAD_IN_PROGRESS):
-                return  # done, or the partition moved: its next leader completes it on load
-            self._completion_retries.append((self.now() + COMPLETION_RETRY_BACKOFF_MS, request))
-
-        self._state.write(
-            partition,
-            request.coordinator_epoch,
-            [txn_record(metadata.transactional_id, transit)],
-            done,
-            reset_pending_on_error=False,
-        )
+        self._completion.markers_written(request)
 
     # ------------------------------------------------------------------ timers
 
@@ -595,14 +516,7 @@ class TransactionCoordinator:
         if not self.active:
             return
         now = self.now()
-        due = [r for t, r in self._completion_retries if t <= now]
-        self._completion_retries = [(t, r) for t, r in self._completion_retries if t > now]
-        for request in due:
-            metadata = self._awaiting_completion(request)
-            if metadata is not None:
-                self._write_completion(
-                    self.partition_for(request.transactional_id), metadata, request
-                )
+        self._completion.retry_due(now)
         if now >= self._next_abort_check:
             self._next_abort_check = now + self.config.abort_timed_out_check_interval_ms
             self.abort_timed_out_transactions()
@@ -615,7 +529,7 @@ class TransactionCoordinator:
         if not self.active:
             return None
         deadlines = [self._next_abort_check, self._next_expiration_check]
-        deadlines.extend(t for t, _ in self._completion_retries)
+        deadlines.extend(self._completion.retry_deadlines())
         return min(deadlines)
 
     def abort_timed_out_transactions(self) -> None:

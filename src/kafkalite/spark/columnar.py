@@ -12,7 +12,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from kafkalite.client.config import CONSUMER, make_config
-from kafkalite.client.network import IOThread, NetworkClient
+from kafkalite.client.io_thread import IOThread
+from kafkalite.client.network import NetworkClient
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.exceptions import DecodeError
 from kafkalite.protocol.messages.fetch import FetchRequest

@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 
-from kafkalite.cli import clients
+from kafkalite.cli import console_consumer, console_producer
 from kafkalite.cli.main import build_parser, main
+from kafkalite.cli.wire import CliError
 from kafkalite.testing import Broker
 
 SRC = str(Path(__file__).resolve().parents[3] / "src")
@@ -91,7 +92,7 @@ def test_acks_invalid(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_line_reader_properties() -> None:
-    r = clients.LineReader(
+    r = console_producer.LineReader(
         {
             "parse.key": "true",
             "key.separator": ":",
@@ -107,16 +108,16 @@ def test_line_reader_properties() -> None:
     assert r.parse(b"a=NULL|k:NULL") == (b"k", None, [("a", None)])
     with pytest.raises(ValueError, match="key separator"):
         r.parse(b"|novalue")
-    lenient = clients.LineReader({"parse.key": "true", "ignore.error": "true"})
+    lenient = console_producer.LineReader({"parse.key": "true", "ignore.error": "true"})
     assert lenient.parse(b"whole line") == (None, b"whole line", [])
-    with pytest.raises(clients.CliError, match="unknown --property"):
-        clients.LineReader({"parse.keys": "true"})
+    with pytest.raises(CliError, match="unknown --property"):
+        console_producer.LineReader({"parse.keys": "true"})
 
 
 def test_json_bytes() -> None:
-    assert clients.json_bytes(None) is None
-    assert clients.json_bytes("é".encode()) == "é"
-    assert clients.json_bytes(b"\xff\x00") == {"base64": "/wA="}
+    assert console_consumer.json_bytes(None) is None
+    assert console_consumer.json_bytes("é".encode()) == "é"
+    assert console_consumer.json_bytes(b"\xff\x00") == {"base64": "/wA="}
 
 
 # -- produce and consume

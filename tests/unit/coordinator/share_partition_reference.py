@@ -12,7 +12,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 
-from kafkalite.coordinator.share_partition import (
+from kafkalite.coordinator.share_partition_types import (
     REASON_DELIVERY_COUNT_EXCEEDED,
     REASON_REJECTED,
     AckBatch,

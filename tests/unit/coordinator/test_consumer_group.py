@@ -20,11 +20,13 @@ from kafkalite.coordinator.consumer_assignors import (
 )
 from kafkalite.coordinator.consumer_group import (
     ConsumerGroup,
-    CurrentAssignmentRecord,
     GroupConfig,
-    GroupEpochRecord,
     HeartbeatRequest,
     MemberState,
+)
+from kafkalite.coordinator.consumer_group_types import (
+    CurrentAssignmentRecord,
+    GroupEpochRecord,
     MemberSubscriptionRecord,
     TargetAssignmentMemberRecord,
 )

@@ -10,7 +10,6 @@ from coordinator_helpers import Harness
 
 from kafkalite.coordinator.consumer_assignors import SubscribedTopic
 from kafkalite.coordinator.consumer_group import (
-    GroupEpochRecord,
     HeartbeatRequest,
     HeartbeatResult,
 )
@@ -18,6 +17,9 @@ from kafkalite.coordinator.consumer_group_records import (
     parse_key,
     parse_record,
     to_coordinator_record,
+)
+from kafkalite.coordinator.consumer_group_types import (
+    GroupEpochRecord,
 )
 from kafkalite.coordinator.types import OffsetCommitPartition
 from kafkalite.protocol import primitives as p

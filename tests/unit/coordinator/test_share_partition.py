@@ -10,12 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafkalite.coordinator.share_partition import (
+    SharePartition,
+)
+from kafkalite.coordinator.share_partition_types import (
     AckBatch,
     AcknowledgeType,
     AcquiredRange,
     DeadLetter,
     RecordState,
-    SharePartition,
     SharePartitionConfig,
     StateBatch,
 )

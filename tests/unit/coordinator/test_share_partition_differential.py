@@ -13,8 +13,10 @@ from hypothesis import strategies as st
 from share_partition_reference import ReferenceSharePartition
 
 from kafkalite.coordinator.share_partition import (
-    AckBatch,
     SharePartition,
+)
+from kafkalite.coordinator.share_partition_types import (
+    AckBatch,
     SharePartitionConfig,
     StateBatch,
 )

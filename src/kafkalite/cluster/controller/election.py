@@ -25,6 +25,17 @@ def offline_partition_leader(
     return None
 
 
+def without_brokers(st: LeaderIsr, dead: set[int]) -> LeaderIsr:
+    """Dead brokers leave the ISR, except that an ISR never empties: when every member is gone the
+    last leader (or first member) stays, as Kafka keeps it, so no out-of-sync replica leads later.
+    A dead leader leaves the partition leaderless (NO_LEADER) at a new leader epoch."""
+    isr = tuple(r for r in st.isr if r not in dead)
+    if not isr:
+        isr = (st.leader,) if st.leader in st.isr else st.isr[:1]
+    leader = NO_LEADER if st.leader in dead else st.leader
+    return LeaderIsr(leader, st.leader_epoch + 1, isr, st.partition_epoch)
+
+
 def controlled_shutdown_leader(
     current: LeaderIsr, assignment: Sequence[int], live: Collection[int], shutting: Collection[int]
 ) -> LeaderIsr | None:
