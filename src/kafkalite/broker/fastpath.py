@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import struct
 import uuid
-from typing import Any
+from collections.abc import Sequence, Sized
+from typing import Protocol
 
 from kafkalite.protocol.exceptions import DecodeError
 
@@ -191,7 +192,42 @@ def _write_name(out: bytearray, name: str, flexible: bool) -> None:
     out += raw
 
 
-def can_encode_fast(response: Any) -> bool:
+class ProducePartitionAnswer(Protocol):
+    """What the fast codec reads of one partition's produce answer."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def error_code(self) -> int: ...
+    @property
+    def base_offset(self) -> int: ...
+    @property
+    def log_append_time_ms(self) -> int: ...
+    @property
+    def log_start_offset(self) -> int: ...
+    @property
+    def record_errors(self) -> Sized: ...
+    @property
+    def error_message(self) -> str | None: ...
+
+
+class ProduceTopicAnswer(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def partition_responses(self) -> Sequence[ProducePartitionAnswer]: ...
+
+
+class ProduceAnswer(Protocol):
+    """A produce answer as the fast codec reads it (the handler's own slots or a ProduceResponse)."""
+
+    @property
+    def responses(self) -> Sequence[ProduceTopicAnswer]: ...
+    @property
+    def throttle_time_ms(self) -> int: ...
+
+
+def can_encode_fast(response: ProduceAnswer) -> bool:
     for t in response.responses:
         for p in t.partition_responses:
             if p.record_errors or p.error_message is not None:
@@ -199,7 +235,7 @@ def can_encode_fast(response: Any) -> bool:
     return True
 
 
-def encode_produce_response(out: bytearray, response: Any, version: int) -> None:
+def encode_produce_response(out: bytearray, response: ProduceAnswer, version: int) -> None:
     """ProduceResponse v3-11 without record errors or error messages (see can_encode_fast)."""
     flexible = version >= 9
     topics = response.responses
@@ -270,7 +306,9 @@ class FetchPartitionView:
 class FetchTopicView:
     __slots__ = ("partitions", "topic", "topic_id")
 
-    def __init__(self, topic: str, topic_id: Any, partitions: list[FetchPartitionView]) -> None:
+    def __init__(
+        self, topic: str, topic_id: uuid.UUID | None, partitions: list[FetchPartitionView]
+    ) -> None:
         self.topic = topic
         self.topic_id = topic_id
         self.partitions = partitions
@@ -306,7 +344,7 @@ class FetchRequestView:
 class ForgottenTopicView:
     __slots__ = ("partitions", "topic", "topic_id")
 
-    def __init__(self, topic: str, topic_id: Any, partitions: list[int]) -> None:
+    def __init__(self, topic: str, topic_id: uuid.UUID | None, partitions: list[int]) -> None:
         self.topic = topic
         self.topic_id = topic_id
         self.partitions = partitions
@@ -457,7 +495,9 @@ class FetchPartitionResult:
 class FetchTopicResult:
     __slots__ = ("partitions", "topic", "topic_id")
 
-    def __init__(self, topic: str, topic_id: Any, partitions: list[FetchPartitionResult]) -> None:
+    def __init__(
+        self, topic: str, topic_id: uuid.UUID, partitions: list[FetchPartitionResult]
+    ) -> None:
         self.topic = topic
         self.topic_id = topic_id
         self.partitions = partitions

@@ -7,14 +7,57 @@ from __future__ import annotations
 
 import random
 import time
+import uuid
 from collections import OrderedDict
-from typing import Any
+from collections.abc import Sequence
+from typing import Protocol
 
-from kafkalite.broker.fastpath import FetchPartitionView, FetchTopicView
+from kafkalite.broker.fastpath import FetchPartitionView, FetchTopicResult, FetchTopicView
 from kafkalite.protocol.errors import ErrorCode
 
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
+
+# a session's partitions are keyed by topic id (v13+) or by name, and partition
+SessionKey = tuple[uuid.UUID | str | None, int]
+
+
+class FetchPartitionIn(Protocol):
+    @property
+    def partition(self) -> int: ...
+    @property
+    def fetch_offset(self) -> int: ...
+    @property
+    def partition_max_bytes(self) -> int: ...
+
+
+class FetchTopicIn(Protocol):
+    @property
+    def topic(self) -> str: ...
+    @property
+    def topic_id(self) -> uuid.UUID | None: ...
+    @property
+    def partitions(self) -> Sequence[FetchPartitionIn]: ...
+
+
+class ForgottenTopicIn(Protocol):
+    @property
+    def topic(self) -> str: ...
+    @property
+    def topic_id(self) -> uuid.UUID | None: ...
+    @property
+    def partitions(self) -> Sequence[int]: ...
+
+
+class FetchSessionRequest(Protocol):
+    """What a session reads of a Fetch request (the fast-path view or the decoded message)."""
+
+    @property
+    def session_id(self) -> int: ...
+    @property
+    def session_epoch(self) -> int: ...
+    @property
+    def topics(self) -> Sequence[FetchTopicIn]: ...
 
 
 class CachedPartition:
@@ -29,7 +72,12 @@ class CachedPartition:
     )
 
     def __init__(
-        self, topic: str, topic_id: Any, partition: int, fetch_offset: int, max_bytes: int
+        self,
+        topic: str,
+        topic_id: uuid.UUID | None,
+        partition: int,
+        fetch_offset: int,
+        max_bytes: int,
     ) -> None:
         self.topic = topic
         self.topic_id = topic_id
@@ -47,13 +95,13 @@ class FetchSession:
         self.id = session_id
         self.by_id = by_id
         self.epoch = 1  # the epoch the next (incremental) request must carry
-        self.partitions: dict[tuple[Any, int], CachedPartition] = {}
+        self.partitions: dict[SessionKey, CachedPartition] = {}
         self.last_used = time.monotonic()
 
-    def key(self, topic: str, topic_id: Any, partition: int) -> tuple[Any, int]:
+    def key(self, topic: str, topic_id: uuid.UUID | None, partition: int) -> SessionKey:
         return (topic_id if self.by_id else topic, partition)
 
-    def update(self, topics: list[Any], forgotten: list[Any]) -> None:
+    def update(self, topics: Sequence[FetchTopicIn], forgotten: Sequence[ForgottenTopicIn]) -> None:
         for t in topics:
             for p in t.partitions:
                 k = self.key(t.topic, t.topic_id, p.partition)
@@ -71,7 +119,7 @@ class FetchSession:
 
     def as_topics(self) -> list[FetchTopicView]:
         """The session's partitions in the shape of a request's topics (grouped by topic, in order)."""
-        groups: dict[Any, FetchTopicView] = {}
+        groups: dict[uuid.UUID | str | None, FetchTopicView] = {}
         for c in self.partitions.values():
             gk = c.topic_id if self.by_id else c.topic
             view = groups.get(gk)
@@ -80,7 +128,9 @@ class FetchSession:
             view.partitions.append(FetchPartitionView(c.partition, c.fetch_offset, c.max_bytes))
         return list(groups.values())
 
-    def filter_response(self, topics: list[Any], *, full: bool) -> list[Any]:
+    def filter_response(
+        self, topics: list[FetchTopicResult], *, full: bool
+    ) -> list[FetchTopicResult]:
         """Keep partitions with records, errors, or a changed high watermark / log start (all when `full`)."""
         out = []
         for t in topics:
@@ -140,7 +190,9 @@ class FetchSessionCache:
     def remove(self, session_id: int) -> None:
         self.sessions.pop(session_id, None)
 
-    def begin(self, request: Any, by_id: bool) -> tuple[FetchSession | None, bool, ErrorCode]:
+    def begin(
+        self, request: FetchSessionRequest, by_id: bool
+    ) -> tuple[FetchSession | None, bool, ErrorCode]:
         """Apply a v7+ request's session fields: (session or None, whether it is a full fetch, error)."""
         sid, epoch = request.session_id, request.session_epoch
         if epoch == FINAL_EPOCH:
@@ -160,5 +212,6 @@ class FetchSessionCache:
         if session.epoch != epoch:
             return None, False, ErrorCode.INVALID_FETCH_SESSION_EPOCH
         session.epoch = epoch + 1 if epoch < 0x7FFFFFFF else 1
-        session.update(request.topics, getattr(request, "forgotten_topics_data", []) or [])
+        forgotten: Sequence[ForgottenTopicIn] = getattr(request, "forgotten_topics_data", []) or []
+        session.update(request.topics, forgotten)
         return session, False, ErrorCode.NO_ERROR

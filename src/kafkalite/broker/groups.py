@@ -12,7 +12,7 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, overload
 
 from kafkalite.broker.config import ConfigError
 from kafkalite.broker.coordinator_log import CoordinatorPartitions, StoredBatch, now_ms
@@ -28,6 +28,8 @@ from kafkalite.coordinator.consumer_group import GroupConfig
 from kafkalite.coordinator.records import encode_batch
 from kafkalite.coordinator.share_group import ShareGroupConfig
 from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.messages.consumer_groups import ConsumerGroupDescribeResponse
+from kafkalite.protocol.messages.share_groups import ShareGroupDescribeResponse
 
 if TYPE_CHECKING:
     from kafkalite.broker.context import RequestContext
@@ -248,17 +250,44 @@ def share_group_config(broker: BrokerServer, group_id: str) -> ShareGroupConfig:
     return ShareGroupConfig(s.session_timeout_ms, s.heartbeat_interval_ms, s.max_size)
 
 
+ConsumerAssignment = ConsumerGroupDescribeResponse.DescribedGroup.Member.Assignment
+ShareAssignment = ShareGroupDescribeResponse.DescribedGroup.Member.Assignment
+
+
+@overload
 def described_assignment(
-    ctx: RequestContext, parts: dict[uuid.UUID, frozenset[int]], assignment_cls: Any
-) -> Any:
+    ctx: RequestContext,
+    parts: dict[uuid.UUID, frozenset[int]],
+    assignment_cls: type[ConsumerAssignment],
+) -> ConsumerAssignment: ...
+@overload
+def described_assignment(
+    ctx: RequestContext,
+    parts: dict[uuid.UUID, frozenset[int]],
+    assignment_cls: type[ShareAssignment],
+) -> ShareAssignment: ...
+def described_assignment(
+    ctx: RequestContext,
+    parts: dict[uuid.UUID, frozenset[int]],
+    assignment_cls: type[ConsumerAssignment] | type[ShareAssignment],
+) -> ConsumerAssignment | ShareAssignment:
     """ConsumerGroupDescribe's / ShareGroupDescribe's Assignment of `parts`, topic names resolved from
     the metadata cache (empty for a topic it no longer knows)."""
     cache = ctx.broker.metadata_cache
-    tp_cls = assignment_cls.TopicPartitions
-    out = []
+    named = []
     for tid, ps in sorted(parts.items(), key=lambda kv: str(kv[0])):
         topic = cache.topic_by_id(tid)
-        out.append(
-            tp_cls(topic_id=tid, topic_name=topic.name if topic else "", partitions=sorted(ps))
+        named.append((tid, topic.name if topic else "", sorted(ps)))
+    if issubclass(assignment_cls, ShareAssignment):
+        share_tp = assignment_cls.TopicPartitions
+        return assignment_cls(
+            topic_partitions=[
+                share_tp(topic_id=t, topic_name=n, partitions=ps) for t, n, ps in named
+            ]
         )
-    return assignment_cls(topic_partitions=out)
+    consumer_tp = assignment_cls.TopicPartitions
+    return assignment_cls(
+        topic_partitions=[
+            consumer_tp(topic_id=t, topic_name=n, partitions=ps) for t, n, ps in named
+        ]
+    )

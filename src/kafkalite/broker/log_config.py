@@ -9,7 +9,10 @@ import json
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kafkalite.broker.context import RequestContext
 
 REQUEST_LOGGER = "kafka.request.logger"
 request_log = logging.getLogger(REQUEST_LOGGER)
@@ -63,7 +66,7 @@ class JsonFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, message, and the exception if any."""
 
     def format(self, record: logging.LogRecord) -> str:
-        out: dict[str, Any] = {
+        out: dict[str, object] = {
             "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
             + f".{int(record.msecs):03d}Z",
             "level": level_name(record.levelno),
@@ -81,7 +84,7 @@ class JsonFormatter(logging.Formatter):
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
-def configure(props: Mapping[str, Any], default_level: str = "INFO") -> None:
+def configure(props: Mapping[str, object], default_level: str = "INFO") -> None:
     """Set up the process's logging from broker properties: `log.format` (text | json), `log.level`
     (the root level) and `log.level.<logger>` per logger."""
     fmt = str(props.get("log.format") or "text").strip().lower()
@@ -124,7 +127,7 @@ def set_level(name: str, level: str | None) -> None:
     logging.getLogger(name).setLevel(logging.NOTSET if level is None else level_of(level))
 
 
-def log_request(ctx: Any, api_name: str, request_size: int) -> None:
+def log_request(ctx: RequestContext, api_name: str, request_size: int) -> None:
     """One line per request for `kafka.request.logger` at DEBUG (the caller checks the level)."""
     elapsed_ms = (time.monotonic_ns() - ctx.received_ns) / 1e6
     principal = getattr(ctx, "principal", None)

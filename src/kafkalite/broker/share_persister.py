@@ -10,7 +10,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from kafkalite.cluster.channel import ChannelError, ChannelManager
 from kafkalite.coordinator.share_records import (
@@ -26,12 +26,16 @@ from kafkalite.protocol.messages.share_state import (
     DeleteShareGroupStateRequest,
     InitializeShareGroupStateRequest,
     ReadShareGroupStateRequest,
+    ReadShareGroupStateResponse,
     ReadShareGroupStateSummaryRequest,
+    ReadShareGroupStateSummaryResponse,
     WriteShareGroupStateRequest,
 )
+from kafkalite.protocol.schema import Message
 
 if TYPE_CHECKING:
     from kafkalite.broker.server import BrokerServer
+    from kafkalite.broker.share_coordinator import ShareCoordinatorComponent
 
 log = logging.getLogger("kafkalite.broker.share_persister")
 
@@ -64,7 +68,40 @@ def _read_of(result: ShareStateResult) -> ShareStateRead:
     )
 
 
-def _partition_result(response: Any, topic_id: uuid.UUID, partition: int) -> Any:
+class _PartitionAnswer(Protocol):
+    """What every share-state answer says of one partition."""
+
+    @property
+    def partition(self) -> int: ...
+    @property
+    def error_code(self) -> int: ...
+    @property
+    def error_message(self) -> str | None: ...
+
+
+P = TypeVar("P", bound=_PartitionAnswer)
+P_co = TypeVar("P_co", bound=_PartitionAnswer, covariant=True)
+
+
+class _TopicAnswer(Protocol[P_co]):
+    @property
+    def topic_id(self) -> uuid.UUID: ...
+    @property
+    def partitions(self) -> Sequence[P_co]: ...
+
+
+class _Answer(Protocol[P_co]):
+    """A share-state response: its results per topic, each with its partitions' answers."""
+
+    @property
+    def results(self) -> Sequence[_TopicAnswer[P_co]]: ...
+
+
+# what the local share coordinator is asked instead when it leads the key
+LocalCall = Callable[["ShareCoordinatorComponent"], Awaitable[ShareStateResult]]
+
+
+def _partition_result(response: _Answer[P], topic_id: uuid.UUID, partition: int) -> P | None:
     for topic in response.results:
         if topic.topic_id != topic_id:
             continue
@@ -74,7 +111,9 @@ def _partition_result(response: Any, topic_id: uuid.UUID, partition: int) -> Any
     return None
 
 
-def _batches_of(raw: Sequence[Any]) -> tuple[PersisterStateBatch, ...]:
+def _batches_of(
+    raw: Sequence[ReadShareGroupStateResponse.ReadStateResult.PartitionResult.StateBatch],
+) -> tuple[PersisterStateBatch, ...]:
     return tuple(
         PersisterStateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
         for b in raw
@@ -221,9 +260,9 @@ class SharePersister:
     async def _call(
         self,
         key: SharePartitionKey,
-        local: Callable[[Any], Awaitable[ShareStateResult]],
-        request: Any,
-        parse: Callable[[Any], ShareStateResult],
+        local: LocalCall,
+        request: Message,
+        parse: Callable[[P], ShareStateResult],
     ) -> ShareStateResult:
         deadline = time.monotonic() + self.retry_timeout_s
         backoff = _BACKOFF_S
@@ -244,9 +283,9 @@ class SharePersister:
     async def _attempt(
         self,
         key: SharePartitionKey,
-        local: Callable[[Any], Awaitable[ShareStateResult]],
-        request: Any,
-        parse: Callable[[Any], ShareStateResult],
+        local: LocalCall,
+        request: Message,
+        parse: Callable[[P], ShareStateResult],
     ) -> ShareStateResult:
         broker = self.broker
         coordinator = broker.share_coordinator
@@ -279,7 +318,8 @@ class SharePersister:
             )
         try:
             channel = self._channels.get(leader, endpoint.host, endpoint.port)
-            response = await channel.send(request)
+            # the response of `request`, whose partition answers `parse` reads
+            response: _Answer[P] = await channel.send(request)
         except (ChannelError, OSError) as exc:
             log.info("%s to broker %d failed: %s", type(request).__name__, leader, exc)
             return ShareStateResult(E.COORDINATOR_NOT_AVAILABLE, str(exc))
@@ -296,11 +336,11 @@ def _code(value: int) -> ErrorCode:
         return E.UNKNOWN_SERVER_ERROR
 
 
-def _plain(p: Any) -> ShareStateResult:
+def _plain(p: _PartitionAnswer) -> ShareStateResult:
     return ShareStateResult(_code(p.error_code), p.error_message)
 
 
-def _read(p: Any) -> ShareStateResult:
+def _read(p: ReadShareGroupStateResponse.ReadStateResult.PartitionResult) -> ShareStateResult:
     return ShareStateResult(
         _code(p.error_code),
         p.error_message,
@@ -310,5 +350,7 @@ def _read(p: Any) -> ShareStateResult:
     )
 
 
-def _summary(p: Any) -> ShareStateResult:
+def _summary(
+    p: ReadShareGroupStateSummaryResponse.ReadStateSummaryResult.PartitionResult,
+) -> ShareStateResult:
     return ShareStateResult(_code(p.error_code), p.error_message, p.state_epoch, p.start_offset)

@@ -11,7 +11,6 @@ import ssl
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from kafkalite.broker.config import BrokerConfig, ConfigError
 from kafkalite.broker.config_defs import SSL_CONFIG_DEFS
@@ -312,13 +311,13 @@ def _escape_dn_value(v: str) -> str:
     return out
 
 
-def subject_rfc2253(peercert: Mapping[str, Any] | None) -> str | None:
+def subject_rfc2253(peercert: Mapping[str, object] | None) -> str | None:
     """The subject DN of a certificate (as `SSLSocket.getpeercert()` gives it) in RFC 2253 form,
     most specific RDN first: CN=client,OU=eng,O=example. None without a certificate."""
     if not peercert:
         return None
-    subject = peercert.get("subject")
-    if not subject:
+    subject = peercert.get("subject")  # a tuple of RDNs, each a tuple of (key, value) pairs
+    if not subject or not isinstance(subject, tuple):
         return None
     rdns = []
     for rdn in reversed(subject):

@@ -6,7 +6,7 @@ Topic values resolve override -> dynamic/static broker `log.*` synonym -> built-
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kafkalite.broker.config import (
     BROKER_CONFIGS,
@@ -26,6 +26,9 @@ from kafkalite.security.acl import AclOperation, ResourceType
 from kafkalite.storage import config as storage_config
 from kafkalite.storage.config import LogConfig
 from kafkalite.storage.errors import InvalidConfig
+
+if TYPE_CHECKING:
+    from kafkalite.broker.server import BrokerServer
 
 log = logging.getLogger("kafkalite.broker.configs")
 
@@ -59,12 +62,12 @@ class ConfigEntry:
         self.synonyms = synonyms
 
 
-def default_log_config(broker: Any) -> LogConfig:
+def default_log_config(broker: BrokerServer) -> LogConfig:
     """Log defaults for a topic without overrides: dynamic broker configs over server.properties."""
     return dynamic_configs(broker).log_config()
 
 
-def topic_entries(broker: Any, overrides: dict[str, str]) -> list[ConfigEntry]:
+def topic_entries(broker: BrokerServer, overrides: dict[str, str]) -> list[ConfigEntry]:
     dyn = dynamic_configs(broker)
     base = dyn.log_config().to_properties()
     layers = (
@@ -100,7 +103,7 @@ def topic_entries(broker: Any, overrides: dict[str, str]) -> list[ConfigEntry]:
     return out
 
 
-def broker_entries(broker: Any, resource_name: str = "") -> list[ConfigEntry]:
+def broker_entries(broker: BrokerServer, resource_name: str = "") -> list[ConfigEntry]:
     """Configs of a BROKER resource, as Kafka describes them: "" lists only the cluster-wide dynamic
     defaults; "<broker id>" lists every setting with the source its value comes from."""
     dyn = dynamic_configs(broker)
@@ -125,7 +128,7 @@ def broker_entries(broker: Any, resource_name: str = "") -> list[ConfigEntry]:
     return out
 
 
-def check_topic_overrides(broker: Any, overrides: dict[str, str]) -> str | None:
+def check_topic_overrides(broker: BrokerServer, overrides: dict[str, str]) -> str | None:
     """Why these topic overrides are invalid, or None."""
     try:
         LogConfig.from_properties(overrides, default_log_config(broker))
@@ -134,7 +137,7 @@ def check_topic_overrides(broker: Any, overrides: dict[str, str]) -> str | None:
     return None
 
 
-def apply_topic_overrides(broker: Any, topic: str, overrides: dict[str, str]) -> None:
+def apply_topic_overrides(broker: BrokerServer, topic: str, overrides: dict[str, str]) -> None:
     """Persist new overrides (metadata store and log manager) and apply them to the topic's logs."""
     broker.metadata_store.set_configs(topic, overrides)
     broker.log_manager.set_topic_config(topic, overrides)

@@ -13,12 +13,13 @@ import itertools
 import logging
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 from kafkalite.cluster import zk_data as zd
-from kafkalite.cluster.channel import ChannelError, ChannelManager
+from kafkalite.cluster.channel import BrokerChannel, ChannelError, ChannelManager
 from kafkalite.cluster.controller.leader_balance import LeaderBalanceConfig
 from kafkalite.cluster.kafka_controller import KafkaController
 from kafkalite.cluster.metadata_cache import BrokerEndpoint, PartitionMetadata, TopicMetadata
@@ -30,6 +31,7 @@ from kafkalite.protocol.messages.cluster import (
     AlterPartitionRequest,
     ControlledShutdownRequest,
 )
+from kafkalite.protocol.schema import Request, Response
 
 if TYPE_CHECKING:
     from kafkalite.broker.server import BrokerServer
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafkalite.broker.zk_broker")
 
 TopicPartition = tuple[str, int]
+R = TypeVar("R", bound=Response)
 LEADER_DURING_DELETE = -2  # UpdateMetadata's leader for a topic being deleted
 ALTER_PARTITION_VERSION = 1  # topic names (v2 moved to topic ids)
 CONTROLLED_SHUTDOWN_VERSION = 3
@@ -213,7 +216,7 @@ class ZkBroker:
             self._pid_next += 1
             return pid
 
-    def _spawn(self, coro: Any, name: str) -> None:
+    def _spawn(self, coro: Coroutine[object, object, None], name: str) -> None:
         """A background task that stop() cancels, forgotten once it is done."""
         task = asyncio.get_running_loop().create_task(coro, name=name)
         self._tasks.append(task)
@@ -224,7 +227,7 @@ class ZkBroker:
             self._tasks.remove(task)
 
     # -- a failed log dir (JBOD) ------------------------------------------------------------------------
-    def _on_log_dir_failure(self, d: Any) -> None:
+    def _on_log_dir_failure(self, d: Path) -> None:
         self._spawn(self._report_log_dir_failure(str(d)), "log-dir-failure")
 
     async def _report_log_dir_failure(self, d: str) -> None:
@@ -331,7 +334,7 @@ class ZkBroker:
                 except Exception as exc:
                     log.error("topic %s: cannot apply config %s: %s", topic, cfg, exc)
 
-    def _channel_for(self, broker_id: int) -> Any:
+    def _channel_for(self, broker_id: int) -> BrokerChannel | None:
         ep = self.server.metadata_cache.broker(broker_id)
         if ep is None:
             return None
@@ -489,7 +492,7 @@ class ZkBroker:
         batch = dict(self._pending_isr)
         T = AlterPartitionRequest.TopicData
         P = T.PartitionData
-        by_topic: dict[str, list[Any]] = {}
+        by_topic: dict[str, list[AlterPartitionRequest.TopicData.PartitionData]] = {}
         for (topic, part), isr in batch.items():
             p = rm.get_partition(topic, part)
             if p is None or not p.is_leader:
@@ -540,7 +543,7 @@ class ZkBroker:
                         key[0], key[1], ErrorCode.name_of(r.error_code),
                     )  # fmt: skip
 
-    async def _send_to_controller(self, request: Any, version: int) -> Any:
+    async def _send_to_controller(self, request: Request[R], version: int) -> R:
         if self.controller_id < 0:
             current = await asyncio.to_thread(self.zk.read_controller)
             if current is None:
@@ -557,7 +560,8 @@ class ZkBroker:
                 raise ChannelError(f"controller {self.controller_id} is not registered")
             host, port = reg
         ch = self.to_controller_channels.get(self.controller_id, host, port)
-        return await ch.send(request, version)
+        response: R = await ch.send(request, version)
+        return response
 
     # -- controlled shutdown -------------------------------------------------------------------------------
     async def controlled_shutdown(self) -> bool:

@@ -5,7 +5,7 @@ the broker's event loop after the broker serves; metrics, REST and console route
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from aiohttp import web
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kafkalite.web")
 
-BROKER_KEY: web.AppKey[Any] = web.AppKey("broker", object)
+BROKER_KEY: web.AppKey[BrokerServer] = web.AppKey("broker")
 
 
 def http_listener_urls(broker: BrokerServer) -> list[tuple[str, int]]:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar, overload
 from urllib.parse import quote
 
 from aiohttp import web
@@ -16,6 +16,7 @@ from aiohttp import web
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.headers import RequestHeader
+from kafkalite.protocol.schema import Api
 from kafkalite.security.acl import AclOperation, ResourceType
 from kafkalite.security.principal import KafkaPrincipal
 from kafkalite.web.server import BROKER_KEY
@@ -105,7 +106,7 @@ def bad_request(message: str) -> RestError:
     return RestError(400, message)
 
 
-def ok(body: Any, status: int = 200) -> web.Response:
+def ok(body: object, status: int = 200) -> web.Response:
     return web.json_response(body, status=status)
 
 
@@ -113,7 +114,7 @@ def no_content() -> web.Response:
     return web.Response(status=204)
 
 
-async def json_body(request: web.Request) -> dict[str, Any]:
+async def json_body(request: web.Request) -> dict[str, object]:
     """The request's JSON object; 400 when the body is not JSON or not an object."""
     raw = await request.read()
     try:
@@ -125,19 +126,25 @@ async def json_body(request: web.Request) -> dict[str, Any]:
     return body
 
 
+_T = TypeVar("_T")
+
+
+@overload
+def field(body: dict[str, object], name: str, kind: type[_T]) -> _T: ...
+@overload
+def field(body: dict[str, object], name: str, kind: type[_T], *, required: bool) -> _T | None: ...
 def field(
-    body: dict[str, Any], name: str, kind: type | tuple[type, ...], *, required: bool = True
-) -> Any:
+    body: dict[str, object], name: str, kind: type[_T], *, required: bool = True
+) -> _T | None:
     """One field of a JSON body, checked for type (bool is never an int here); 400 otherwise."""
     value = body.get(name)
     if value is None:
         if required:
             raise bad_request(f"Missing required field: {name}")
         return None
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    if isinstance(value, bool) and bool not in kinds:
+    if isinstance(value, bool) and kind is not bool:
         raise bad_request(f"Field {name} has the wrong type")
-    if not isinstance(value, kinds):
+    if not isinstance(value, kind):
         raise bad_request(f"Field {name} has the wrong type")
     return value
 
@@ -170,7 +177,7 @@ class RestConnection:
     peer: str
 
 
-def context(request: web.Request, api: Any, version: int) -> RequestContext:
+def context(request: web.Request, api: Api, version: int) -> RequestContext:
     """A RequestContext for calling a broker API handler on behalf of this HTTP request (the
     principal from Basic auth, User:ANONYMOUS without SASL)."""
     principal: KafkaPrincipal = request.get(PRINCIPAL_KEY) or KafkaPrincipal.user("ANONYMOUS")
@@ -238,9 +245,9 @@ def related(link: str) -> dict[str, str]:
     return {"related": link}
 
 
-def resource(kind: str, self_url: str, resource_name: str | None) -> dict[str, Any]:
+def resource(kind: str, self_url: str, resource_name: str | None) -> dict[str, object]:
     return {"kind": kind, "metadata": {"self": self_url, "resource_name": resource_name}}
 
 
-def listing(kind: str, self_url: str, data: list[Any]) -> dict[str, Any]:
+def listing(kind: str, self_url: str, data: Sequence[object]) -> dict[str, object]:
     return {"kind": kind, "metadata": {"self": self_url, "next": None}, "data": data}

@@ -4,8 +4,6 @@ broker's configs (served by that broker's own listener, as DescribeConfigs answe
 
 from __future__ import annotations
 
-from typing import Any
-
 from aiohttp import web
 
 from kafkalite.broker.topic_configs import RESOURCE_BROKER
@@ -26,7 +24,7 @@ from kafkalite.web.rest._base import (
 )
 
 
-def cluster_body(request: web.Request, cid: str) -> dict[str, Any]:
+def cluster_body(request: web.Request, cid: str) -> dict[str, object]:
     broker = broker_of(request)
     controller = broker.metadata_cache.controller_id
     if broker.zk_broker is None:
@@ -71,7 +69,7 @@ def _brokers(request: web.Request) -> list[BrokerEndpoint]:
     return sorted(broker.metadata_cache.alive_brokers(), key=lambda b: b.broker_id)
 
 
-def broker_body(request: web.Request, cid: str, b: BrokerEndpoint) -> dict[str, Any]:
+def broker_body(request: web.Request, cid: str, b: BrokerEndpoint) -> dict[str, object]:
     body = resource(
         "KafkaBroker", url(request, cid, "brokers", b.broker_id), crn(cid, ("broker", b.broker_id))
     )
@@ -110,7 +108,9 @@ async def get_broker(request: web.Request) -> web.Response:
     return ok(broker_body(request, cid, _broker(request)))
 
 
-def _config_body(request: web.Request, cid: str, bid: int, entry: Any) -> dict[str, Any]:
+def _config_body(
+    request: web.Request, cid: str, bid: int, entry: configs.ConfigEntry
+) -> dict[str, object]:
     body = resource(
         "KafkaBrokerConfig",
         url(request, cid, "brokers", bid, "configs", entry.name),
@@ -123,7 +123,7 @@ def _config_body(request: web.Request, cid: str, bid: int, entry: Any) -> dict[s
 
 async def _own_broker_entries(
     request: web.Request, names: list[str] | None = None
-) -> tuple[str, int, list[Any]]:
+) -> tuple[str, int, list[configs.ConfigEntry]]:
     cid = cluster_id(request)
     b = _broker(request)
     here = broker_of(request).broker_id

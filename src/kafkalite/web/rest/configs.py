@@ -4,8 +4,6 @@ sources and synonyms), shaped as the REST Proxy's KafkaBrokerConfig / KafkaTopic
 
 from __future__ import annotations
 
-from typing import Any
-
 from aiohttp import web
 
 from kafkalite.broker.apis import describe_configs, incremental_alter_configs
@@ -13,9 +11,13 @@ from kafkalite.protocol.messages.admin import (
     DESCRIBE_CONFIGS,
     INCREMENTAL_ALTER_CONFIGS,
     DescribeConfigsRequest,
+    DescribeConfigsResponse,
     IncrementalAlterConfigsRequest,
 )
 from kafkalite.web.rest._base import RestError, bad_request, context
+
+# one config entry of a DescribeConfigs answer
+ConfigEntry = DescribeConfigsResponse.DescribeConfigsResult.DescribeConfigsResourceResult
 
 SOURCES = {
     1: "DYNAMIC_TOPIC_CONFIG",
@@ -36,7 +38,7 @@ def source_name(code: int) -> str:
 
 async def describe(
     request: web.Request, resource_type: int, resource_name: str, names: list[str] | None = None
-) -> list[Any]:
+) -> list[ConfigEntry]:
     """The resource's config entries (DescribeConfigs v4 with synonyms); a Kafka error raises."""
     ctx = context(request, DESCRIBE_CONFIGS, 4)
     req = DescribeConfigsRequest(
@@ -55,7 +57,7 @@ async def describe(
     return list(result.configs)
 
 
-def entry_fields(entry: Any) -> dict[str, Any]:
+def entry_fields(entry: ConfigEntry) -> dict[str, object]:
     """The config fields REST v3 shows for one DescribeConfigs entry."""
     return {
         "name": entry.name,
@@ -75,7 +77,7 @@ def entry_fields(entry: Any) -> dict[str, Any]:
     }
 
 
-def parse_alterations(body: dict[str, Any]) -> list[tuple[str, int, str | None]]:
+def parse_alterations(body: dict[str, object]) -> list[tuple[str, int, str | None]]:
     """(name, operation, value) of a `configs:alter` body {"data": [{name, value, operation?}]}."""
     data = body.get("data")
     if not isinstance(data, list) or not data:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from aiohttp import web
 
@@ -142,7 +141,7 @@ def describe(request: web.Request, gid: str) -> Group:
     return g
 
 
-def group_body(request: web.Request, cid: str, g: Group) -> dict[str, Any]:
+def group_body(request: web.Request, cid: str, g: Group) -> dict[str, object]:
     base = ("consumer-groups", g.group_id)
     body = resource(
         "KafkaConsumerGroup", url(request, cid, *base), crn(cid, ("consumer-group", g.group_id))
@@ -183,7 +182,7 @@ async def get_group(request: web.Request) -> web.Response:
     return ok(group_body(request, cid, describe(request, request.match_info["group_id"])))
 
 
-def consumer_body(request: web.Request, cid: str, g: Group, m: Member) -> dict[str, Any]:
+def consumer_body(request: web.Request, cid: str, g: Group, m: Member) -> dict[str, object]:
     base = ("consumer-groups", g.group_id, "consumers", m.consumer_id)
     body = resource(
         "KafkaConsumer",
@@ -295,7 +294,7 @@ def lags(request: web.Request, g: Group) -> list[Lag]:
     return out
 
 
-def lag_body(request: web.Request, cid: str, g: Group, lag: Lag) -> dict[str, Any]:
+def lag_body(request: web.Request, cid: str, g: Group, lag: Lag) -> dict[str, object]:
     body = resource(
         "KafkaConsumerLag",
         url(

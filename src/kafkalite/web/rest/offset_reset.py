@@ -115,7 +115,12 @@ async def reset_offsets(request: web.Request) -> web.Response:
                 f"NOT_LEADER_OR_FOLLOWER: broker {broker.broker_id} hosts no replica of "
                 f"{topic_name}-{pid}; ask the HTTP listener of a broker that does",
             )
-        new = _new_offset(part.log, str(mode), int(offset or 0), int(timestamp or 0))
+        new = _new_offset(
+            part.log,
+            str(mode),
+            offset if isinstance(offset, int) else 0,
+            timestamp if isinstance(timestamp, int) else 0,
+        )
         cur = current.get(pid, -1)
         rows.append(
             {

@@ -10,7 +10,6 @@ import itertools
 import json
 import time
 from datetime import UTC, datetime
-from typing import Any
 
 from aiohttp import web
 
@@ -75,7 +74,7 @@ def partition_for_key(key: bytes, partitions: int) -> int:
 # -- the produce body ---------------------------------------------------------------------------------
 
 
-def _data(body: dict[str, Any], name: str) -> tuple[bytes | None, str | None]:
+def _data(body: dict[str, object], name: str) -> tuple[bytes | None, str | None]:
     """(bytes, type) of `key` or `value`: {"type": BINARY|STRING|JSON, "data": ...}; absent or
     null data is a null key/value. A missing type means JSON."""
     spec = body.get(name)
@@ -103,7 +102,7 @@ def _data(body: dict[str, Any], name: str) -> tuple[bytes | None, str | None]:
     raise bad_request(f"Unsupported {name} type {kind!r}: kafkalite takes BINARY, STRING or JSON")
 
 
-def _headers(body: dict[str, Any]) -> list[tuple[str, bytes | None]]:
+def _headers(body: dict[str, object]) -> list[tuple[str, bytes | None]]:
     raw = body.get("headers") or []
     if not isinstance(raw, list):
         raise bad_request("Field headers must be a list of {name, value}")
@@ -124,7 +123,7 @@ def _headers(body: dict[str, Any]) -> list[tuple[str, bytes | None]]:
     return out
 
 
-def _timestamp(body: dict[str, Any]) -> int | None:
+def _timestamp(body: dict[str, object]) -> int | None:
     ts = body.get("timestamp")
     if ts is None:
         return None
@@ -221,7 +220,7 @@ async def produce_record(request: web.Request) -> web.Response:
 # -- reading ------------------------------------------------------------------------------------------
 
 
-def describe_bytes(data: bytes | None) -> dict[str, Any] | None:
+def describe_bytes(data: bytes | None) -> dict[str, object] | None:
     """JSON when the bytes are a JSON object or array, STRING when UTF-8, else BINARY (base64)."""
     if data is None:
         return None
@@ -282,8 +281,9 @@ async def read_records(request: web.Request) -> web.Response:
         start = found if found >= 0 else hw
     else:
         start = max(lg.log_start_offset, hw - limit)
-    data: list[dict[str, Any]] = []
+    data: list[dict[str, object]] = []
     at = start
+    last = start - 1  # the offset of the last record in data
     while len(data) < limit and at < hw:
         info = rm.read(part, at, _READ_CHUNK, from_follower=False, min_one_message=True)
         if info.slice is None:
@@ -298,6 +298,7 @@ async def read_records(request: web.Request) -> web.Response:
                     for rec in batch.records:
                         if rec.offset < at or rec.offset >= hw or len(data) >= limit:
                             continue
+                        last = rec.offset
                         data.append(
                             {
                                 "partition_id": p.partition,
@@ -316,7 +317,7 @@ async def read_records(request: web.Request) -> web.Response:
                                 ],
                             }
                         )
-                at = data[-1]["offset"] + 1 if len(data) >= limit else batch.next_offset
+                at = last + 1 if len(data) >= limit else batch.next_offset
                 if len(data) >= limit:
                     break
         except DecodeError as exc:

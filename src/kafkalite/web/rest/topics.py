@@ -4,8 +4,6 @@ broker's CreateTopics / DeleteTopics / config handlers, described from the metad
 
 from __future__ import annotations
 
-from typing import Any
-
 from aiohttp import web
 
 from kafkalite.broker.apis import create_topics, delete_topics
@@ -69,7 +67,7 @@ def partition_or_404(request: web.Request, topic: TopicMetadata) -> PartitionMet
     return p
 
 
-def topic_body(request: web.Request, cid: str, t: TopicMetadata) -> dict[str, Any]:
+def topic_body(request: web.Request, cid: str, t: TopicMetadata) -> dict[str, object]:
     body = resource("KafkaTopic", url(request, cid, "topics", t.name), crn(cid, ("topic", t.name)))
     rf = len(t.partitions[0].replicas) if t.partitions else 0
     body.update(
@@ -176,7 +174,9 @@ async def delete_topic(request: web.Request) -> web.Response:
 # -- topic configs -------------------------------------------------------------------------------------
 
 
-def _topic_config_body(request: web.Request, cid: str, topic: str, entry: Any) -> dict[str, Any]:
+def _topic_config_body(
+    request: web.Request, cid: str, topic: str, entry: configs.ConfigEntry
+) -> dict[str, object]:
     body = resource(
         "KafkaTopicConfig",
         url(request, cid, "topics", topic, "configs", entry.name),
@@ -239,7 +239,7 @@ async def alter_topic_configs(request: web.Request) -> web.Response:
 # -- partitions and replicas ----------------------------------------------------------------------------
 
 
-def partition_body(request: web.Request, cid: str, p: PartitionMetadata) -> dict[str, Any]:
+def partition_body(request: web.Request, cid: str, p: PartitionMetadata) -> dict[str, object]:
     base = ("topics", p.topic, "partitions", p.partition)
     body = resource(
         "KafkaPartition",
@@ -297,7 +297,9 @@ async def get_partition(request: web.Request) -> web.Response:
     return ok(partition_body(request, cid, partition_or_404(request, t)))
 
 
-def replica_body(request: web.Request, cid: str, p: PartitionMetadata, bid: int) -> dict[str, Any]:
+def replica_body(
+    request: web.Request, cid: str, p: PartitionMetadata, bid: int
+) -> dict[str, object]:
     body = resource(
         "KafkaReplica",
         url(request, cid, "topics", p.topic, "partitions", p.partition, "replicas", bid),
