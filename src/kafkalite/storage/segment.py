@@ -41,6 +41,25 @@ _HEADER = struct.Struct(">qiibIhiqqqhii")
 _INT32_MAX = 2**31 - 1
 _READ_SMALL_SEGMENT = 1 << 20  # recovery reads a segment up to this size instead of mapping it
 _SCAN_SAMPLES = 32  # index entries spot-checked against the log when loading a flushed segment
+_STAMP = struct.Struct(">qii")  # base offset, batch length, partition leader epoch
+_stamp = _STAMP.pack_into
+_stamped = _STAMP.pack
+_pwrite = os.pwrite
+_pwritev = os.pwritev
+# immutable batches up to this size are copied to be stamped; larger ones are written with pwritev
+_COPY_MAX = 4096
+
+
+def _write_rest(
+    fd: int, records: bytes | bytearray | memoryview, base: int, epoch: int, pos: int, written: int
+) -> None:
+    """Finish a short positional write of a batch stamped with `base` and `epoch`."""
+    buf = records if type(records) is bytearray else bytearray(records)
+    _stamp(buf, 0, base, len(buf) - 12, epoch)  # (a writable view was stamped already: harmless)
+    mv = memoryview(buf)
+    n = len(buf)
+    while written < n:
+        written += os.pwrite(fd, mv[written:], pos + written)
 
 
 def segment_file_name(base_offset: int, suffix: str = LOG_SUFFIX) -> str:
@@ -290,30 +309,46 @@ class LogSegment:
             last = headers[-1][1]
             self.next_offset = last.base_offset + last.last_offset_delta + 1
 
-    def append_batch(
-        self, buf: bytearray, base_offset: int, last_offset_delta: int, max_timestamp: int
+    def append_stamped(
+        self,
+        records: bytes | bytearray | memoryview,
+        first: int,
+        last: int,
+        length: int,
+        max_ts: int,
+        leader_epoch: int,
+        roll_ms: int,
     ) -> None:
-        """Append exactly one batch (the produce fast path)."""
+        """Write one batch of offsets `first`..`last` at the end, stamped with its base offset,
+        length and partition leader epoch, and account for it (the leader's append fast path).
+        A caller's writable buffer is stamped in place; immutable bytes are copied when small,
+        else written from a stamped copy of their first 16 bytes and a view of the rest (the CRC
+        starts at byte 21). One positional write per batch, straight to the page cache: an
+        acknowledged append must survive a crash of this process without a flush. `roll_ms` is
+        segment.ms less its jitter, for the precomputed roll deadline."""
         pos = self.size
-        size = len(buf)
-        fh = self.handle()
-        written = os.pwrite(fh.fd, buf, pos)
-        while written < size:
-            written += os.pwrite(fh.fd, memoryview(buf)[written:], pos + written)
-        if pos > self.index_due:
-            self.add_index_entries(base_offset, pos)
-        if max_timestamp > self.max_timestamp:
-            self.max_timestamp = max_timestamp
-            self.offset_of_max_timestamp = base_offset + last_offset_delta
-        if not pos:
-            self.first_batch_timestamp = max_timestamp
-        self.size = pos + size
-        self.next_offset = base_offset + last_offset_delta + 1
-
-    def appended(self, first: int, last: int, pos: int, n: int, max_ts: int, roll_ms: int) -> None:
-        """Account for one batch of offsets `first`..`last` and `n` bytes just written at `pos`
-        (the Log's append fast path writes the bytes; this is its bookkeeping, once per batch).
-        `roll_ms` is segment.ms less its jitter, for the precomputed roll deadline."""
+        n = length + 12
+        # the open file (a lease: an eviction meanwhile cannot close it under this write);
+        # reopened through the FileCache only after an eviction
+        fh = self._fh
+        if fh is None:
+            fh = self._cache.open(self)
+        else:
+            fh.used = True
+        fd = fh.fd
+        if type(records) is bytearray or (type(records) is memoryview and not records.readonly):
+            _stamp(records, 0, first, length, leader_epoch)  # the caller's own buffer
+            written = _pwrite(fd, records, pos)
+        elif n < _COPY_MAX:
+            records = bytearray(records)
+            _stamp(records, 0, first, length, leader_epoch)
+            written = _pwrite(fd, records, pos)
+        else:
+            written = _pwritev(
+                fd, (_stamped(first, length, leader_epoch), memoryview(records)[16:]), pos
+            )
+        if written < n:
+            _write_rest(fd, records, first, leader_epoch, pos, written)
         if pos > self.index_due:
             self.add_index_entries(first, pos)
         if max_ts > self.max_timestamp:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from storage_helpers import batches, make_batch, open_log, read_all
 
-import kafkalite.storage.log as log_mod
+import kafkalite.storage.segment as log_mod
 from kafkalite.records.header import compute_crc, iter_batch_headers
 from kafkalite.storage import AppendInfo, Log, LogConfig
 from kafkalite.storage.index import OffsetIndex, TimeIndex
