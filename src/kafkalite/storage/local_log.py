@@ -15,6 +15,7 @@ from pathlib import Path
 
 from kafkalite.records.header import BatchHeader
 from kafkalite.storage.config import LogConfig
+from kafkalite.storage.errors import LogClosed, LogDirOffline
 from kafkalite.storage.latency import LatencyHistogram
 from kafkalite.storage.segment import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, LogSegment
 from kafkalite.storage.types import MIN_FD_GRACE_MS, now_ms
@@ -49,13 +50,12 @@ class LocalLog:
         self.closed = False  # no more appends or flushes
         self.files_closed = False
         self.deleted = False  # its directory is renamed for deletion: nothing more is written
+        self.offline = False  # its log dir failed: nothing more is served or written
         self.names: set[str] | None = None  # the directory's listing while it is being loaded
         self.roll_ms = config.max_segment_ms - config.segment_jitter_ms
         self.segment_bytes = config.segment_bytes
         # called under the lock after each roll (the Log saves its producers' state there)
         self.on_roll: Callable[[], None] | None = None
-        # flush durations; the LogManager shares one histogram across its logs
-        self.flush_times = LatencyHistogram()
 
     def reconfigure(self, config: LogConfig) -> None:
         """Apply a new config to the segments (caller holds the lock)."""
@@ -198,10 +198,13 @@ class LocalLog:
             return new
 
     # -- flush ----------------------------------------------------------------------------------
-    def flush(self, offset: int | None, before_dir_sync: Callable[[], None]) -> None:
+    def flush(
+        self, offset: int | None, before_dir_sync: Callable[[], None], times: LatencyHistogram
+    ) -> None:
         """Make everything below `offset` (default: the log end) durable. Group commit: callers
         arriving while an fsync runs wait for it and then share the next one. `before_dir_sync`
-        runs after the segments are synced (the Log writes its epoch checkpoint there)."""
+        runs after the segments are synced (the Log writes its epoch checkpoint there); the
+        flush's duration goes to `times`."""
         target = self.log_end_offset if offset is None else min(offset, self.log_end_offset)
         cond = self._flush_cond
         with cond:
@@ -229,7 +232,7 @@ class LocalLog:
             flushed_to = leo
             self.last_flush_ms = self.clock()
             with _FLUSH_STATS_LOCK:  # logs flush in several threads and share one histogram
-                self.flush_times.observe_ns(time.monotonic_ns() - started)
+                times.observe_ns(time.monotonic_ns() - started)
         finally:
             with cond:
                 if flushed_to > self.recovery_point:
@@ -243,6 +246,26 @@ class LocalLog:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+    def closed_error(self) -> LogClosed:
+        """What an append to this closed log raises."""
+        if self.offline:
+            return LogDirOffline(
+                f"log {self.dir.name} is offline: its log dir {self.dir.parent} failed"
+            )
+        return LogClosed(f"log {self.dir.name} is closed")
+
+    def check_open(self) -> None:
+        """Raise when appends are no longer taken (closed, deleted or offline)."""
+        if self.closed:
+            raise self.closed_error()
+
+    def mark_deleted(self) -> None:
+        """No more appends or flushes: the directory is being deleted (reads go on)."""
+        with self.lock:
+            self.closed = True
+            self.deleted = True
+        self.wake_flushers()
 
     def wake_flushers(self) -> None:
         with self._flush_cond:

@@ -8,7 +8,6 @@ Appends/roll/deletes run under the LocalLog's one lock; reads take its immutable
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import struct
 import uuid
@@ -16,67 +15,26 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import cast
 
-from kafkalite.protocol.exceptions import DecodeError
 from kafkalite.records.control import build_end_txn_marker_batch
-from kafkalite.records.header import (
-    BatchHeader,
-    iter_batch_headers,
-    set_base_offset,
-    set_max_timestamp_and_type,
-    set_partition_leader_epoch,
-)
 from kafkalite.storage import log_read
 from kafkalite.storage.config import LogConfig
-from kafkalite.storage.epoch_cache import LeaderEpochFileCache
-from kafkalite.storage.errors import (
-    CorruptRecord,
-    InvalidProducerBatch,
-    KafkaStorageError,
-    LogClosed,
-    LogDirOffline,
-    OffsetOutOfRange,
-    RecordBatchTooLarge,
-    UnexpectedAppendOffset,
-)
+from kafkalite.storage.errors import KafkaStorageError
 from kafkalite.storage.latency import LatencyHistogram
-from kafkalite.storage.loader import (
-    PARTITION_METADATA_FILE,
-    RecoveryStats,
-    load_epoch_cache,
-    load_segments,
-    write_partition_metadata,
-)
-from kafkalite.storage.local_log import LocalLog
+from kafkalite.storage.log_append import analyze_batches, check_replica_offsets
+from kafkalite.storage.log_append import assign_offsets as assign_offsets_in
 from kafkalite.storage.log_manifest import LogState
-from kafkalite.storage.log_producers import LogProducers
-from kafkalite.storage.log_retention import delete_retained_segments
-from kafkalite.storage.producer_snapshot import delete_snapshots_above
+from kafkalite.storage.log_open import (
+    LogParts,
+    manifest_entry,
+    new_parts,
+    open_parts,
+    restored_parts,
+)
+from kafkalite.storage.log_retention import delete_records_before, delete_retained_segments
 from kafkalite.storage.producer_state import ProducerStateManager
 from kafkalite.storage.segment import LogSegment
 from kafkalite.storage.txn_index import AbortedTxn
-from kafkalite.storage.types import (
-    MIN_FD_GRACE_MS,
-    AppendInfo,
-    AppendResult,
-    FetchDataInfo,
-    FileSlice,
-    LogOffsetMetadata,
-    now_ms,
-    parse_topic_partition,
-)
-
-__all__ = [
-    "MIN_FD_GRACE_MS",
-    "PARTITION_METADATA_FILE",
-    "AppendInfo",
-    "AppendResult",
-    "FetchDataInfo",
-    "FileSlice",
-    "Log",
-    "LogOffsetMetadata",
-    "now_ms",
-    "parse_topic_partition",
-]
+from kafkalite.storage.types import AppendInfo, AppendResult, FetchDataInfo, parse_topic_partition
 
 log = logging.getLogger("kafkalite.storage.log")
 
@@ -89,25 +47,26 @@ _MIN_BATCH = 61
 class Log:
     """A partition's log. Thread-safe: append/read from the broker loop, flush/clean elsewhere."""
 
-    def __init__(self, directory: Path, config: LogConfig, topic_id: uuid.UUID | None) -> None:
-        self._local = local = LocalLog(directory, config, now_ms)
+    def __init__(self, parts: LogParts, config: LogConfig) -> None:
+        self._local = local = parts.local
         self._lock = local.lock  # the one lock: appends, rolls, deletes, truncation
         self._apply_config(config)
-        tp = parse_topic_partition(directory.name)
-        self.topic, self.partition = tp if tp is not None else (directory.name, 0)
-        self.topic_id = topic_id
-        self.recovery = RecoveryStats()  # what opening this log had to recover
+        tp = parse_topic_partition(local.dir.name)
+        self.topic, self.partition = tp if tp is not None else (local.dir.name, 0)
+        self.topic_id = parts.topic_id
+        self.recovery = parts.recovery  # what opening this log had to recover
         # an I/O error's handler (the LogManager's: it takes the whole log dir offline)
         self.io_error: Callable[[Log, OSError], None] | None = None
-        self.offline = False
-        self._hw = 0
+        self._hw = parts.high_watermark
+        # flush durations; the LogManager shares one histogram across its logs
+        self.flush_times = LatencyHistogram()
         # compaction: offsets below this have been cleaned (maintained by the cleaner)
-        self.first_dirty_offset = 0
+        self.first_dirty_offset = parts.first_dirty_offset
         # idempotent producers' last batches; built from the log on first need
-        self._producers = LogProducers(local)
+        self._producers = parts.producers
         local.on_roll = self._producers.take_snapshot
-        self.leader_epoch_cache = LeaderEpochFileCache(directory)
-        self._latest_epoch = -1  # == leader_epoch_cache.latest_epoch, for the append fast path
+        self.leader_epoch_cache = parts.epochs
+        self._latest_epoch = parts.epochs.latest_epoch  # for the append fast path
 
     # -- opening --------------------------------------------------------------------------------
     @classmethod
@@ -128,44 +87,17 @@ class Log:
         first torn/corrupt batch (later segments are dropped); after a crash the active segment is
         scanned too, after a `clean_shutdown` only if it holds offsets past the recovery point.
         The high watermark (from the replication-offset checkpoint) is clamped into the log."""
-        directory = Path(directory)
-        # the directory is listed once; loading asks the listing, not the file system, what exists
-        try:
-            names = set(os.listdir(directory))
-        except FileNotFoundError:
-            directory.mkdir(parents=True, exist_ok=True)
-            names = set()
-        self = cls(directory, config if config is not None else LogConfig(), topic_id)
-        local = self._local
-        local.names = names
-        try:
-            self.recovery = RecoveryStats()
-            segments, leo = load_segments(
-                directory,
-                local.new_segment,
-                recovery_point,
-                log_start_offset,
-                self.recovery,
-                clean_shutdown=clean_shutdown,
-                names=names,
-            )
-            # snapshots past the recovered end describe batches that did not survive
-            delete_snapshots_above(directory, leo, names)
-            # recovered (rescanned) data is not known to be on disk: it stays above the recovery
-            # point until the flush policy syncs it
-            start = max(log_start_offset, segments[0].base_offset)
-            local.load(segments, leo, start, recovery_point)
-            self.first_dirty_offset = start
-            self._hw = min(max(high_watermark, start), leo)
-            self.leader_epoch_cache = load_epoch_cache(directory, segments, start, leo, names)
-            self._latest_epoch = self.leader_epoch_cache.latest_epoch
-            self.topic_id = write_partition_metadata(directory, self.topic_id, names)
-            # producers' state (and with it open transactions and the last stable offset) from
-            # the newest snapshot plus the headers past it: every append and fetch needs it
-            self._producers.loaded(self._hw)
-        finally:
-            local.names = None
-        return self
+        cfg = config if config is not None else LogConfig()
+        parts = open_parts(
+            Path(directory),
+            cfg,
+            topic_id,
+            recovery_point,
+            log_start_offset,
+            high_watermark,
+            clean_shutdown,
+        )
+        return cls(parts, cfg)
 
     @classmethod
     def create(
@@ -174,72 +106,22 @@ class Log:
         """A new, empty log in a directory made for it: nothing to list, read or recover (creating
         thousands of partitions costs a mkdir and one small file each). When the directory is
         already there (a partition made before), the log is opened and recovered as by `open`."""
-        directory = Path(directory)
-        try:
-            os.mkdir(directory)
-        except FileExistsError:
-            return cls.open(directory, config, topic_id)
-        self = cls(directory, config if config is not None else LogConfig(), topic_id)
-        seg = LogSegment(
-            directory,
-            0,
-            index_interval_bytes=self.config.index_interval_bytes,
-            max_index_bytes=self.config.segment_index_bytes,
-            create=True,
-            fresh_dir=True,
-        )
-        self._local.load([seg], 0, 0, 0)
-        self.leader_epoch_cache = LeaderEpochFileCache(directory, new_log=True)
-        self.topic_id = write_partition_metadata(directory, self.topic_id, None)
-        self._producers.state = ProducerStateManager()
-        return self
+        cfg = config if config is not None else LogConfig()
+        parts = new_parts(Path(directory), cfg, topic_id)
+        return cls(parts, cfg) if parts is not None else cls.open(directory, config, topic_id)
 
     @classmethod
     def restore(cls, directory: Path, config: LogConfig, state: LogState) -> Log:
         """The log as a clean shutdown closed it, from its manifest entry: no file is opened or
         read (segments, indexes and the producer state load on first need). ValueError when the
         entry does not hold together (the caller opens the log from its files instead)."""
-        tid = uuid.UUID(state.topic_id) if state.topic_id else None
-        self = cls(directory, config, tid)
-        segs: list[LogSegment] = []
-        for st in state.segments:
-            seg = LogSegment(
-                directory,
-                st[0],
-                index_interval_bytes=self.config.index_interval_bytes,
-                max_index_bytes=self.config.segment_index_bytes,
-                known_size=st[1],
-            )
-            seg.restore(st)
-            segs.append(seg)
-        last = segs[-1]
-        end = last.next_offset if last.size else max(last.next_offset, last.base_offset)
-        if end != state.log_end or not 0 <= state.log_start <= state.log_end:
-            raise ValueError(f"log end {state.log_end} but its last segment ends at {end}")
-        self._local.load(segs, state.log_end, state.log_start, state.log_end)
-        self._local.dir_dirty = False
-        self.first_dirty_offset = state.log_start
-        self._hw = min(max(state.high_watermark, state.log_start), state.log_end)
-        self.leader_epoch_cache.load_entries(state.epochs)
-        self._latest_epoch = self.leader_epoch_cache.latest_epoch
-        if not state.stable:  # an open transaction: the last stable offset needs the state now
-            self._producers.loaded(self._hw)
-        return self
+        return cls(restored_parts(directory, config, state), config)
 
     def manifest_state(self) -> LogState:
         """This closed log's manifest entry (see `restore`)."""
         with self._lock:
-            local = self._local
-            state = self._producers.state
-            return LogState(
-                local.dir.name,
-                str(self.topic_id) if self.topic_id is not None else None,
-                local.log_start_offset,
-                local.log_end_offset,
-                self._hw,
-                self.leader_epoch_cache.entries(),
-                state is None or not state.has_unstable(),
-                [seg.state() for seg in local.segments],
+            return manifest_entry(
+                self._local, self._producers, self.leader_epoch_cache, self._hw, self.topic_id
             )
 
     # -- properties -----------------------------------------------------------------------------
@@ -254,15 +136,6 @@ class Log:
     @clock.setter
     def clock(self, value: Callable[[], int]) -> None:
         self._local.clock = value
-
-    @property
-    def flush_times(self) -> LatencyHistogram:
-        """Flush durations; the LogManager shares one histogram across its logs."""
-        return self._local.flush_times
-
-    @flush_times.setter
-    def flush_times(self, value: LatencyHistogram) -> None:
-        self._local.flush_times = value
 
     @property
     def log_start_offset(self) -> int:
@@ -282,9 +155,7 @@ class Log:
         with self._lock:
             local = self._local
             self._hw = min(max(offset, local.log_start_offset), local.log_end_offset)
-            state = self._producers.state
-            if state is not None:
-                state.on_high_watermark(self._hw)
+            self._producers.on_high_watermark(self._hw)
             return self._hw
 
     def maybe_increment_high_watermark(self, offset: int) -> bool:
@@ -293,9 +164,7 @@ class Log:
             new = min(offset, self._local.log_end_offset)
             if new > self._hw:
                 self._hw = new
-                state = self._producers.state
-                if state is not None:
-                    state.on_high_watermark(new)
+                self._producers.on_high_watermark(new)
                 return True
             return False
 
@@ -345,6 +214,11 @@ class Log:
     @property
     def closed(self) -> bool:
         return self._local.closed
+
+    @property
+    def offline(self) -> bool:
+        """Its log dir failed: nothing more is served or written."""
+        return self._local.offline
 
     def update_config(self, config: LogConfig) -> None:
         with self._lock:
@@ -461,15 +335,13 @@ class Log:
         self, records: bytes | bytearray | memoryview, leader_epoch: int = 0
     ) -> AppendResult:
         """`append` with offsets assigned, answering AppendInfo's fields as a plain tuple (the
-        produce path calls this once per batch, and building a result object costs as much as a
-        quarter of the work around the write); an I/O error (a full disk) takes the log's
-        directory offline and answers KafkaStorageError."""
+        produce path's call, once per batch: a result object would cost a quarter of the work);
+        an I/O error (a full disk) takes the log's dir offline and answers KafkaStorageError."""
         try:
             n = len(records)
             if _MIN_BATCH <= n <= self._fast_max_bytes:
-                # fast path: exactly one batch (the common produce request). It reads only the
-                # header fields it needs, and leaves the roll check to integer comparisons in the
-                # LocalLog and the write and its bookkeeping to one segment call.
+                # fast path: exactly one batch (the common produce request): only the header
+                # fields it needs, integer roll checks, one segment call to write and account.
                 length, magic, lod, max_ts, producer_id = _unpack_fast_header(records, 0)
                 # idempotent producers' batches take the full path: their sequence is checked there
                 if length + 12 == n and magic == 2 and lod >= 0 and producer_id < 0:
@@ -478,7 +350,7 @@ class Log:
                     lock.acquire()
                     try:
                         if local.closed:
-                            raise self._closed_error()
+                            raise local.closed_error()
                         first = local.log_end_offset
                         if leader_epoch > self._latest_epoch:
                             self._assign_epoch(leader_epoch, first)
@@ -506,87 +378,36 @@ class Log:
             or (type(records) is memoryview and not records.readonly)
             else bytearray(records)
         )
-        wbuf = cast("bytearray | memoryview", buf)  # (written only when assign_offsets)
-        try:
-            headers: list[tuple[int, BatchHeader]] = list(iter_batch_headers(buf))
-        except DecodeError as e:
-            raise CorruptRecord(f"malformed record batch: {e}") from e
-        if not headers:
-            raise CorruptRecord("no record batches to append")
-        for _, h in headers:
-            if h.size > cfg.max_message_bytes:
-                raise RecordBatchTooLarge(
-                    f"batch of {h.size} bytes exceeds max.message.bytes {cfg.max_message_bytes}"
-                )
-        total = len(buf)
-        if total > cfg.segment_bytes:
-            raise RecordBatchTooLarge(
-                f"{total} bytes of batches exceed segment.bytes {cfg.segment_bytes}"
-            )
-        producers = [h for _, h in headers if h.producer_id >= 0 and h.base_sequence >= 0]
-        if producers and assign_offsets and len(headers) != 1:
-            raise InvalidProducerBatch(
-                "an idempotent producer's batch must be the only batch of its append"
-            )
-        log_append_time = -1
+        headers, producers = analyze_batches(buf, cfg, assign_offsets)
         local = self._local
         with self._lock:
-            if local.closed:
-                raise self._closed_error()
+            local.check_open()
             pstate = self._producers
             if pstate.state is None and any(h.producer_id >= 0 for _, h in headers):
                 # (a log restored lazily: the state is built from what is there before this
                 # append, which then updates it, so the last stable offset stays right)
                 pstate.loaded(self._hw)
-            if producers and assign_offsets:
-                h0 = producers[0]
-                dup = pstate.check(h0, self._hw, cfg.log_append_time)
+            first = local.log_end_offset
+            if assign_offsets:
+                dup = pstate.check_leader_append(headers, producers, self._hw, cfg.log_append_time)
                 if dup is not None:
                     return dup
-                pstate.loaded(self._hw).check_transactional(
-                    h0.producer_id, h0.is_transactional, h0.producer_epoch
-                )
-            elif assign_offsets:
-                # a coordinator's transactional batch (TxnOffsetCommit: no sequence) is still
-                # fenced by the producer's epoch
-                for _, h in headers:
-                    if h.producer_id >= 0 and h.is_transactional and not h.is_control:
-                        pstate.loaded(self._hw).check_transactional(
-                            h.producer_id, True, h.producer_epoch
-                        )
-            first = nxt = local.log_end_offset
-            if cfg.log_append_time and assign_offsets:
                 # the leader stamps LogAppendTime; a follower keeps the leader's bytes
-                log_append_time = self.clock()
-            max_ts = -1
-            for pos, h in headers:
-                if assign_offsets:
-                    set_base_offset(wbuf, pos, nxt)
-                    set_partition_leader_epoch(wbuf, pos, leader_epoch)
-                    h.base_offset = nxt
-                    h.partition_leader_epoch = leader_epoch
-                elif h.base_offset < nxt:
-                    # later offsets may be missing (the leader's log was compacted): not earlier
-                    raise UnexpectedAppendOffset(
-                        f"{local.dir.name}: replica batch starts at offset {h.base_offset}, "
-                        f"below the log end {nxt}"
-                    )
-                if log_append_time >= 0:
-                    set_max_timestamp_and_type(wbuf, pos, h.size, log_append_time, True)
-                    h.max_timestamp = log_append_time
-                    h.base_timestamp = log_append_time
-                if h.max_timestamp > max_ts:
-                    max_ts = h.max_timestamp
-                nxt = h.base_offset + h.last_offset_delta + 1
-            if not assign_offsets:
+                log_append_time = self.clock() if cfg.log_append_time else -1
+                wbuf = cast("bytearray | memoryview", buf)
+                nxt, max_ts = assign_offsets_in(wbuf, headers, first, leader_epoch, log_append_time)
+                if leader_epoch > self._latest_epoch:
+                    self._assign_epoch(leader_epoch, first)
+            else:
+                log_append_time = -1
+                nxt, max_ts = check_replica_offsets(headers, first, local.dir.name)
                 first = headers[0][1].base_offset
                 for _, h in headers:
                     if h.partition_leader_epoch > self._latest_epoch:
                         self._assign_epoch(h.partition_leader_epoch, h.base_offset)
-            elif leader_epoch > self._latest_epoch:
-                self._assign_epoch(leader_epoch, first)
             seg = local.append(buf, headers, nxt)
             pstate.applied(seg, buf, headers)
+        total = len(buf)
         return first, nxt - 1, log_append_time, max_ts, local.log_start_offset, len(headers), total
 
     def append_control_marker(
@@ -604,8 +425,7 @@ class Log:
             commit, producer_id, producer_epoch, coordinator_epoch, timestamp=self.clock()
         )
         with self._lock:
-            if self._local.closed:
-                raise self._closed_error()
+            self._local.check_open()
             self._producers.loaded(self._hw).check_marker(
                 producer_id, producer_epoch, coordinator_epoch
             )
@@ -620,7 +440,7 @@ class Log:
         """Make everything below `offset` (default: the log end) durable. Group commit: callers
         arriving while an fsync runs wait for it and then share the next one."""
         try:
-            self._local.flush(offset, self.leader_epoch_cache.write_pending)
+            self._local.flush(offset, self.leader_epoch_cache.write_pending, self.flush_times)
         except OSError as exc:
             raise self._io_failure(exc, "flush") from exc
 
@@ -632,13 +452,6 @@ class Log:
         return False
 
     # -- a failed disk -----------------------------------------------------------------------------
-    def _closed_error(self) -> LogClosed:
-        if self.offline:
-            return LogDirOffline(
-                f"log {self.dir.name} is offline: its log dir {self.dir.parent} failed"
-            )
-        return LogClosed(f"log {self.dir.name} is closed")
-
     def _io_failure(self, exc: OSError, what: str) -> KafkaStorageError:
         """An I/O error on this log's files: the whole log dir goes offline (its manager closes
         every log in it, as Kafka's LogDirFailureChannel does); nothing more is written here."""
@@ -654,7 +467,7 @@ class Log:
 
     def go_offline(self) -> None:
         """Serve and write nothing more: close the files without flushing (the disk failed)."""
-        self.offline = True
+        self._local.offline = True
         try:
             self.close(flush=False)
         except OSError:
@@ -693,35 +506,21 @@ class Log:
         """DeleteRecords: move the log start to `offset` (-1: the high watermark); whole segments
         below it are deleted. Returns the new log start offset."""
         with self._lock:
-            local = self._local
-            if offset == -1:
-                offset = self._hw
-            if offset < 0 or offset > self._hw:
-                raise OffsetOutOfRange(
-                    f"cannot delete records before {offset}: outside [0, {self._hw}]"
-                )
-            if offset > local.log_start_offset:
-                local.advance_log_start(offset)
+            if delete_records_before(self._local, offset, self._hw):
                 self._log_start_moved()
-                if local.delete_prefix(local.segments_below(offset), "DeleteRecords"):
-                    self._log_start_moved()
-            return local.log_start_offset
+            return self._local.log_start_offset
 
     def truncate_to(self, offset: int) -> None:
         """Remove every batch holding offsets >= `offset` (follower truncation: the high watermark
         and the leader-epoch cache are cut to the new log end)."""
         with self._lock:
-            local = self._local
-            if not local.truncate_to(offset):
+            if not self._local.truncate_to(offset):
                 return
-            leo = local.log_end_offset
+            leo = self._local.log_end_offset
             self._hw = min(self._hw, leo)
             self.leader_epoch_cache.truncate_from_end(leo)
             self._latest_epoch = self.leader_epoch_cache.latest_epoch
-            delete_snapshots_above(local.dir, leo)
-            # transactions whose markers were cut are open again: rebuild from a snapshot below
-            self._producers.state = None
-            self._producers.state = self._producers.load(self._hw)
+            self._producers.truncated(self._hw)
             self.first_dirty_offset = min(self.first_dirty_offset, leo)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -731,8 +530,7 @@ class Log:
             self._hw = self.first_dirty_offset = offset
             self.leader_epoch_cache.clear()
             self._latest_epoch = -1
-            self._producers.state = ProducerStateManager()
-            delete_snapshots_above(self.dir, -1)
+            self._producers.cleared()
 
     # -- compaction support ---------------------------------------------------------------------
     def new_cleaned_segment(self, base_offset: int) -> LogSegment:
@@ -766,13 +564,11 @@ class Log:
 
     def take_place_of_files(self, finish: Callable[[], Log]) -> tuple[LogSegment, ...]:
         """A move to another log dir ends: under this log's lock (appends wait), `finish()` returns
-        the caught-up copy reopened in its final place, and this log takes over its directory,
-        segments, leader-epoch cache and producer state; the high watermark stays. Returns the old
-        segments, for the caller to close once in-flight reads are done."""
+        the caught-up copy reopened in its final place, whose parts this log takes (the high
+        watermark stays). Returns the old segments, to close once in-flight reads are done."""
         with self._lock:
             local = self._local
-            if local.closed:
-                raise self._closed_error()
+            local.check_open()
             local.remove_deleted_segments(force=True)
             new = finish()
             old = local.segments
@@ -787,10 +583,7 @@ class Log:
     def mark_deleted(self) -> None:
         """Refuse further appends and flushes; reads keep working until `close()` (the topic is
         being deleted, and FileSlices already handed out must stay valid for a while)."""
-        with self._lock:
-            self._local.closed = True
-            self._local.deleted = True
-        self._local.wake_flushers()
+        self._local.mark_deleted()
 
     def delete(self) -> None:
         """Close and remove the whole partition directory."""

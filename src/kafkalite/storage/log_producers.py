@@ -14,7 +14,11 @@ from kafkalite.records.batch import decode_batch
 from kafkalite.records.control import parse_end_txn_marker
 from kafkalite.records.header import BatchHeader
 from kafkalite.storage.local_log import LocalLog
-from kafkalite.storage.producer_snapshot import latest_snapshot, write_snapshot
+from kafkalite.storage.producer_snapshot import (
+    delete_snapshots_above,
+    latest_snapshot,
+    write_snapshot,
+)
 from kafkalite.storage.producer_state import (
     ProducerStateManager,
     last_sequence,
@@ -118,6 +122,11 @@ class LogProducers:
             else:
                 state.update_from_header(h)
 
+    def on_high_watermark(self, hw: int) -> None:
+        state = self.state
+        if state is not None:
+            state.on_high_watermark(hw)
+
     def last_stable_offset(self, hw: int) -> int:
         """Offsets below it belong to no open transaction: read_committed consumers read below it."""
         state = self.state
@@ -178,3 +187,42 @@ class LogProducers:
         append_time = dup.timestamp if log_append_time else -1
         start = self._local.log_start_offset
         return dup.first_offset, dup.last_offset, append_time, dup.timestamp, start, 0, 0
+
+    def check_leader_append(
+        self,
+        headers: list[tuple[int, BatchHeader]],
+        producers: list[BatchHeader],
+        high_watermark: int,
+        log_append_time: bool,
+    ) -> AppendResult | None:
+        """Under the lock, before a leader's append: the earlier result when an idempotent batch
+        is a duplicate, else None; raises on a sequence gap or a fenced producer epoch."""
+        if producers:
+            h0 = producers[0]
+            dup = self.check(h0, high_watermark, log_append_time)
+            if dup is not None:
+                return dup
+            self.loaded(high_watermark).check_transactional(
+                h0.producer_id, h0.is_transactional, h0.producer_epoch
+            )
+            return None
+        # a coordinator's transactional batch (TxnOffsetCommit: no sequence) is still fenced by
+        # the producer's epoch
+        for _, h in headers:
+            if h.producer_id >= 0 and h.is_transactional and not h.is_control:
+                self.loaded(high_watermark).check_transactional(
+                    h.producer_id, True, h.producer_epoch
+                )
+        return None
+
+    def truncated(self, high_watermark: int) -> None:
+        """Under the lock, after the log was truncated: snapshots past its new end go, and the
+        state is rebuilt from one below (transactions whose markers were cut are open again)."""
+        delete_snapshots_above(self._local.dir, self._local.log_end_offset)
+        self.state = None
+        self.state = self.load(high_watermark)
+
+    def cleared(self) -> None:
+        """Under the lock, after the log was emptied: no producers, no snapshots."""
+        self.state = ProducerStateManager()
+        delete_snapshots_above(self._local.dir, -1)

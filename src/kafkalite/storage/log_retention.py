@@ -7,6 +7,7 @@ Functions over a LocalLog (storage/local_log.py), called by Log under its lock.
 from __future__ import annotations
 
 from kafkalite.storage.config import LogConfig
+from kafkalite.storage.errors import OffsetOutOfRange
 from kafkalite.storage.local_log import LocalLog
 
 
@@ -37,3 +38,18 @@ def delete_retained_segments(local: LocalLog, config: LogConfig, hw: int, now: i
             n += 1
         deleted += local.delete_prefix(n, "retention.bytes")
     return deleted
+
+
+def delete_records_before(local: LocalLog, offset: int, hw: int) -> bool:
+    """Under the lock, DeleteRecords: the log starts at `offset` (-1: the high watermark), whole
+    segments below it are deleted; OffsetOutOfRange past the high watermark. True when the log
+    start moved."""
+    if offset == -1:
+        offset = hw
+    if offset < 0 or offset > hw:
+        raise OffsetOutOfRange(f"cannot delete records before {offset}: outside [0, {hw}]")
+    if offset <= local.log_start_offset:
+        return False
+    local.advance_log_start(offset)
+    local.delete_prefix(local.segments_below(offset), "DeleteRecords")
+    return True
