@@ -23,7 +23,7 @@ from typing import Any
 from kafkalite.records.batch import build_batch
 from kafkalite.storage import Log, LogConfig
 from kafkalite.storage.file_cache import process_file_cache
-from kafkalite.storage.segment import read_header
+from kafkalite.storage.segment_scan import read_header
 
 
 def make_payload(batch_size: int) -> bytes:

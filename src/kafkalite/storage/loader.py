@@ -18,15 +18,15 @@ from typing import Protocol
 
 from kafkalite.storage.epoch_cache import LEADER_EPOCH_CHECKPOINT, LeaderEpochFileCache
 from kafkalite.storage.file_cache import read_file
-from kafkalite.storage.segment import (
+from kafkalite.storage.segment import LogSegment
+from kafkalite.storage.segment_files import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
     INDEX_SUFFIX,
     SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
-    LogSegment,
-    read_header,
 )
+from kafkalite.storage.segment_scan import read_header
 
 log = logging.getLogger("kafkalite.storage.log")
 

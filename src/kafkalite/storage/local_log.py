@@ -17,7 +17,8 @@ from kafkalite.records.header import BatchHeader
 from kafkalite.storage.config import LogConfig
 from kafkalite.storage.errors import LogClosed, LogDirOffline
 from kafkalite.storage.latency import LatencyHistogram
-from kafkalite.storage.segment import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, LogSegment
+from kafkalite.storage.segment import LogSegment
+from kafkalite.storage.segment_files import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX
 from kafkalite.storage.types import MIN_FD_GRACE_MS, now_ms
 
 log = logging.getLogger("kafkalite.storage.log")  # the Log's messages keep one logger name
