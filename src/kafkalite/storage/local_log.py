@@ -85,14 +85,20 @@ class LocalLog:
             self.active = segs[-1]
 
     def load(
-        self, segments: Sequence[LogSegment], log_end: int, log_start: int, recovery_point: int
+        self,
+        segments: Sequence[LogSegment],
+        log_end: int,
+        log_start: int,
+        recovery_point: int,
+        dir_dirty: bool = True,
     ) -> None:
-        """Take the segments and offsets a recovery (or a manifest) found."""
+        """Take the segments and offsets a recovery (or a manifest) found; `dir_dirty`: the
+        directory's entries may not be durable yet (not after a clean shutdown's manifest)."""
         self.set_segments(segments)
         self.log_end_offset = log_end
         self.log_start_offset = log_start
         self.recovery_point = min(max(recovery_point, 0), log_end)
-        self.dir_dirty = True
+        self.dir_dirty = dir_dirty
 
     def adopt(self, other: LocalLog) -> None:
         """Take `other`'s directory, segments and offsets (a finished move between log dirs); this

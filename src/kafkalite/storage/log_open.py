@@ -139,8 +139,7 @@ def restored_parts(directory: Path, config: LogConfig, state: LogState) -> LogPa
     if end != state.log_end or not 0 <= state.log_start <= state.log_end:
         raise ValueError(f"log end {state.log_end} but its last segment ends at {end}")
     local = parts.local
-    local.load(segs, state.log_end, state.log_start, state.log_end)
-    local.dir_dirty = False
+    local.load(segs, state.log_end, state.log_start, state.log_end, dir_dirty=False)
     parts.first_dirty_offset = state.log_start
     parts.high_watermark = min(max(state.high_watermark, state.log_start), state.log_end)
     parts.epochs.load_entries(state.epochs)
