@@ -23,7 +23,7 @@ from typing import Any
 from kafkalite.records.batch import build_batch
 from kafkalite.storage import Log, LogConfig
 from kafkalite.storage.file_cache import process_file_cache
-from kafkalite.storage.segment import read_header
+from kafkalite.storage.segment_scan import read_header
 
 
 def make_payload(batch_size: int) -> bytes:
@@ -94,7 +94,7 @@ def log_append_bytes(root: Path, payload: bytes, count: int) -> tuple[float, Log
 def count_log_writes(root: Path, payload: bytes, count: int) -> int:
     """Write calls (to the .log and index files) the broker's append makes for `count` batches,
     counted in an untimed pass, so the raw peer's call count can be checked against it."""
-    import kafkalite.storage.log as log_mod
+    import kafkalite.storage.segment as log_mod
 
     calls = [0]
     real, real_log, real_logv = os.pwrite, log_mod._pwrite, log_mod._pwritev
@@ -107,7 +107,7 @@ def count_log_writes(root: Path, payload: bytes, count: int) -> int:
         calls[0] += 1
         return real_logv(fd, data, pos)
 
-    # the os module is shared (segment and index files); log.py binds its calls at import
+    # the os module is shared (segment and index files); segment.py binds its calls at import
     os.pwrite = counting
     log_mod._pwrite, log_mod._pwritev = counting, counting_v
     try:

@@ -115,9 +115,11 @@ def truncation_offset(
     return min(leader_end_offset, our_end, local_leo)
 
 
-def whole_batches(records: bytes | bytearray | memoryview) -> bytes:
+def whole_batches(records: bytes | bytearray | memoryview) -> bytes | bytearray:
     """The complete batches at the start of `records` (a fetch may end with a partial batch), each
-    checked (framing and CRC-32C) as a follower append must be; DecodeError on a damaged one."""
+    checked (framing and CRC-32C) as a follower append must be; DecodeError on a damaged one. When
+    every batch is whole (the usual response) the fetched buffer itself is answered, not a copy:
+    the follower's append writes it as it is."""
     end = 0
     n = len(records)
     while end < n:
@@ -127,6 +129,8 @@ def whole_batches(records: bytes | bytearray | memoryview) -> bytes:
         if not crc_valid(records, end, h):
             raise DecodeError(f"CRC-32C mismatch in the batch at offset {h.base_offset}")
         end += h.size
+    if end == n and isinstance(records, (bytes, bytearray)):
+        return records
     return bytes(records[:end])
 
 

@@ -8,6 +8,7 @@ import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 log = logging.getLogger(__name__)
 
@@ -63,3 +64,41 @@ class OffsetCheckpointFile:
         except (ValueError, IndexError) as e:
             log.warning("ignoring malformed checkpoint %s: %s", self.path, e)
             return {}
+
+
+class LogOffsets(NamedTuple):
+    """What the offset checkpoint files hold for one log (`first_dirty` only when compacted)."""
+
+    recovery_point: int
+    high_watermark: int
+    log_start: int
+    first_dirty: int | None
+
+
+def read_dir_checkpoints(
+    d: Path,
+) -> tuple[dict[tuple[str, int], int], ...]:
+    """A log dir's recovery points, high watermarks, log start offsets and cleaner offsets."""
+    return tuple(
+        OffsetCheckpointFile(d / name).read()
+        for name in (
+            RECOVERY_POINT_CHECKPOINT,
+            REPLICATION_OFFSET_CHECKPOINT,
+            LOG_START_OFFSET_CHECKPOINT,
+            CLEANER_OFFSET_CHECKPOINT,
+        )
+    )
+
+
+def write_dir_checkpoints(d: Path, mine: list[tuple[tuple[str, int], LogOffsets]]) -> None:
+    """Write a log dir's four offset checkpoint files for its logs."""
+    OffsetCheckpointFile(d / RECOVERY_POINT_CHECKPOINT).write(
+        {tp: o.recovery_point for tp, o in mine}
+    )
+    OffsetCheckpointFile(d / REPLICATION_OFFSET_CHECKPOINT).write(
+        {tp: o.high_watermark for tp, o in mine}
+    )
+    OffsetCheckpointFile(d / LOG_START_OFFSET_CHECKPOINT).write({tp: o.log_start for tp, o in mine})
+    OffsetCheckpointFile(d / CLEANER_OFFSET_CHECKPOINT).write(
+        {tp: o.first_dirty for tp, o in mine if o.first_dirty is not None}
+    )

@@ -1,7 +1,8 @@
 """Loading a partition directory at startup: finish interrupted compaction swaps, drop leftovers,
 and recover segments after the recovery point (framing + CRC-32C scan, truncate torn tails).
 
-Used by Log.open; works on LogSegments only and returns the segment list and log end offset.
+Used by Log.open: the segment list and log end offset, the leader-epoch cache cut to them, and the
+partition.metadata file.
 """
 
 from __future__ import annotations
@@ -9,20 +10,27 @@ from __future__ import annotations
 import logging
 import os
 import re
+import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from kafkalite.storage.segment import (
+from kafkalite.storage.epoch_cache import LEADER_EPOCH_CHECKPOINT, LeaderEpochFileCache
+from kafkalite.storage.file_cache import read_file
+from kafkalite.storage.segment import LogSegment
+from kafkalite.storage.segment_files import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
     INDEX_SUFFIX,
     SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
-    LogSegment,
 )
+from kafkalite.storage.segment_scan import read_header
 
 log = logging.getLogger("kafkalite.storage.log")
+
+PARTITION_METADATA_FILE = "partition.metadata"
 
 SEGMENT_FILE_RE = re.compile(r"^(\d{20})\.(log|index|timeindex)((?:\.[a-z]+)?)$")
 
@@ -184,3 +192,72 @@ def _complete_swap(directory: Path, new_segment: NewSegment, base: int, bases: s
     for ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
         (directory / (f"{base:020d}{ext}")).unlink(missing_ok=True)
     bases.add(base)
+
+
+def load_epoch_cache(
+    directory: Path,
+    segments: Sequence[LogSegment],
+    log_start: int,
+    log_end: int,
+    names: set[str] | None,
+) -> LeaderEpochFileCache:
+    """The leader-epoch cache from its checkpoint, or rebuilt from the batches' partition
+    leader epochs when the file is missing or damaged; cut to the recovered log either way."""
+    if names is not None and LEADER_EPOCH_CHECKPOINT not in names:
+        entries = None
+    else:
+        entries = LeaderEpochFileCache.read_file(directory)
+    rebuilt = entries is None
+    if entries is None:
+        entries = _epochs_from_batches(segments)
+    # a rebuilt cache is written as a new log's is: at once unless its entries all start at 0
+    # (then by the next flush: until then the batches say the same)
+    cache = LeaderEpochFileCache(directory, entries, new_log=rebuilt)
+    cache.truncate_from_end(log_end)
+    cache.truncate_from_start(log_start)
+    if rebuilt:
+        if entries:
+            cache.save()
+    elif entries and cache.entries() != entries:
+        cache.flush()
+    return cache
+
+
+def _epochs_from_batches(segments: Sequence[LogSegment]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for seg in segments:
+        pos = 0
+        fh = seg.handle()
+        while True:
+            h = read_header(fh.fd, pos, seg.size)
+            if h is None:
+                break
+            if h.partition_leader_epoch >= 0 and (not out or h.partition_leader_epoch > out[-1][0]):
+                out.append((h.partition_leader_epoch, h.base_offset))
+            pos += h.size
+    return out
+
+
+def write_partition_metadata(
+    directory: Path, topic_id: uuid.UUID | None, names: set[str] | None
+) -> uuid.UUID | None:
+    """Write partition.metadata with `topic_id` (unless it says so already); without a topic id,
+    answer the one the file holds (None when there is none)."""
+    p = directory / PARTITION_METADATA_FILE
+    there = PARTITION_METADATA_FILE in names if names is not None else p.exists()
+    if topic_id is None:
+        if there:
+            for line in read_file(p).decode(errors="replace").splitlines():
+                k, _, v = line.partition(":")
+                if k.strip() == "topic_id":
+                    try:
+                        topic_id = uuid.UUID(v.strip())
+                    except ValueError:
+                        pass
+        return topic_id
+    text = f"version: 0\ntopic_id: {topic_id}\n"
+    if not there or read_file(p) != text.encode():
+        tmp = p.with_suffix(".tmp")
+        tmp.write_text(text)
+        os.replace(tmp, p)
+    return topic_id

@@ -1,22 +1,24 @@
-"""LogProducers: the producer side of a partition Log — its ProducerStateManager (built when the log
-opens from the newest snapshot plus the batch headers past it, checked before appends, saved at rolls),
-transaction markers, the aborted-transaction index of each segment, and the last stable offset.
+"""LogProducers: a partition log's producer side — its ProducerStateManager (built from the newest
+snapshot plus the batch headers past it, checked before appends, saved at rolls), transaction markers,
+the aborted-transaction index of each segment, and the last stable offset.
 
-A base class of Log (storage/log.py): every method here runs under (or takes) the Log's lock.
+A part of Log (storage/log.py) over its LocalLog: every method runs under (or takes) the log's lock.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-from pathlib import Path
 
 from kafkalite.protocol.exceptions import DecodeError
 from kafkalite.records.batch import decode_batch
 from kafkalite.records.control import parse_end_txn_marker
 from kafkalite.records.header import BatchHeader
-from kafkalite.storage.config import LogConfig
-from kafkalite.storage.producer_snapshot import latest_snapshot, write_snapshot
+from kafkalite.storage.local_log import LocalLog
+from kafkalite.storage.producer_snapshot import (
+    delete_snapshots_above,
+    latest_snapshot,
+    write_snapshot,
+)
 from kafkalite.storage.producer_state import (
     ProducerStateManager,
     last_sequence,
@@ -30,52 +32,42 @@ log = logging.getLogger("kafkalite.storage.log")  # the Log's messages keep one 
 
 
 class LogProducers:
-    """Producer state for Log; the state it works on is the Log's (declared here for mypy)."""
+    """The producer state of one log, built on first need (None until then)."""
 
-    dir: Path
-    config: LogConfig
-    _lock: threading.RLock
-    _segments: tuple[LogSegment, ...]
-    _leo: int
-    _hw: int
-    _log_start: int
-    _recovery_point: int
-    _snapshot: tuple[tuple[LogSegment, ...], tuple[int, ...]]
-    _producer_state: ProducerStateManager | None
-    _names: set[str] | None
+    def __init__(self, local: LocalLog, state: ProducerStateManager | None = None) -> None:
+        self._local = local
+        self.state = state
 
-    @property
-    def producer_state(self) -> ProducerStateManager:
-        """Idempotent producers' state, rebuilt from the batch headers of the log on first use."""
-        with self._lock:
-            return self._producer_state_locked()
-
-    def _producer_state_locked(self) -> ProducerStateManager:
-        state = self._producer_state
+    def loaded(self, high_watermark: int) -> ProducerStateManager:
+        """Under the lock: the state, built from the log now if it was not yet."""
+        state = self.state
         if state is None:
-            state = self._producer_state = self._load_producer_state()
+            state = self.state = self.load(high_watermark)
         return state
 
-    def _load_producer_state(self) -> ProducerStateManager:
+    def load(self, high_watermark: int) -> ProducerStateManager:
         """The newest snapshot at or below the recovery point, then every batch header past it. The
         markers met on the way re-add their aborted transactions to the segments' indexes (entries
         a segment already holds are kept once), so an index lost in a crash is rebuilt."""
-        snap = latest_snapshot(self.dir, min(self._recovery_point, self._leo), self._names)
+        local = self._local
+        snap = latest_snapshot(
+            local.dir, min(local.recovery_point, local.log_end_offset), local.names
+        )
         since, state = snap if snap is not None else (-1, ProducerStateManager())
-        for seg in self._segments:
+        for seg in local.segments:
             if seg.next_offset <= since:
                 continue
             for pos, h in segment_batch_headers(seg):
                 if h.base_offset < since:
                     continue
                 if h.is_control:
-                    self._apply_marker(state, seg, seg.read_bytes(pos, h.size), 0, h)
+                    self.apply_marker(state, seg, seg.read_bytes(pos, h.size), 0, h)
                 else:
                     state.update_from_header(h)
-        state.on_high_watermark(self._hw)
+        state.on_high_watermark(high_watermark)
         return state
 
-    def _apply_marker(
+    def apply_marker(
         self,
         state: ProducerStateManager,
         seg: LogSegment,
@@ -93,7 +85,7 @@ class LogProducers:
         except (DecodeError, IndexError) as exc:
             log.warning(
                 "%s: control batch at %d is not a transaction marker: %s",
-                self.dir.name,
+                self._local.dir.name,
                 h.base_offset,
                 exc,
             )
@@ -112,27 +104,44 @@ class LogProducers:
                 AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, lso)
             )
 
-    @property
-    def last_stable_offset(self) -> int:
+    def applied(
+        self,
+        seg: LogSegment,
+        buf: bytes | bytearray | memoryview,
+        headers: list[tuple[int, BatchHeader]],
+    ) -> None:
+        """Under the lock: batches were appended to `seg` (state updated when it is built)."""
+        state = self.state
+        if state is None:
+            return
+        for pos, h in headers:
+            if h.producer_id < 0:
+                continue
+            if h.is_control:
+                self.apply_marker(state, seg, buf, pos, h)
+            else:
+                state.update_from_header(h)
+
+    def on_high_watermark(self, hw: int) -> None:
+        state = self.state
+        if state is not None:
+            state.on_high_watermark(hw)
+
+    def last_stable_offset(self, hw: int) -> int:
         """Offsets below it belong to no open transaction: read_committed consumers read below it."""
-        hw = self._hw
-        state = self._producer_state
+        state = self.state
         if state is None or not state.has_unstable():
             return hw
         first = state.first_unstable_offset()
         return hw if first is None or first > hw else first
 
-    @property
     def first_unstable_offset(self) -> int | None:
-        """The first offset of an open (or not yet replicated) transaction; None when there is none.
-        Taken under the lock: the cleaner asks from its own thread while appends change the state."""
-        with self._lock:
-            state = self._producer_state
-            return state.first_unstable_offset() if state is not None else None
+        state = self.state
+        return state.first_unstable_offset() if state is not None else None
 
     def collect_aborted_transactions(self, start: int, upper_bound: int) -> list[AbortedTxn]:
         """Aborted transactions overlapping [start, upper_bound), for a read_committed fetch."""
-        segs, _ = self._snapshot
+        segs, _ = self._local.snapshot
         out: list[AbortedTxn] = []
         for seg in segs:
             if seg.next_offset <= start and seg is not segs[-1]:
@@ -143,44 +152,77 @@ class LogProducers:
                 break
         return out
 
-    def ongoing_transactions(self) -> dict[int, int]:
-        """Producer id -> first offset of its open transaction (DescribeProducers)."""
-        with self._lock:
-            return self._producer_state_locked().ongoing_transactions()
+    def last_offsets(self, high_watermark: int) -> dict[int, int]:
+        return {
+            pid: e.batches[-1].last_offset
+            for pid, e in self.loaded(high_watermark).entries()
+            if e.batches
+        }
 
-    def producer_last_offsets(self) -> dict[int, int]:
-        """Producer id -> last offset of its newest batch: the batches compaction must not remove
-        entirely, or a restart that replays the log would forget the producer's sequence."""
-        with self._lock:
-            return {
-                pid: e.batches[-1].last_offset
-                for pid, e in self._producer_state_locked().entries()
-                if e.batches
-            }
-
-    def _snapshot_producers(self, *, fsync: bool = False) -> None:
+    def take_snapshot(self, *, fsync: bool = False) -> None:
         """Under the lock: save the producer state as of the log end (when it has been built)."""
-        state = self._producer_state
+        state = self.state
         if state is None:
             return
+        local = self._local
         try:
-            write_snapshot(self.dir, self._leo, state, fsync=fsync)
+            write_snapshot(local.dir, local.log_end_offset, state, fsync=fsync)
         except OSError as exc:  # a missing snapshot only costs a longer header scan on restart
-            log.warning("could not write a producer snapshot in %s: %s", self.dir, exc)
+            log.warning("could not write a producer snapshot in %s: %s", local.dir, exc)
 
-    def remove_expired_producers(self, now: int, expiration_ms: int) -> int:
-        """Forget idempotent producers whose last batch is older than `expiration_ms`."""
-        with self._lock:
-            state = self._producer_state
-            return state.remove_expired(now, expiration_ms) if state is not None else 0
+    def remove_expired(self, now: int, expiration_ms: int) -> int:
+        state = self.state
+        return state.remove_expired(now, expiration_ms) if state is not None else 0
 
-    def _check_producer(self, h: BatchHeader) -> AppendResult | None:
+    def check(
+        self, h: BatchHeader, high_watermark: int, log_append_time: bool
+    ) -> AppendResult | None:
         """Under the lock: None to append `h`, or the result of the earlier append it duplicates;
         raises on a sequence gap or a fenced epoch (KIP-98 idempotence, no transactions)."""
         last_seq = last_sequence(h.base_sequence, h.last_offset_delta)
-        state = self._producer_state_locked()
+        state = self.loaded(high_watermark)
         dup = state.check(h.producer_id, h.producer_epoch, h.base_sequence, last_seq)
         if dup is None:
             return None
-        append_time = dup.timestamp if self.config.log_append_time else -1
-        return dup.first_offset, dup.last_offset, append_time, dup.timestamp, self._log_start, 0, 0
+        append_time = dup.timestamp if log_append_time else -1
+        start = self._local.log_start_offset
+        return dup.first_offset, dup.last_offset, append_time, dup.timestamp, start, 0, 0
+
+    def check_leader_append(
+        self,
+        headers: list[tuple[int, BatchHeader]],
+        producers: list[BatchHeader],
+        high_watermark: int,
+        log_append_time: bool,
+    ) -> AppendResult | None:
+        """Under the lock, before a leader's append: the earlier result when an idempotent batch
+        is a duplicate, else None; raises on a sequence gap or a fenced producer epoch."""
+        if producers:
+            h0 = producers[0]
+            dup = self.check(h0, high_watermark, log_append_time)
+            if dup is not None:
+                return dup
+            self.loaded(high_watermark).check_transactional(
+                h0.producer_id, h0.is_transactional, h0.producer_epoch
+            )
+            return None
+        # a coordinator's transactional batch (TxnOffsetCommit: no sequence) is still fenced by
+        # the producer's epoch
+        for _, h in headers:
+            if h.producer_id >= 0 and h.is_transactional and not h.is_control:
+                self.loaded(high_watermark).check_transactional(
+                    h.producer_id, True, h.producer_epoch
+                )
+        return None
+
+    def truncated(self, high_watermark: int) -> None:
+        """Under the lock, after the log was truncated: snapshots past its new end go, and the
+        state is rebuilt from one below (transactions whose markers were cut are open again)."""
+        delete_snapshots_above(self._local.dir, self._local.log_end_offset)
+        self.state = None
+        self.state = self.load(high_watermark)
+
+    def cleared(self) -> None:
+        """Under the lock, after the log was emptied: no producers, no snapshots."""
+        self.state = ProducerStateManager()
+        delete_snapshots_above(self._local.dir, -1)

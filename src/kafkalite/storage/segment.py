@@ -1,4 +1,5 @@
-"""LogSegment: one `<base offset>.log` file of whole record batches plus its .index and .timeindex.
+"""LogSegment: one `<base offset>.log` file of whole record batches plus its .index and .timeindex
+(file names in segment_files, batch scans in segment_scan).
 
 Appends batches (positional writes), answers offset/position/timestamp lookups with header-only
 reads, validates and truncates itself on recovery, and renames itself for deletion and swaps.
@@ -6,70 +7,49 @@ reads, validates and truncates itself on recovery, and renames itself for deleti
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import functools
 import logging
-import mmap
 import os
 import struct
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-from kafkalite.records.header import (
-    HEADER_SIZE,
-    LOG_OVERHEAD,
-    TIMESTAMP_TYPE_MASK,
-    BatchHeader,
-    compute_crc,
-)
+from kafkalite.records.header import TIMESTAMP_TYPE_MASK, BatchHeader
+from kafkalite.storage import segment_files as files
+from kafkalite.storage import segment_scan
 from kafkalite.storage.file_cache import OpenFile, process_file_cache
 from kafkalite.storage.index import CorruptIndex, OffsetIndex, TimeIndex
+from kafkalite.storage.segment_scan import RecoveryResult
 from kafkalite.storage.txn_index import TXN_INDEX_SUFFIX, TransactionIndex
-
-LOG_SUFFIX = ".log"
-INDEX_SUFFIX = ".index"
-TIME_INDEX_SUFFIX = ".timeindex"
-DELETED_SUFFIX = ".deleted"
-CLEANED_SUFFIX = ".cleaned"
-SWAP_SUFFIX = ".swap"
 
 log = logging.getLogger("kafkalite.storage.log")
 
-_HEADER = struct.Struct(">qiibIhiqqqhii")
 _INT32_MAX = 2**31 - 1
-_READ_SMALL_SEGMENT = 1 << 20  # recovery reads a segment up to this size instead of mapping it
-_SCAN_SAMPLES = 32  # index entries spot-checked against the log when loading a flushed segment
+_STAMP = struct.Struct(">qii")  # base offset, batch length, partition leader epoch
+_stamp = _STAMP.pack_into
+_stamped = _STAMP.pack
+_pwrite = os.pwrite
+_pwritev = os.pwritev
+# immutable batches up to this size are copied to be stamped; larger ones are written with pwritev
+_COPY_MAX = 4096
 
 
-def segment_file_name(base_offset: int, suffix: str = LOG_SUFFIX) -> str:
-    return f"{base_offset:020d}{suffix}"
-
-
-def read_header(fd: int, position: int, limit: int) -> BatchHeader | None:
-    """The v2 batch header at `position` if a plausible whole batch lies below `limit`."""
-    if limit - position < HEADER_SIZE:
-        return None
-    raw = os.pread(fd, HEADER_SIZE, position)
-    if len(raw) < HEADER_SIZE:
-        return None
-    h = BatchHeader(_HEADER.unpack_from(raw, 0))
-    if h.magic != 2 or h.batch_length < HEADER_SIZE - LOG_OVERHEAD or position + h.size > limit:
-        return None
-    return h
+def _write_rest(
+    fd: int, records: bytes | bytearray | memoryview, base: int, epoch: int, pos: int, written: int
+) -> None:
+    """Finish a short positional write of a batch stamped with `base` and `epoch`."""
+    buf = records if type(records) is bytearray else bytearray(records)
+    _stamp(buf, 0, base, len(buf) - 12, epoch)  # (a writable view was stamped already: harmless)
+    mv = memoryview(buf)
+    n = len(buf)
+    while written < n:
+        written += os.pwrite(fd, mv[written:], pos + written)
 
 
 # (base offset, size, next offset, max timestamp, its offset, first batch's timestamp, bytes since
 # the last offset-index entry, the time index's last timestamp)
 SegmentState = tuple[int, int, int, int, int, int, int, int]
-
-
-@dataclass(frozen=True, slots=True)
-class RecoveryResult:
-    valid_bytes: int
-    truncated_bytes: int
-    batches: int
 
 
 class LogSegment:
@@ -96,41 +76,15 @@ class LogSegment:
         self._fh: OpenFile | None = None  # the .log file while the cache keeps it open
         self._create_flags = 0  # O_CREAT | O_TRUNC for the first open of a new segment only
         self.closed = False
-        self.log_path = directory / (segment_file_name(base_offset) + suffix)
-        if create and not fresh_dir:  # empty index files (written again only with entries; a new
-            # directory has none to replace: its segment's are created by their first flush)
-            for ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-                p = directory / (segment_file_name(base_offset, ext) + suffix)
-                os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
-            (directory / (segment_file_name(base_offset, TXN_INDEX_SUFFIX) + suffix)).unlink(
-                missing_ok=True
-            )
+        self.log_path = directory / (files.segment_file_name(base_offset) + suffix)
+        # (a new directory has no index files to replace: its segment's come with its flush)
+        if create and not fresh_dir:
+            files.create_empty_indexes(directory, base_offset, suffix)
         self._max_index_bytes = max_index_bytes
         self._deferred_ts: int | None = None  # see _defer_index_loads
-        # which of its index files (offset, time, transaction) are known not to exist: a new
-        # directory has none, and `names`, the directory's listing while the log loads, says
-        self._absent: tuple[bool, ...]
-        if create:
-            self._absent = (fresh_dir, fresh_dir, True)
-        elif names is not None:
-            stem = segment_file_name(base_offset, "")
-            self._absent = tuple(
-                stem + ext + suffix not in names
-                for ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
-            )
-        else:
-            self._absent = (False, False, False)
-        self.indexes_missing = (
-            not create
-            and known_size is None
-            and (
-                self._absent[0] or self._absent[1]
-                if names is not None
-                else not all(
-                    (directory / (segment_file_name(base_offset, ext) + suffix)).exists()
-                    for ext in (INDEX_SUFFIX, TIME_INDEX_SUFFIX)
-                )
-            )
+        # which of its index files (offset, time, transaction) are known not to exist
+        self._absent, self.indexes_missing = files.absent_index_files(
+            directory, base_offset, suffix, create, fresh_dir, known_size, names
         )
         if create:  # a new segment is about to be written: its file goes straight into the cache
             self._create_flags = os.O_CREAT | os.O_TRUNC
@@ -166,11 +120,13 @@ class LogSegment:
     # -- its indexes: made on first use (a restart makes a segment per partition, and most are
     # never looked up before the broker's next restart) --------------------------------------------
     def _index_path(self, ext: str) -> Path:
-        return self.dir / (segment_file_name(self.base_offset, ext) + self.suffix)
+        return self.dir / (files.segment_file_name(self.base_offset, ext) + self.suffix)
 
     @functools.cached_property
     def offset_index(self) -> OffsetIndex:
-        idx = OffsetIndex(self._index_path(INDEX_SUFFIX), self.base_offset, self._max_index_bytes)
+        idx = OffsetIndex(
+            self._index_path(files.INDEX_SUFFIX), self.base_offset, self._max_index_bytes
+        )
         if self._absent[0]:
             idx.known_absent()
         if self._deferred_ts is not None:
@@ -180,7 +136,7 @@ class LogSegment:
     @functools.cached_property
     def time_index(self) -> TimeIndex:
         idx = TimeIndex(
-            self._index_path(TIME_INDEX_SUFFIX), self.base_offset, self._max_index_bytes
+            self._index_path(files.TIME_INDEX_SUFFIX), self.base_offset, self._max_index_bytes
         )
         if self._absent[1]:
             idx.known_absent()
@@ -290,30 +246,46 @@ class LogSegment:
             last = headers[-1][1]
             self.next_offset = last.base_offset + last.last_offset_delta + 1
 
-    def append_batch(
-        self, buf: bytearray, base_offset: int, last_offset_delta: int, max_timestamp: int
+    def append_stamped(
+        self,
+        records: bytes | bytearray | memoryview,
+        first: int,
+        last: int,
+        length: int,
+        max_ts: int,
+        leader_epoch: int,
+        roll_ms: int,
     ) -> None:
-        """Append exactly one batch (the produce fast path)."""
+        """Write one batch of offsets `first`..`last` at the end, stamped with its base offset,
+        length and partition leader epoch, and account for it (the leader's append fast path).
+        A caller's writable buffer is stamped in place; immutable bytes are copied when small,
+        else written from a stamped copy of their first 16 bytes and a view of the rest (the CRC
+        starts at byte 21). One positional write per batch, straight to the page cache: an
+        acknowledged append must survive a crash of this process without a flush. `roll_ms` is
+        segment.ms less its jitter, for the precomputed roll deadline."""
         pos = self.size
-        size = len(buf)
-        fh = self.handle()
-        written = os.pwrite(fh.fd, buf, pos)
-        while written < size:
-            written += os.pwrite(fh.fd, memoryview(buf)[written:], pos + written)
-        if pos > self.index_due:
-            self.add_index_entries(base_offset, pos)
-        if max_timestamp > self.max_timestamp:
-            self.max_timestamp = max_timestamp
-            self.offset_of_max_timestamp = base_offset + last_offset_delta
-        if not pos:
-            self.first_batch_timestamp = max_timestamp
-        self.size = pos + size
-        self.next_offset = base_offset + last_offset_delta + 1
-
-    def appended(self, first: int, last: int, pos: int, n: int, max_ts: int, roll_ms: int) -> None:
-        """Account for one batch of offsets `first`..`last` and `n` bytes just written at `pos`
-        (the Log's append fast path writes the bytes; this is its bookkeeping, once per batch).
-        `roll_ms` is segment.ms less its jitter, for the precomputed roll deadline."""
+        n = length + 12
+        # the open file (a lease: an eviction meanwhile cannot close it under this write);
+        # reopened through the FileCache only after an eviction
+        fh = self._fh
+        if fh is None:
+            fh = self._cache.open(self)
+        else:
+            fh.used = True
+        fd = fh.fd
+        if type(records) is bytearray or (type(records) is memoryview and not records.readonly):
+            _stamp(records, 0, first, length, leader_epoch)  # the caller's own buffer
+            written = _pwrite(fd, records, pos)
+        elif n < _COPY_MAX:
+            records = bytearray(records)
+            _stamp(records, 0, first, length, leader_epoch)
+            written = _pwrite(fd, records, pos)
+        else:
+            written = _pwritev(
+                fd, (_stamped(first, length, leader_epoch), memoryview(records)[16:]), pos
+            )
+        if written < n:
+            _write_rest(fd, records, first, leader_epoch, pos, written)
         if pos > self.index_due:
             self.add_index_entries(first, pos)
         if max_ts > self.max_timestamp:
@@ -381,17 +353,6 @@ class LogSegment:
         """Bytes were appended (or the file changed) since the last fsync."""
         return self.size != self.synced_size
 
-    @property
-    def is_full_index(self) -> bool:
-        return self.offset_index.is_full or self.time_index.is_full
-
-    def time_waited_for_roll(self, now: int, batch_timestamp: int) -> int:
-        """As in Kafka: the incoming batch's timestamp minus the segment's first batch timestamp
-        when both exist, else wall time since the segment was created."""
-        if self.first_batch_timestamp >= 0 and batch_timestamp >= 0:
-            return batch_timestamp - self.first_batch_timestamp
-        return now - self.created_ms
-
     def last_modified_ms(self) -> int:
         try:
             return int(os.stat(self.log_path).st_mtime * 1000)
@@ -405,18 +366,10 @@ class LogSegment:
     # -- reading ----------------------------------------------------------------------------------
     def find_batch(self, offset: int, limit: int | None = None) -> tuple[int, BatchHeader] | None:
         """(position, header) of the first batch whose last offset is >= `offset`, below `limit`."""
-        end = self.size if limit is None else limit
         _, pos = self.offset_index.lookup(offset)
-        fh = self.handle()
-        fd = fh.fd
-        while pos < end:
-            h = read_header(fd, pos, end)
-            if h is None:
-                return None
-            if h.base_offset + h.last_offset_delta >= offset:
-                return pos, h
-            pos += h.size
-        return None
+        return segment_scan.batch_reaching(
+            self.handle().fd, pos, self.size if limit is None else limit, offset
+        )
 
     def position_bound(self, max_offset: int, limit: int) -> int:
         """Position of the first batch whose base offset is >= `max_offset` (or `limit`)."""
@@ -443,42 +396,17 @@ class LogSegment:
             return pos, limit - pos, first
         # whole batches up to `target`: start from the last index entry at or below it
         _, p = self.offset_index.lookup_position(target)
-        if p <= pos:
-            p = pos
-        end = p
-        fh = self.handle()
-        fd = fh.fd
-        while end < limit:
-            h = read_header(fd, end, limit)
-            if h is None or end + h.size > target:
-                break
-            end += h.size
+        end = segment_scan.whole_batches_end(self.handle().fd, max(p, pos), limit, target)
         return pos, end - pos, first
 
     def read_bytes(self, position: int, length: int) -> bytes:
-        out = bytearray()
-        fh = self.handle()
-        while len(out) < length:
-            chunk = os.pread(fh.fd, length - len(out), position + len(out))
-            if not chunk:
-                break
-            out += chunk
-        return bytes(out)
+        return segment_scan.read_fully(self.handle().fd, position, length)
 
     def timestamp_lookup(self, timestamp: int, start_offset: int) -> tuple[int, BatchHeader] | None:
         """First batch with max timestamp >= `timestamp` and last offset >= `start_offset`."""
         from_offset = max(self.time_index.lookup_before(timestamp), start_offset)
         _, pos = self.offset_index.lookup(from_offset)
-        end = self.size
-        fh = self.handle()
-        while pos < end:
-            h = read_header(fh.fd, pos, end)
-            if h is None:
-                return None
-            if h.max_timestamp >= timestamp and h.base_offset + h.last_offset_delta >= start_offset:
-                return pos, h
-            pos += h.size
-        return None
+        return segment_scan.batch_at_time(self.handle().fd, pos, self.size, timestamp, start_offset)
 
     # -- loading and recovery -------------------------------------------------------------------
     def load(self) -> bool:
@@ -495,37 +423,16 @@ class LogSegment:
             t_last = self.time_index.last_file_entry()
         except CorruptIndex:
             return False
-        pos = 0
-        next_offset = self.base_offset
-        if last is not None:
-            off, pos = last
-            h0 = read_header(fh.fd, pos, self.size) if 0 < pos < self.size else None
-            if h0 is None or h0.base_offset != off:
-                return False
-            next_offset = off
-        max_ts, off_max = -1, self.base_offset
-        since = 0
-        while pos < self.size:
-            h = read_header(fh.fd, pos, self.size)
-            if h is None or h.base_offset < next_offset:
-                return False
-            next_offset = h.base_offset + h.last_offset_delta + 1
-            if h.max_timestamp > max_ts:
-                max_ts, off_max = h.max_timestamp, h.base_offset + h.last_offset_delta
-            since += h.size
-            pos += h.size
-        if next_offset - self.base_offset > _INT32_MAX + 1:
+        st = segment_scan.scan_tail(fh.fd, self.size, self.base_offset, last, t_last)
+        if st is None:
             return False
-        if t_last is not None:
-            t_ts, t_off = t_last
-            if not self.base_offset <= t_off < next_offset:
-                return False
-            if t_ts > max_ts:
-                max_ts, off_max = t_ts, t_off
-        self.next_offset = next_offset
-        self.max_timestamp, self.offset_of_max_timestamp = max_ts, off_max
+        self.next_offset = st.next_offset
+        self.max_timestamp, self.offset_of_max_timestamp = (
+            st.max_timestamp,
+            st.offset_of_max_timestamp,
+        )
         self._defer_index_loads(t_last[0] if t_last is not None else -1)
-        self.bytes_since_last_index_entry = since
+        self.bytes_since_last_index_entry = st.since_index
         self._load_first_timestamp()
         return True
 
@@ -573,49 +480,19 @@ class LogSegment:
         point; size and offsets stay as they are)."""
         self._reset_indexes()
         fh = self.handle()
-        pos = since = 0
-        max_ts, off_max = -1, self.base_offset
-        while pos < self.size:
-            h = read_header(fh.fd, pos, self.size)
-            if h is None:
-                break
-            if since > self._interval:
-                self.offset_index.append(h.base_offset, pos)
-                if max_ts >= 0:
-                    self.time_index.maybe_append(max_ts, off_max)
-                since = 0
-            since += h.size
-            if h.max_timestamp > max_ts:
-                max_ts, off_max = h.max_timestamp, h.base_offset + h.last_offset_delta
-            pos += h.size
-        if max_ts >= 0:
-            self.time_index.maybe_append(max_ts, off_max)
+        segment_scan.rebuild_indexes(
+            fh.fd, self.size, self.base_offset, self._interval, self.offset_index, self.time_index
+        )
 
     def _spot_check_index(self) -> None:
-        entries = self.offset_index.entries()
-        if not entries:
-            return
-        step = max(1, len(entries) // _SCAN_SAMPLES)
-        picks = [*entries[::step], entries[-1]]
-        fh = self.handle()
-        for off, pos in picks:
-            h = read_header(fh.fd, pos, self.size)
-            if h is None or h.base_offset != off:
-                raise CorruptIndex(f"{self.offset_index.path}: entry ({off}, {pos}) misses a batch")
+        segment_scan.spot_check_offset_index(self.handle().fd, self.size, self.offset_index)
 
     def _spot_check_time_index(self) -> None:
-        entries = self.time_index.entries()
-        if not entries:
-            return
-        step = max(1, len(entries) // _SCAN_SAMPLES)
-        for ts, off in [*entries[::step], entries[-1]]:
-            found = self.find_batch(off)
-            if found is None or found[1].max_timestamp != ts or found[1].base_offset > off:
-                raise CorruptIndex(f"{self.time_index.path}: entry ({ts}, {off}) misses a batch")
+        segment_scan.spot_check_time_index(self.time_index, self.find_batch)
 
     def _load_first_timestamp(self) -> None:
         fh = self.handle()
-        h = read_header(fh.fd, 0, self.size)
+        h = segment_scan.read_header(fh.fd, 0, self.size)
         self.first_batch_timestamp = h.max_timestamp if h is not None else -1
 
     def recover(self, min_next_offset: int | None = None) -> RecoveryResult:
@@ -624,60 +501,26 @@ class LogSegment:
         self._reset_indexes()
         expected = self.base_offset if min_next_offset is None else min_next_offset
         fh = self.handle()
-        file_size = os.fstat(fh.fd).st_size
-        pos = 0
-        batches = 0
-        max_ts, off_max = -1, self.base_offset
-        since = 0
-        first_ts = -1
-        if file_size:
-            source: contextlib.AbstractContextManager[bytes | mmap.mmap]
-            if file_size <= _READ_SMALL_SEGMENT:  # one read (a mapping costs more calls)
-                data = os.pread(fh.fd, file_size, 0)
-                file_size = len(data)
-                source = contextlib.nullcontext(data)
-            else:
-                source = mmap.mmap(fh.fd, file_size, access=mmap.ACCESS_READ)
-            with source as mm:
-                buf = memoryview(mm)
-                try:
-                    while file_size - pos >= HEADER_SIZE:
-                        h = BatchHeader(_HEADER.unpack_from(buf, pos))
-                        if (
-                            h.magic != 2
-                            or h.batch_length < HEADER_SIZE - LOG_OVERHEAD
-                            or pos + h.size > file_size
-                            or h.base_offset < expected
-                            or h.last_offset_delta < 0
-                            or h.records_count < 0
-                            or h.base_offset + h.last_offset_delta - self.base_offset > _INT32_MAX
-                            or compute_crc(buf, pos, h.size) != h.crc
-                        ):
-                            break
-                        if since > self.index_interval_bytes:
-                            self.offset_index.append(h.base_offset, pos)
-                            if max_ts >= 0:
-                                self.time_index.maybe_append(max_ts, off_max)
-                            since = 0
-                        since += h.size
-                        last = h.base_offset + h.last_offset_delta
-                        if h.max_timestamp > max_ts:
-                            max_ts, off_max = h.max_timestamp, last
-                        if first_ts < 0:
-                            first_ts = h.max_timestamp
-                        expected = last + 1
-                        pos += h.size
-                        batches += 1
-                finally:
-                    buf.release()
+        file_size, st = segment_scan.recovery_scan(
+            fh.fd,
+            self.base_offset,
+            expected,
+            self.index_interval_bytes,
+            self.offset_index,
+            self.time_index,
+        )
+        pos, batches = st.pos, st.batches
         truncated = file_size - pos
         if truncated:
             os.ftruncate(fh.fd, pos)
         self.size = pos
-        self.next_offset = expected if batches else self.base_offset
-        self.max_timestamp, self.offset_of_max_timestamp = max_ts, off_max
-        self.first_batch_timestamp = first_ts
-        self.bytes_since_last_index_entry = since
+        self.next_offset = st.next_offset if batches else self.base_offset
+        self.max_timestamp, self.offset_of_max_timestamp = (
+            st.max_timestamp,
+            st.offset_of_max_timestamp,
+        )
+        self.first_batch_timestamp = st.first_timestamp
+        self.bytes_since_last_index_entry = st.since_index
         self.synced_size = -1
         if "txn_index" in self.__dict__ or not self._absent[2]:  # (else there are none)
             self.txn_index.truncate_to(self.next_offset)  # markers past the recovered end are gone

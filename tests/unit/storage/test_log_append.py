@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from storage_helpers import batches, make_batch, open_log, read_all
 
-import kafkalite.storage.log as log_mod
+import kafkalite.storage.segment as log_mod
 from kafkalite.records.header import compute_crc, iter_batch_headers
 from kafkalite.storage import AppendInfo, Log, LogConfig
 from kafkalite.storage.index import OffsetIndex, TimeIndex
@@ -140,3 +140,31 @@ def test_time_index_last_timestamp_follows_its_entries(tmp_path: Path) -> None:
     again.reset()
     assert again.last_timestamp == -1
     again.close()
+
+
+def test_a_follower_append_writes_the_fetched_bytes_as_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing is stamped on a follower: its bytes (or a read-only view of them) reach the write
+    uncopied, and the log holds them byte for byte."""
+    leader = open_log(tmp_path / "l-0")
+    for i in range(3):
+        leader.append_as_leader(bytearray(make_batch(2, tag=i)), 5)
+    fetched = read_all(leader)
+    written: list[object] = []
+    real_append = log_mod.LogSegment.append
+
+    def spy(self: Any, buf: Any, headers: Any) -> None:
+        written.append(buf)
+        real_append(self, buf, headers)
+
+    monkeypatch.setattr(log_mod.LogSegment, "append", spy)
+    follower = open_log(tmp_path / "f-0")
+    first = len(make_batch(2, tag=0))
+    rest = fetched[first:]
+    follower.append_as_follower(memoryview(fetched)[:first])
+    follower.append_as_follower(rest)
+    assert isinstance(written[0], memoryview) and written[0].obj is fetched
+    assert written[1] is rest
+    assert read_all(follower) == fetched
+    assert follower.log_end_offset == 6 and follower.latest_epoch == 5

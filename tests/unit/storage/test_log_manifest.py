@@ -220,7 +220,7 @@ def test_creating_a_partition_makes_one_small_file(tmp_path: Path) -> None:
 def test_a_shutdown_of_many_logs_syncs_each_file_system_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import kafkalite.storage.manager as manager
+    import kafkalite.storage.log_dirs as manager  # (where a shutdown closes and syncs the logs)
 
     synced: list[Path] = []
     real = manager.sync_file_system

@@ -15,7 +15,7 @@ from storage_helpers import crash, make_batch, random_batch, read_all
 
 from kafkalite.records.header import iter_batch_headers
 from kafkalite.storage import Log, LogConfig
-from kafkalite.storage import segment as segment_module
+from kafkalite.storage import segment_scan as segment_module
 from kafkalite.storage.epoch_cache import LEADER_EPOCH_CHECKPOINT
 from kafkalite.storage.file_cache import read_file
 
