@@ -11,9 +11,10 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kafkalite.cluster.append_records import (
     AppendOrigin,
@@ -26,6 +27,13 @@ from kafkalite.cluster.append_records import (
 )
 from kafkalite.cluster.delayed_operations import DelayedOperations
 from kafkalite.cluster.errors import NotLeaderOrFollower, ReplicaError, UnknownTopicOrPartition
+from kafkalite.cluster.fetch_messages import (
+    FetchMessagesResult,
+    FetchParams,
+    FetchPartition,
+    FetchStats,
+    fetch_messages,
+)
 from kafkalite.cluster.log_validator import RecordValidationError, validate_records
 from kafkalite.cluster.partition import LeaderAndIsrState, Partition
 from kafkalite.protocol.errors import ErrorCode
@@ -209,7 +217,7 @@ class ReplicaManager:
                 )  # fmt: skip
                 change.errors[(topic, part)] = ErrorCode.STALE_CONTROLLER_EPOCH
                 continue
-            if existing is not None and existing.log.offline:
+            if existing is not None and existing.offline:
                 # its log dir failed: the controller takes the replica offline on this answer
                 change.errors[(topic, part)] = ErrorCode.KAFKA_STORAGE_ERROR
                 continue
@@ -375,6 +383,15 @@ class ReplicaManager:
         self._notify(p.key)
         return p, result
 
+    def fetch_messages(
+        self, params: FetchParams, topics: list[list[FetchPartition]], stats: FetchStats
+    ) -> Coroutine[Any, Any, FetchMessagesResult | None]:
+        """Read the partitions asked for (Kafka's fetchMessages): consumers below the high
+        watermark (or the last stable offset), followers up to the log end (their fetch moves our
+        high watermark); long-polls in the purgatory until `params.min_bytes` are there or
+        `params.max_wait_ms` passes. Results are per topic, in request order."""
+        return fetch_messages(self, params, topics, stats)
+
     def update_follower_fetch_state(
         self, partition: Partition, replica_id: int, fetch_offset: int, log_start_offset: int = -1
     ) -> None:
@@ -396,9 +413,8 @@ class ReplicaManager:
         min_one_message: bool,
     ) -> FetchDataInfo:
         """Consumers read up to the high watermark; followers up to the log end."""
-        lg = partition.log
-        limit = lg.log_end_offset if from_follower else lg.high_watermark
-        return lg.read(offset, max_bytes, max_offset=limit, min_one_message=min_one_message)
+        limit = partition.log_end_offset if from_follower else partition.high_watermark
+        return partition.read(offset, max_bytes, max_offset=limit, min_one_message=min_one_message)
 
 
 def _purgatory_of(notify: DelayedOperations | Callable[[Hashable], None]) -> DelayedOperations:
