@@ -263,10 +263,11 @@ class ReplicaManager:
         origin: AppendOrigin,
         *,
         stats: ProduceStats | None = None,
-        requester: str = "",
+        requester: tuple[object, object] = ("", ""),
     ) -> AppendRecordsResult:
         """Append each topic's partition entries on this leader (Kafka's appendRecords): a client's
-        records are validated first (`stats` counts them per topic); the flush policy and, with
+        records are validated first (`stats` counts them per topic, `requester` is its address and
+        client id for the log); the flush policy and, with
         acks=all, the wait for the ISR are left in the result's `delayed` produce to await. Errors
         are per partition: UNKNOWN_TOPIC_OR_PARTITION (not hosted), NOT_LEADER_OR_FOLLOWER,
         NOT_ENOUGH_REPLICAS, the validator's codes, KAFKA_STORAGE_ERROR."""
@@ -327,8 +328,8 @@ class ReplicaManager:
                     pr.error_message = rej.message
                     pr.record_errors = rej.record_errors
                     log.info(
-                        "produce to %s-%d from %s rejected: %s %s",
-                        topic, index, requester, rej.code.name, rej.message,
+                        "produce to %s-%d from %s (%s) rejected: %s %s",
+                        topic, index, requester[0], requester[1], rej.code.name, rej.message,
                     )  # fmt: skip
                     continue
                 except ReplicaError as exc:

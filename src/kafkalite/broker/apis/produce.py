@@ -168,7 +168,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             request.timeout_ms,
             AppendOrigin.CLIENT,
             stats=broker.stats,
-            requester=f"{ctx.connection.peer} ({ctx.client_id})",
+            requester=(ctx.connection.peer, ctx.client_id),
         )
         for (t_out, info), results in zip(slots, appended.results, strict=True):
             t_out.partition_responses = results
