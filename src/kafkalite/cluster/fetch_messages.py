@@ -351,17 +351,24 @@ async def fetch_messages(
                 continue
             if isolation != FOLLOWER and _answer_consumer(stats, tgt, pr, part):
                 continue  # KIP-392: sent to its preferred read replica
-            limit_at = limit_offset(part, isolation)
-            pr.high_watermark = part.high_watermark
-            pr.last_stable_offset = part.last_stable_offset
-            pr.log_start_offset = part.log_start_offset
+            lg = part._log  # (the cluster package reads its partitions' logs directly)
+            hw = pr.high_watermark = lg.high_watermark
+            lso = pr.last_stable_offset = lg.last_stable_offset
+            pr.log_start_offset = lg.log_start_offset
+            limit_at = (
+                lg.log_end_offset
+                if isolation == FOLLOWER
+                else lso
+                if isolation == READ_COMMITTED
+                else hw
+            )
             limit = min(tgt.max_bytes, budget)
             if limit <= 0 and not first:
                 continue
             if throttle is not None and throttle.holds_back(part):
                 continue  # the answer carries the offsets, no records
             try:
-                info = part.read(
+                info = lg.read(
                     tgt.offset, max(limit, 0), max_offset=limit_at, min_one_message=first
                 )
             except Exception as exc:
@@ -380,7 +387,7 @@ async def fetch_messages(
             if isolation == READ_COMMITTED:
                 pr.aborted_transactions = [
                     (a.producer_id, a.first_offset)
-                    for a in part.collect_aborted_transactions(tgt.offset, limit_at)
+                    for a in lg.collect_aborted_transactions(tgt.offset, limit_at)
                 ]
             first = False
             budget -= region.length

@@ -299,7 +299,7 @@ class ReplicaManager:
                     continue
                 records = entry.records
                 try:
-                    if type(records) is EndTxnMarker:
+                    if isinstance(records, EndTxnMarker):
                         if client:
                             raise RecordValidationError(
                                 ErrorCode.INVALID_RECORD, "clients may not produce control batches"
@@ -310,11 +310,11 @@ class ReplicaManager:
                         )  # fmt: skip
                         size = 0
                     else:
-                        if records is None or isinstance(records, EndTxnMarker):
+                        if records is None:
                             records = b""
                         if client:
                             records = validate_records(
-                                records, part.config, now_ms, f"{topic}-{index}"
+                                records, part._log.config, now_ms, f"{topic}-{index}"
                             )
                         # a plain tuple of AppendInfo's fields: no result object per batch
                         first, last, append_time, _, log_start, _, _ = (
@@ -361,9 +361,10 @@ class ReplicaManager:
                 pr.log_append_time_ms = append_time
                 pr.log_start_offset = log_start
                 notify(part.key)  # once: long-poll fetches and acks=all waits on it
-                if required_acks == -1 and part.high_watermark <= last:
+                lg = part._log  # (the cluster package reads its partitions' logs directly)
+                if required_acks == -1 and lg.high_watermark <= last:
                     waiting.append((pr, part, last + 1))
-                if part.needs_flush:
+                if lg.needs_flush:
                     flushes.append(part)
         delayed = (
             DelayedProduce(self.delayed, flushes, waiting, timeout_ms)
