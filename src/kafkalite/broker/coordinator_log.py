@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kafkalite.cluster.partition import Partition
+from kafkalite.cluster.append_records import AppendEntry, AppendOrigin
 from kafkalite.cluster.replica_manager import LeadershipChange
 from kafkalite.coordinator import Deferred
 from kafkalite.protocol.errors import ErrorCode
@@ -54,11 +54,10 @@ def read_partition(broker: BrokerServer, topic: str, partition: int) -> list[Sto
     out: list[StoredBatch] = []
     if part is None:
         return out
-    lg = part.log
-    offset = lg.log_start_offset
-    end = lg.log_end_offset
+    offset = part.log_start_offset
+    end = part.log_end_offset
     while offset < end:
-        info = lg.read(offset, _READ_CHUNK)
+        info = part.read(offset, _READ_CHUNK)
         region = info.slice
         if region is None:
             break
@@ -98,7 +97,7 @@ class CoordinatorPartitions:
         self.broker = broker
         self._ticker: asyncio.Task[None] | None = None
         self._loads: dict[int, asyncio.Task[None]] = {}
-        self._waits: set[asyncio.Task[ErrorCode]] = set()
+        self._waits: set[asyncio.Task[None]] = set()
         self._creating: asyncio.Task[None] | None = None
         self.num_partitions = 0
 
@@ -235,41 +234,32 @@ class CoordinatorPartitions:
     # -- writes ------------------------------------------------------------------------------------
     def append(self, partition: int, records: bytes) -> Deferred[ErrorCode]:
         """Append a batch to our partition on this (leader) broker; the Deferred completes with
-        NO_ERROR once the ISR has it (and the flush policy is met), or with the error."""
+        NO_ERROR once the ISR has it (and the flush policy is met), or with the error (at once
+        when nothing is left to wait for)."""
         d: Deferred[ErrorCode] = Deferred()
-        try:
-            part, result = self.broker.replica_manager.append_to_leader(
-                self.topic, partition, records, -1
+        timeout_ms = int(self.broker.config.get(self.timeout_config, 5000) or 5000)
+        appended = self.broker.replica_manager.append_records(
+            [(self.topic, (AppendEntry(partition, records),))],
+            -1,
+            timeout_ms,
+            AppendOrigin.COORDINATOR,
+        )
+        result = appended.results[0][0]
+        delayed = appended.delayed
+        if result.error_code or delayed is None:
+            # (a replica not hosted here is one this broker does not lead)
+            code = result.error_code
+            d.complete(
+                ErrorCode.NOT_LEADER_OR_FOLLOWER
+                if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                else ErrorCode(code)
             )
-        except Exception as exc:
-            code = getattr(exc, "error_code", None)
-            if code is None:
-                log.exception("append to %s-%d failed", self.topic, partition)
-                code = ErrorCode.UNKNOWN_SERVER_ERROR
-            else:
-                log.warning("append to %s-%d failed: %s", self.topic, partition, exc)
-            d.complete(ErrorCode(code))
             return d
-
-        def done(code: ErrorCode) -> None:
-            d.complete(code)
-
-        self.await_commit(part, result[1] + 1).on_done(done)
-        return d
-
-    def await_commit(self, part: Partition, required: int) -> Deferred[ErrorCode]:
-        """NO_ERROR once `part`'s high watermark passes `required` (after the fsync the flush policy
-        asks for), or the error (timeout, leadership lost, ISR too small)."""
-        d: Deferred[ErrorCode] = Deferred()
-        flush = part.log.needs_flush
-        if not flush and part.log.high_watermark >= required:
-            d.complete(ErrorCode.NO_ERROR)
-            return d
-        task = asyncio.get_running_loop().create_task(self._await_commit(part, required, flush))
+        task = asyncio.get_running_loop().create_task(delayed.complete())
         self._waits.add(task)
-        topic, partition = part.topic, part.partition
+        topic = self.topic
 
-        def finished(t: asyncio.Task[ErrorCode]) -> None:
+        def finished(t: asyncio.Task[None]) -> None:
             self._waits.discard(t)
             if t.cancelled():
                 d.complete(ErrorCode.NOT_COORDINATOR)
@@ -279,22 +269,10 @@ class CoordinatorPartitions:
                 log.error("write to %s-%d failed: %s", topic, partition, exc)
                 d.complete(ErrorCode.KAFKA_STORAGE_ERROR)
                 return
-            d.complete(t.result())
+            d.complete(ErrorCode(result.error_code))
 
         task.add_done_callback(finished)
         return d
-
-    async def _await_commit(self, part: Partition, required: int, flush: bool) -> ErrorCode:
-        if flush:
-            await asyncio.to_thread(part.log.flush)
-        timeout = int(self.broker.config.get(self.timeout_config, 5000) or 5000) / 1000
-        await self.broker.delayed.wait_until(
-            [part.key], lambda: part.acks_all_done(required)[0], timeout
-        )
-        done, code = part.acks_all_done(required)
-        if not done:
-            return ErrorCode.REQUEST_TIMED_OUT
-        return ErrorCode(code)
 
 
 async def _drive_timers(

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kafkalite.broker.share_persister import PersisterStateBatch, SharePersister
+from kafkalite.cluster.append_records import AppendEntry, AppendOrigin
 from kafkalite.cluster.channel import ChannelManager
-from kafkalite.cluster.errors import ReplicaError
 from kafkalite.cluster.partition import Partition
 from kafkalite.coordinator.share_partition import (
     AckBatch,
@@ -331,16 +331,15 @@ class SharePartitionManager:
         from kafkalite.broker import groups as _groups
 
         policy = _groups.share_partition_settings(self.broker, group_id).auto_offset_reset
-        lg = part.log
         if policy == "earliest":
-            return int(lg.log_start_offset)
+            return int(part.log_start_offset)
         if policy.startswith("by_duration:"):
             ms = _iso_duration_ms(policy.split(":", 1)[1])
             if ms is not None:
-                found = await asyncio.to_thread(lg.offset_for_timestamp, now_ms() - ms)
+                found = await asyncio.to_thread(part.offset_for_timestamp, now_ms() - ms)
                 if found is not None:
                     return int(found[0])
-        return int(lg.high_watermark)
+        return int(part.high_watermark)
 
     # -- changes and persistence -------------------------------------------------------------------
     def _changed(self, lp: LoadedSharePartition) -> None:
@@ -429,10 +428,9 @@ class SharePartitionManager:
         from kafkalite.broker import groups as _groups
 
         level = _groups.share_partition_settings(self.broker, lp.key[0]).isolation_level
-        lg = part.log
         if level == "read_committed":
-            return int(lg.last_stable_offset), True
-        return int(lg.high_watermark), False
+            return int(part.last_stable_offset), True
+        return int(part.high_watermark), False
 
     def acquirable(self, lp: LoadedSharePartition, part: Partition) -> bool:
         """Whether an acquisition could find something now: a released record, or new records
@@ -449,10 +447,9 @@ class SharePartitionManager:
         max_bytes: int,
     ) -> Acquired | ErrorCode:  # fmt: skip
         sp = lp.sp
-        lg = part.log
-        if sp.start_offset < lg.log_start_offset:
+        if sp.start_offset < part.log_start_offset:
             # retention (or DeleteRecords) removed records the group never finished
-            sp.truncate_before(lg.log_start_offset)
+            sp.truncate_before(part.log_start_offset)
             self._changed(lp)
         offset = sp.next_fetch_offset()
         limit, committed = self._limit(lp, part)
@@ -460,7 +457,7 @@ class SharePartitionManager:
             return Acquired(b"", [])
         try:
             info = await asyncio.to_thread(
-                lg.read,
+                part.read,
                 offset,
                 _read_size(lp, max_records, max_bytes),
                 max_offset=limit,
@@ -479,7 +476,7 @@ class SharePartitionManager:
         aborted = (
             [
                 (a.producer_id, a.first_offset)
-                for a in lg.collect_aborted_transactions(offset, limit)
+                for a in part.collect_aborted_transactions(offset, limit)
             ]
             if committed
             else []
@@ -586,11 +583,10 @@ def _read_records(part: Partition, offsets: Iterable[int]) -> dict[int, Any]:
     """The records at these offsets (runs in a worker thread)."""
     wanted = sorted(set(offsets))
     out: dict[int, Any] = {}
-    lg = part.log
     for off in wanted:
         if off in out:
             continue
-        info = lg.read(off, _READ_CHUNK, max_offset=lg.log_end_offset, min_one_message=True)
+        info = part.read(off, _READ_CHUNK, max_offset=part.log_end_offset, min_one_message=True)
         region = info.slice
         if region is None:
             continue
@@ -639,17 +635,17 @@ async def _produce(broker: BrokerServer, topic: str, partition: int, blob: bytes
     """acks=all append: locally when this broker leads the partition, else a Produce to its leader."""
     part = broker.replica_manager.get_partition(topic, partition)
     if part is not None and part.is_leader:
-        try:
-            part, result = broker.replica_manager.append_to_leader(topic, partition, blob, -1)
-        except ReplicaError as exc:
-            raise RuntimeError(str(exc)) from exc
-        required = result[1] + 1
-        if part.log.needs_flush:
-            await asyncio.to_thread(part.log.flush)
-        await broker.delayed.wait_until([part.key], lambda: part.acks_all_done(required)[0], 30.0)
-        done, code = part.acks_all_done(required)
-        if not done or code:
-            raise RuntimeError(f"append to {topic}-{partition}: not replicated ({code})")
+        appended = broker.replica_manager.append_records(
+            [(topic, (AppendEntry(partition, blob),))], -1, 30_000, AppendOrigin.COORDINATOR
+        )
+        if appended.delayed is not None:
+            await appended.delayed.complete()
+        result = appended.results[0][0]
+        if result.error_code:
+            raise RuntimeError(
+                f"append to {topic}-{partition}: not replicated ({int(result.error_code)})"
+                + (f": {result.error_message}" if result.error_message else "")
+            )
         return
     info = broker.metadata_cache.topic(topic)
     meta = info.partitions[partition] if info is not None else None

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+from kafkalite.cluster.append_records import AppendEntry, AppendOrigin, EndTxnMarker
 from kafkalite.cluster.channel import ChannelError, ChannelManager
 from kafkalite.coordinator import OFFSETS_TOPIC, TopicPartition
 from kafkalite.coordinator.txn_types import TxnMarkerRequest
@@ -29,7 +30,7 @@ _Marker = WriteTxnMarkersRequest.WritableTxnMarker
 _MarkerTopic = _Marker.WritableTxnMarkerTopic
 # a partition answering one of these has its marker (or no longer needs one)
 _DONE = frozenset({E.NO_ERROR, E.INVALID_PRODUCER_EPOCH})
-_MARKER_TIMEOUT_S = 30.0
+_MARKER_TIMEOUT_MS = 30_000
 
 
 async def write_markers_locally(
@@ -41,45 +42,30 @@ async def write_markers_locally(
     partitions: Iterable[TopicPartition],
 ) -> dict[TopicPartition, ErrorCode]:
     """Append the marker to each partition this broker leads and wait until the ISR has it."""
-    rm = broker.replica_manager
+    marker = EndTxnMarker(producer_id, producer_epoch, coordinator_epoch, commit)
+    tps = list(partitions)
+    by_topic: dict[str, list[tuple[TopicPartition, AppendEntry]]] = {}
+    for tp in tps:
+        by_topic.setdefault(tp.topic, []).append((tp, AppendEntry(tp.partition, marker)))
+    appended = broker.replica_manager.append_records(
+        [(topic, [e for _, e in items]) for topic, items in by_topic.items()],
+        -1,
+        _MARKER_TIMEOUT_MS,
+        AppendOrigin.COORDINATOR,
+    )
+    if appended.delayed is not None:
+        await appended.delayed.complete()
     results: dict[TopicPartition, ErrorCode] = {}
-    waiting = []
-    for tp in partitions:
-        part = rm.get_partition(tp.topic, tp.partition)
-        if part is None:
-            known = broker.metadata_cache.partition(tp.topic, tp.partition) is not None
-            results[tp] = E.NOT_LEADER_OR_FOLLOWER if known else E.UNKNOWN_TOPIC_OR_PARTITION
-            continue
-        try:
-            result = part.append_control_marker(
-                producer_id, producer_epoch, coordinator_epoch, commit
-            )
-        except Exception as exc:
-            code = getattr(exc, "error_code", None)
-            if code is None:
-                log.exception("marker for producer %d on %s failed", producer_id, tp)
-                code = E.KAFKA_STORAGE_ERROR
-            else:
-                log.info("marker for producer %d on %s refused: %s", producer_id, tp, exc)
-            results[tp] = ErrorCode(code)
-            continue
-        broker.delayed.notify(part.key)
-        waiting.append((tp, part, result[1] + 1))
-    if waiting:
-
-        def all_done() -> bool:
-            return all(p.acks_all_done(required)[0] for _, p, required in waiting)
-
-        flush = [p for _, p, _ in waiting if p.log.needs_flush]
-        if flush:
-            await asyncio.gather(*(asyncio.to_thread(p.log.flush) for p in flush))
-        await broker.delayed.wait_until([p.key for _, p, _ in waiting], all_done, _MARKER_TIMEOUT_S)
-        for tp, part, required in waiting:
-            done, code = part.acks_all_done(required)
-            results[tp] = E(code) if done else E.REQUEST_TIMED_OUT
-            if done and not code and tp.topic == OFFSETS_TOPIC:
+    for items, answers in zip(by_topic.values(), appended.results, strict=True):
+        for (tp, _), r in zip(items, answers, strict=True):
+            code = r.error_code
+            if code == E.UNKNOWN_TOPIC_OR_PARTITION:  # not hosted here
+                known = broker.metadata_cache.partition(tp.topic, tp.partition) is not None
+                code = E.NOT_LEADER_OR_FOLLOWER if known else E.UNKNOWN_TOPIC_OR_PARTITION
+            results[tp] = E(code)
+            if not code and tp.topic == OFFSETS_TOPIC:
                 broker.groups.on_txn_marker(tp.partition, producer_id, commit)
-    return results
+    return {tp: results[tp] for tp in tps}
 
 
 class TransactionMarkerChannelManager:

@@ -233,7 +233,7 @@ class ZkBroker:
     async def _report_log_dir_failure(self, d: str) -> None:
         """Stop fetching the partitions of the failed dir and tell the controller (a log dir event
         notification), which moves their leadership away and takes them out of their ISRs."""
-        offline = [p.key for p in self.server.replica_manager.partitions() if p.log.offline]
+        offline = [p.key for p in self.server.replica_manager.partitions() if p.offline]
         if self.fetchers is not None:
             self.fetchers.remove_fetchers(offline)
         for key in offline:  # acks=all produces waiting on them answer KAFKA_STORAGE_ERROR now
@@ -448,7 +448,7 @@ class ZkBroker:
     def propose_isr(self, partition: Partition, new_isr: tuple[int, ...]) -> None:
         """Ask the controller to change a partition's ISR; until it answers, the high watermark
         counts the larger set (Partition.pending_isr)."""
-        if partition.pending_isr is not None or not partition.is_leader or partition.log.offline:
+        if partition.pending_isr is not None or not partition.is_leader or partition.offline:
             return  # (a replica in a failed log dir no longer leads, whatever it last heard)
         partition.pending_isr = new_isr
         self._pending_isr[partition.key] = new_isr

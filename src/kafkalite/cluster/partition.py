@@ -8,8 +8,9 @@ same object with one replica that is its own ISR.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from kafkalite.cluster.errors import (
     FencedLeaderEpoch,
@@ -20,7 +21,10 @@ from kafkalite.cluster.errors import (
 )
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.storage import Log
-from kafkalite.storage.types import AppendResult
+from kafkalite.storage.config import LogConfig
+from kafkalite.storage.producer_state import ProducerEntry
+from kafkalite.storage.txn_index import AbortedTxn
+from kafkalite.storage.types import AppendResult, FetchDataInfo
 
 log = logging.getLogger("kafkalite.cluster.partition")
 
@@ -66,7 +70,8 @@ class FollowerState:
 
 
 class Partition:
-    """One hosted replica. `log` is None only before the replica is created on this broker."""
+    """One hosted replica over its (private) storage Log: callers read the few offsets they need
+    through the properties below; appends go through the ReplicaManager."""
 
     def __init__(
         self,
@@ -80,7 +85,7 @@ class Partition:
         self.partition = partition
         self.key = (topic, partition)
         self.local_broker_id = local_broker_id
-        self.log = log_
+        self._log = log_
         self.leader_id = NO_LEADER
         self.leader_epoch = -1
         self.partition_epoch = -1
@@ -97,8 +102,106 @@ class Partition:
         role = "leader" if self.is_leader else f"follower of {self.leader_id}"
         return (
             f"Partition({self.topic}-{self.partition} {role} epoch={self.leader_epoch} "
-            f"isr={list(self.isr)} hw={self.log.high_watermark} leo={self.log.log_end_offset})"
+            f"isr={list(self.isr)} hw={self._log.high_watermark} leo={self._log.log_end_offset})"
         )
+
+    # -- the log, read-only ----------------------------------------------------------------------------
+    @property
+    def log(self) -> Log:
+        """The storage Log itself, for tools and tests (BrokerServer.get_log); broker code reads
+        the properties below and appends through the ReplicaManager."""
+        return self._log
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log.log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log.log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._log.high_watermark
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self._log.last_stable_offset
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self._log.size_in_bytes
+
+    @property
+    def num_segments(self) -> int:
+        return len(self._log.segments)
+
+    @property
+    def log_dir(self) -> Path:
+        """The partition's directory (its log dir is the parent)."""
+        return self._log.dir
+
+    @property
+    def config(self) -> LogConfig:
+        return self._log.config
+
+    @property
+    def offline(self) -> bool:
+        """Its log dir failed (KAFKA_STORAGE_ERROR from now on)."""
+        return self._log.offline
+
+    @property
+    def closed(self) -> bool:
+        return self._log.closed
+
+    @property
+    def latest_epoch(self) -> int:
+        """The newest leader epoch in the log's leader-epoch cache (-1: none)."""
+        return self._log.leader_epoch_cache.latest_epoch
+
+    @property
+    def needs_flush(self) -> bool:
+        return self._log.needs_flush
+
+    def flush(self) -> None:
+        self._log.flush()
+
+    def read(
+        self, offset: int, max_bytes: int, *, max_offset: int | None = None,
+        min_one_message: bool = True,
+    ) -> FetchDataInfo:  # fmt: skip
+        """Whole batches from `offset` (storage's read; the caller bounds it by HW / LSO / LEO)."""
+        return self._log.read(
+            offset, max_bytes, max_offset=max_offset, min_one_message=min_one_message
+        )
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        return self._log.offset_for_timestamp(timestamp)
+
+    def max_timestamp_and_offset(self) -> tuple[int, int]:
+        return self._log.max_timestamp_and_offset()
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        return self._log.end_offset_for_epoch(epoch)
+
+    def collect_aborted_transactions(self, start: int, upper_bound: int) -> list[AbortedTxn]:
+        return self._log.collect_aborted_transactions(start, upper_bound)
+
+    def producer_entries(self) -> Iterator[tuple[int, ProducerEntry]]:
+        """The producers with state in this log (DescribeProducers)."""
+        return self._log.producer_state.entries()
+
+    def delete_records(self, offset: int) -> int:
+        """DeleteRecords: move the log start to `offset`; returns the new low watermark."""
+        return self._log.delete_records(offset)
+
+    def truncate_to(self, offset: int) -> None:
+        """Follower: drop everything from `offset` (divergence from the leader)."""
+        self._log.truncate_to(offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Follower: the leader's log starts past ours; empty the log and restart at `offset`."""
+        self._log.truncate_fully_and_start_at(offset)
 
     # -- state changes ------------------------------------------------------------------------------
     def make_leader(self, state: LeaderAndIsrState, now_ms: int) -> bool:
@@ -111,7 +214,7 @@ class Partition:
         self.is_leader = True
         self.pending_isr = None
         if new_leadership:
-            self.log.begin_leader_epoch(state.leader_epoch)
+            self._log.begin_leader_epoch(state.leader_epoch)
             self.followers = {}
             for r in self.replicas:
                 if r != self.local_broker_id:
@@ -180,7 +283,7 @@ class Partition:
 
     # -- the leader's write path ---------------------------------------------------------------------
     def append_records_to_leader(
-        self, records: bytes | bytearray | memoryview, required_acks: int
+        self, records: bytes | bytearray | memoryview, required_acks: int, notify: bool = True
     ) -> AppendResult:
         """Append client batches at the current leader epoch. acks=all refuses up front when the ISR
         is below min.insync.replicas (NOT_ENOUGH_REPLICAS), as Kafka does."""
@@ -188,7 +291,7 @@ class Partition:
             raise NotLeaderOrFollower(
                 f"broker {self.local_broker_id} is not the leader of {self.topic}-{self.partition}"
             )
-        lg = self.log
+        lg = self._log
         if required_acks == -1:
             need = lg.config.min_insync_replicas
             if len(self.isr) < need:
@@ -197,11 +300,16 @@ class Partition:
                     f"fewer than min.insync.replicas={need}"
                 )
         result = lg.append_as_leader(records, self.leader_epoch)
-        self._after_leader_append(result[1] + 1)
+        self._after_leader_append(result[1] + 1, notify)
         return result
 
     def append_control_marker(
-        self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        commit: bool,
+        notify: bool = True,
     ) -> AppendResult:
         """WriteTxnMarkers: a COMMIT/ABORT marker closing the producer's transaction, at the current
         leader epoch (storage refuses one from an older producer or coordinator epoch)."""
@@ -209,28 +317,30 @@ class Partition:
             raise NotLeaderOrFollower(
                 f"broker {self.local_broker_id} is not the leader of {self.topic}-{self.partition}"
             )
-        result = self.log.append_control_marker(
+        result = self._log.append_control_marker(
             producer_id, producer_epoch, coordinator_epoch, commit, self.leader_epoch
         )
-        self._after_leader_append(result[1] + 1)
+        self._after_leader_append(result[1] + 1, notify)
         return result
 
-    def _after_leader_append(self, leo: int) -> None:
-        lg = self.log
+    def _after_leader_append(self, leo: int, notify: bool) -> None:
+        """Move the high watermark after an append; `notify` False: the caller (the
+        ReplicaManager) wakes the partition's waiters itself, once."""
+        lg = self._log
         if len(self.isr) <= 1 and self.pending_isr is None:
             # the common single-replica case: the high watermark is the log end offset
             if leo > lg.high_watermark:
                 lg.update_high_watermark(leo)
-                if self._on_high_watermark is not None:
+                if notify and self._on_high_watermark is not None:
                     self._on_high_watermark(self)
         else:
-            self.maybe_increment_high_watermark()
+            self.maybe_increment_high_watermark(notify)
 
-    def maybe_increment_high_watermark(self) -> bool:
+    def maybe_increment_high_watermark(self, notify: bool = True) -> bool:
         """HW = the smallest log end offset in the (maximal) ISR; it only moves forward."""
         if not self.is_leader:
             return False
-        lg = self.log
+        lg = self._log
         new_hw = lg.log_end_offset
         for r in self.maximal_isr:
             if r == self.local_broker_id:
@@ -241,7 +351,7 @@ class Partition:
                 new_hw = leo
         if new_hw > lg.high_watermark:
             lg.update_high_watermark(new_hw)
-            if self._on_high_watermark is not None:
+            if notify and self._on_high_watermark is not None:
                 self._on_high_watermark(self)
             return True
         return False
@@ -253,10 +363,10 @@ class Partition:
         dir failed (its high watermark will not move again here)."""
         if not self.is_leader:
             return True, int(NotLeaderOrFollower.error_code)
-        if self.log.offline:
+        if self._log.offline:
             return True, int(ErrorCode.KAFKA_STORAGE_ERROR)
-        if self.log.high_watermark >= required_offset:
-            if len(self.isr) < self.log.config.min_insync_replicas:
+        if self._log.high_watermark >= required_offset:
+            if len(self.isr) < self._log.config.min_insync_replicas:
                 return True, int(NotEnoughReplicasAfterAppend.error_code)
             return True, 0
         return False, 0
@@ -274,7 +384,7 @@ class Partition:
                     f"broker {replica_id} is not a replica of {self.topic}-{self.partition}"
                 )
             st = self.followers[replica_id] = FollowerState()
-        leo = self.log.log_end_offset
+        leo = self._log.log_end_offset
         if fetch_offset >= leo:
             st.last_caught_up_ms = now_ms
         elif fetch_offset >= st.last_fetch_leader_leo >= 0:
@@ -289,8 +399,8 @@ class Partition:
     def _can_join_isr(self, replica_id: int, st: FollowerState) -> bool:
         if replica_id in self.isr or self.pending_isr is not None:
             return False
-        hw = self.log.high_watermark
-        epoch_start = self.log.leader_epoch_cache.latest_entry
+        hw = self._log.high_watermark
+        epoch_start = self._log.leader_epoch_cache.latest_entry
         start = epoch_start[1] if epoch_start is not None else 0
         return st.log_end_offset >= hw and st.log_end_offset >= start
 
@@ -299,7 +409,7 @@ class Partition:
         out: set[int] = set()
         if not self.is_leader:
             return out
-        leo = self.log.log_end_offset
+        leo = self._log.log_end_offset
         for r in self.isr:
             if r == self.local_broker_id:
                 continue
@@ -317,14 +427,14 @@ class Partition:
     def append_records_as_follower(self, records: bytes | bytearray, leader_hw: int) -> int:
         """Copy the leader's batches as they are, then take the leader's high watermark (capped at
         our log end). Returns the new log end offset."""
-        lg = self.log
+        lg = self._log
         if records:
             lg.append_as_follower(records)
         self.update_follower_high_watermark(leader_hw)
         return lg.log_end_offset
 
     def update_follower_high_watermark(self, leader_hw: int) -> None:
-        lg = self.log
+        lg = self._log
         hw = min(leader_hw, lg.log_end_offset)
         if hw > lg.high_watermark:
             lg.update_high_watermark(hw)

@@ -163,7 +163,7 @@ class ReplicaFetcher:
     # -- membership ----------------------------------------------------------------------------------
     def add_partitions(self, parts: list[Partition]) -> None:
         for p in parts:
-            self.states[p.key] = PartitionFetchState(p.log.log_end_offset, p.leader_epoch)
+            self.states[p.key] = PartitionFetchState(p.log_end_offset, p.leader_epoch)
         self._wake.set()
 
     def remove_partitions(self, keys: list[TopicPartition]) -> None:
@@ -223,7 +223,7 @@ class ReplicaFetcher:
 
     def _throttled(self, key: TopicPartition) -> bool:
         p = self.rm.get_partition(*key)
-        return p is not None and follower_throttled(p.log.config, key[1], self.local_broker_id)
+        return p is not None and follower_throttled(p.config, key[1], self.local_broker_id)
 
     def _unthrottled(
         self, ready: dict[TopicPartition, PartitionFetchState]
@@ -254,10 +254,10 @@ class ReplicaFetcher:
             st = self.states[key]
             if p is None:
                 continue
-            epoch = p.log.leader_epoch_cache.latest_epoch
+            epoch = p.latest_epoch
             if epoch == UNDEFINED_EPOCH:
                 # nothing was ever written here under an epoch: start at our log end
-                self._finish_truncation(key, p, p.log.log_end_offset)
+                self._finish_truncation(key, p, p.log_end_offset)
                 continue
             asked[key] = epoch
             by_topic.setdefault(key[0], []).append(
@@ -286,28 +286,26 @@ class ReplicaFetcher:
                 if code != ErrorCode.NO_ERROR:
                     self._on_partition_error(key, state, code)
                     continue
-                lg = p.log
                 target = truncation_offset(
-                    lg.log_end_offset,
-                    lg.high_watermark,
+                    p.log_end_offset,
+                    p.high_watermark,
                     asked[key],
                     r.leader_epoch,
                     r.end_offset,
-                    lg.end_offset_for_epoch,
+                    p.end_offset_for_epoch,
                 )
                 self._finish_truncation(key, p, target)
 
     def _finish_truncation(self, key: TopicPartition, p: Partition, target: int) -> None:
-        lg = p.log
-        if target < lg.log_end_offset:
+        if target < p.log_end_offset:
             log.info(
                 "%s-%d: truncating from %d to %d (divergence from leader %d at epoch %d)",
-                key[0], key[1], lg.log_end_offset, target, self.leader_id, p.leader_epoch,
+                key[0], key[1], p.log_end_offset, target, self.leader_id, p.leader_epoch,
             )  # fmt: skip
-            lg.truncate_to(target)
+            p.truncate_to(target)
         st = self.states[key]
         st.truncating = False
-        st.fetch_offset = lg.log_end_offset
+        st.fetch_offset = p.log_end_offset
 
     # -- fetching ---------------------------------------------------------------------------------------
     async def _fetch(
@@ -320,7 +318,7 @@ class ReplicaFetcher:
         allowance = self.quota.window_allowance() if self.quota is not None else None
         for (topic, part), st in fetching.items():
             p = self.rm.get_partition(topic, part)
-            last_epoch = p.log.leader_epoch_cache.latest_epoch if p is not None else -1
+            last_epoch = p.latest_epoch if p is not None else -1
             max_bytes = cfg.fetch_max_bytes
             if allowance is not None and not st.in_sync and self._throttled((topic, part)):
                 max_bytes = min(max_bytes, allowance)  # a throttled copy asks one window at most
@@ -331,7 +329,7 @@ class ReplicaFetcher:
                     fetch_offset=st.fetch_offset,
                     last_fetched_epoch=last_epoch,
                     # the leader only sends consumers here if we hold their offset (KIP-392)
-                    log_start_offset=p.log.log_start_offset if p is not None else -1,
+                    log_start_offset=p.log_start_offset if p is not None else -1,
                     partition_max_bytes=max_bytes,
                 )
             )
@@ -378,11 +376,11 @@ class ReplicaFetcher:
     def _append(self, key: TopicPartition, p: Partition, st: PartitionFetchState, r: Any) -> None:
         records = r.records
         data = whole_batches(records) if records else b""
-        if data and p.log.log_end_offset != st.fetch_offset:
+        if data and p.log_end_offset != st.fetch_offset:
             st.truncating = True  # our log moved under us (a truncation raced): find our place
             return
         p.append_records_as_follower(data, r.high_watermark)
-        st.fetch_offset = p.log.log_end_offset
+        st.fetch_offset = p.log_end_offset
         st.in_sync = r.high_watermark - st.fetch_offset <= 0
         quota = self.quota
         if data and quota is not None and self._throttled(key):
@@ -395,10 +393,9 @@ class ReplicaFetcher:
         retention) → restart at its start; above its end (it lost an unclean election's tail) →
         truncate to its end."""
         leader_end = await self._leader_offset(channel, key, st, -1)
-        lg = p.log
-        if leader_end is not None and lg.log_end_offset > leader_end:
-            lg.truncate_to(leader_end)
-            st.fetch_offset = lg.log_end_offset
+        if leader_end is not None and p.log_end_offset > leader_end:
+            p.truncate_to(leader_end)
+            st.fetch_offset = p.log_end_offset
             return
         leader_start = await self._leader_offset(channel, key, st, -2)
         if leader_start is not None and st.fetch_offset < leader_start:
@@ -406,7 +403,7 @@ class ReplicaFetcher:
                 "%s-%d: fetch offset %d is below leader %d's log start %d; restarting there",
                 key[0], key[1], st.fetch_offset, self.leader_id, leader_start,
             )  # fmt: skip
-            lg.truncate_fully_and_start_at(leader_start)
+            p.truncate_fully_and_start_at(leader_start)
             st.fetch_offset = leader_start
             return
         st.delay(self.config.backoff_ms / 1000)

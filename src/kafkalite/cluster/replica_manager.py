@@ -1,8 +1,9 @@
 """ReplicaManager: the only way request handlers reach partition data — leader appends, reads bounded by
 the high watermark, offset lookups, and become-leader / become-follower from LeaderAndIsr.
 
-Owns the hosted Partitions over storage's LogManager; wakes delayed operations when a high watermark
-moves. Single-node mode creates every partition as its own leader (replication factor 1).
+Owns the hosted Partitions over storage's LogManager, `append_records` (validation, flush policy, the acks
+decision, the delayed produce, the topic stats) and the purgatory of delayed operations, woken when a
+partition is appended to or its high watermark moves. Single-node mode leads every partition itself.
 """
 
 from __future__ import annotations
@@ -10,11 +11,30 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from kafkalite.cluster.errors import NotLeaderOrFollower, UnknownTopicOrPartition
+from kafkalite.cluster.append_records import (
+    AppendOrigin,
+    AppendRecordsResult,
+    DelayedProduce,
+    EndTxnMarker,
+    PartitionAppendResult,
+    PartitionRecords,
+    ProduceStats,
+)
+from kafkalite.cluster.delayed_operations import DelayedOperations
+from kafkalite.cluster.errors import NotLeaderOrFollower, ReplicaError, UnknownTopicOrPartition
+from kafkalite.cluster.fetch_messages import (
+    FetchMessagesResult,
+    FetchParams,
+    FetchPartition,
+    FetchStats,
+    fetch_messages,
+)
+from kafkalite.cluster.log_validator import RecordValidationError, validate_records
 from kafkalite.cluster.partition import LeaderAndIsrState, Partition
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.storage import Log, LogManager
@@ -46,12 +66,15 @@ class ReplicaManager:
         self,
         broker_id: int,
         log_manager: LogManager,
-        notify: Callable[[Hashable], None],
+        notify: DelayedOperations | Callable[[Hashable], None],
         clock: Callable[[], int] = _now_ms,
     ) -> None:
+        """`notify` is the purgatory the delayed produce / fetch wait in, or a callable told of
+        every wake-up (then the ReplicaManager keeps a purgatory of its own that also calls it)."""
         self.broker_id = broker_id
         self.log_manager = log_manager
-        self._notify = notify
+        self.delayed = _purgatory_of(notify)
+        self._notify = self.delayed.notify
         self.clock = clock
         self._partitions: dict[TopicPartition, Partition] = {}
         self.controller_epoch = -1
@@ -194,7 +217,7 @@ class ReplicaManager:
                 )  # fmt: skip
                 change.errors[(topic, part)] = ErrorCode.STALE_CONTROLLER_EPOCH
                 continue
-            if existing is not None and existing.log.offline:
+            if existing is not None and existing.offline:
                 # its log dir failed: the controller takes the replica offline on this answer
                 change.errors[(topic, part)] = ErrorCode.KAFKA_STORAGE_ERROR
                 continue
@@ -232,6 +255,124 @@ class ReplicaManager:
         return change
 
     # -- reads and writes --------------------------------------------------------------------------
+    def append_records(
+        self,
+        entries: Iterable[tuple[str, Iterable[PartitionRecords]]],
+        required_acks: int,
+        timeout_ms: int,
+        origin: AppendOrigin,
+        *,
+        stats: ProduceStats | None = None,
+        requester: tuple[object, object] = ("", ""),
+    ) -> AppendRecordsResult:
+        """Append each topic's partition entries on this leader (Kafka's appendRecords): a client's
+        records are validated first (`stats` counts them per topic, `requester` is its address and
+        client id for the log); the flush policy and, with
+        acks=all, the wait for the ISR are left in the result's `delayed` produce to await. Errors
+        are per partition: UNKNOWN_TOPIC_OR_PARTITION (not hosted), NOT_LEADER_OR_FOLLOWER,
+        NOT_ENOUGH_REPLICAS, the validator's codes, KAFKA_STORAGE_ERROR."""
+        client = origin is AppendOrigin.CLIENT
+        now_ms = _now_ms() if client else 0
+        partitions = self._partitions
+        notify = self._notify
+        topic_stats = stats.topics if stats is not None else None
+        flushes: list[Partition] = []
+        waiting: list[tuple[PartitionAppendResult, Partition, int]] = []
+        out: list[list[PartitionAppendResult]] = []
+        for topic, parts in entries:
+            results: list[PartitionAppendResult] = []
+            out.append(results)
+            for entry in parts:
+                index = entry.index
+                pr = PartitionAppendResult(index)
+                results.append(pr)
+                part = partitions.get((topic, index))
+                if part is None:
+                    pr.error_code = (
+                        ErrorCode.NOT_LEADER_OR_FOLLOWER
+                        if self.log_manager.is_loading(topic, index)
+                        else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    )
+                    continue
+                if client and not part.is_leader:
+                    pr.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+                    continue
+                records = entry.records
+                try:
+                    if isinstance(records, EndTxnMarker):
+                        if client:
+                            raise RecordValidationError(
+                                ErrorCode.INVALID_RECORD, "clients may not produce control batches"
+                            )
+                        first, last, append_time, _, log_start, _, _ = part.append_control_marker(
+                            records.producer_id, records.producer_epoch,
+                            records.coordinator_epoch, records.commit, notify=False,
+                        )  # fmt: skip
+                        size = 0
+                    else:
+                        if records is None:
+                            records = b""
+                        if client:
+                            records = validate_records(
+                                records, part._log.config, now_ms, f"{topic}-{index}"
+                            )
+                        # a plain tuple of AppendInfo's fields: no result object per batch
+                        first, last, append_time, _, log_start, _, _ = (
+                            part.append_records_to_leader(records, required_acks, notify=False)
+                        )
+                        size = len(records)
+                except RecordValidationError as rej:
+                    if stats is not None:
+                        stats.failed_produce(topic)
+                    pr.error_code = rej.code
+                    pr.error_message = rej.message
+                    pr.record_errors = rej.record_errors
+                    log.info(
+                        "produce to %s-%d from %s (%s) rejected: %s %s",
+                        topic, index, requester[0], requester[1], rej.code.name, rej.message,
+                    )  # fmt: skip
+                    continue
+                except ReplicaError as exc:
+                    if stats is not None:
+                        stats.failed_produce(topic)
+                    pr.error_code = exc.error_code
+                    pr.error_message = str(exc)
+                    if not client:
+                        log.info("append to %s-%d refused: %s", topic, index, exc)
+                    continue
+                except Exception as exc:
+                    if stats is not None:
+                        stats.failed_produce(topic)
+                    code = getattr(exc, "error_code", None)
+                    if code is None:
+                        log.exception("append to %s-%d failed", topic, index)
+                        code = ErrorCode.KAFKA_STORAGE_ERROR
+                    else:
+                        log.warning("append to %s-%d failed: %s", topic, index, exc)
+                    pr.error_code = ErrorCode(code)
+                    continue
+                if topic_stats is not None and stats is not None:
+                    ts = topic_stats.get(topic) or stats.topic(topic)
+                    ts.produce_requests += 1
+                    ts.messages_in += last - first + 1  # offsets are contiguous: one per record
+                    ts.bytes_in += size
+                pr.base_offset = first
+                pr.last_offset = last
+                pr.log_append_time_ms = append_time
+                pr.log_start_offset = log_start
+                notify(part.key)  # once: long-poll fetches and acks=all waits on it
+                lg = part._log  # (the cluster package reads its partitions' logs directly)
+                if required_acks == -1 and lg.high_watermark <= last:
+                    waiting.append((pr, part, last + 1))
+                if lg.needs_flush:
+                    flushes.append(part)
+        delayed = (
+            DelayedProduce(self.delayed, flushes, waiting, timeout_ms)
+            if flushes or waiting
+            else None
+        )
+        return AppendRecordsResult(out, delayed)
+
     def append_to_leader(
         self, topic: str, partition: int, records: bytes | bytearray, required_acks: int
     ) -> tuple[Partition, AppendResult]:
@@ -243,6 +384,15 @@ class ReplicaManager:
         result = p.append_records_to_leader(records, required_acks)
         self._notify(p.key)
         return p, result
+
+    def fetch_messages(
+        self, params: FetchParams, topics: list[list[FetchPartition]], stats: FetchStats
+    ) -> Coroutine[Any, Any, FetchMessagesResult | None]:
+        """Read the partitions asked for (Kafka's fetchMessages): consumers below the high
+        watermark (or the last stable offset), followers up to the log end (their fetch moves our
+        high watermark); long-polls in the purgatory until `params.min_bytes` are there or
+        `params.max_wait_ms` passes. Results are per topic, in request order."""
+        return fetch_messages(self, params, topics, stats)
 
     def update_follower_fetch_state(
         self, partition: Partition, replica_id: int, fetch_offset: int, log_start_offset: int = -1
@@ -265,6 +415,16 @@ class ReplicaManager:
         min_one_message: bool,
     ) -> FetchDataInfo:
         """Consumers read up to the high watermark; followers up to the log end."""
-        lg = partition.log
-        limit = lg.log_end_offset if from_follower else lg.high_watermark
-        return lg.read(offset, max_bytes, max_offset=limit, min_one_message=min_one_message)
+        limit = partition.log_end_offset if from_follower else partition.high_watermark
+        return partition.read(offset, max_bytes, max_offset=limit, min_one_message=min_one_message)
+
+
+def _purgatory_of(notify: DelayedOperations | Callable[[Hashable], None]) -> DelayedOperations:
+    """The purgatory a ReplicaManager waits in: the one given, the one whose `notify` was given (the
+    broker's, shared with its other delayed operations), or a new one that also calls `notify`."""
+    if isinstance(notify, DelayedOperations):
+        return notify
+    owner = getattr(notify, "__self__", None)
+    if isinstance(owner, DelayedOperations):
+        return owner
+    return DelayedOperations(on_notify=notify)

@@ -94,7 +94,7 @@ def preferred_read_replica(
     if selector is None or not client_rack or not partition.is_leader:
         return NO_PREFERRED_REPLICA
     me = partition.local_broker_id
-    leader = ReplicaView(me, rack_of(me), partition.log.log_end_offset, 0)
+    leader = ReplicaView(me, rack_of(me), partition.log_end_offset, 0)
     followers = [
         ReplicaView(
             b,

@@ -192,7 +192,7 @@ class BrokerCollector(Collector):
     # -- kafka.log:type=Log and LogFlushStats
     def _log_metrics(self, sink: MetricSink) -> None:
         rows = [
-            ((("topic", p.topic), ("partition", str(p.partition))), p.log)
+            ((("topic", p.topic), ("partition", str(p.partition))), p)
             for p in sorted(self.broker.replica_manager.partitions(), key=lambda p: p.key)
         ]
         sink.gauge(
@@ -203,7 +203,7 @@ class BrokerCollector(Collector):
         sink.gauge(
             "kafka_log_log_numlogsegments",
             "Segments of the partition's log.",
-            [(labels, len(lg.segments)) for labels, lg in rows],
+            [(labels, lg.num_segments) for labels, lg in rows],
         )
         sink.gauge(
             "kafka_log_log_logstartoffset",
@@ -226,8 +226,8 @@ class BrokerCollector(Collector):
         partitions = self.broker.replica_manager.partitions()
         leaders = [p for p in partitions if p.is_leader]
         under = sum(1 for p in leaders if len(p.isr) < len(p.replicas))
-        under_min = sum(1 for p in leaders if len(p.isr) < p.log.config.min_insync_replicas)
-        offline = sum(1 for p in partitions if p.log.closed)
+        under_min = sum(1 for p in leaders if len(p.isr) < p.config.min_insync_replicas)
+        offline = sum(1 for p in partitions if p.closed)
         stats = self.broker.stats
         prefix = "kafka_server_replicamanager_"
         sink.gauge(prefix + "partitioncount", "Partitions hosted.", [((), len(partitions))])
@@ -303,7 +303,7 @@ class BrokerCollector(Collector):
                     if p is None or om.offset < 0:
                         continue
                     labels = (("group", gid), ("topic", tp.topic), ("partition", str(tp.partition)))
-                    lag.append((labels, max(p.log.high_watermark - om.offset, 0)))
+                    lag.append((labels, max(p.high_watermark - om.offset, 0)))
             for gid, sg in coordinator.share_groups.items():
                 if coordinator.is_coordinator_for(gid):
                     counts[("share", sg.state)] = counts.get(("share", sg.state), 0) + 1

@@ -245,14 +245,16 @@ def test_clean_shutdown_marker_and_recovery_summary(
 def test_record_too_large_names_the_properties_to_raise() -> None:
     import time
 
-    from kafkalite.broker.apis import produce
+    from kafkalite.cluster import log_validator
     from kafkalite.protocol.errors import ErrorCode
     from kafkalite.records.batch import build_batch
     from kafkalite.storage.config import LogConfig
 
     cfg = LogConfig.from_properties({"max.message.bytes": "2000"})
-    with pytest.raises(produce._Reject) as info:
-        produce.validate(build_batch([(None, b"x" * 5000)]), cfg, int(time.time() * 1000), "t-0")
+    with pytest.raises(log_validator.RecordValidationError) as info:
+        log_validator.validate_records(
+            build_batch([(None, b"x" * 5000)]), cfg, int(time.time() * 1000), "t-0"
+        )
     assert info.value.code == ErrorCode.MESSAGE_TOO_LARGE
     assert "max.message.bytes" in info.value.message and "message.max.bytes" in info.value.message
 

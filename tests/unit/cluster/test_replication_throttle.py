@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from kafkalite.broker.apis.fetch import _LeaderThrottle
 from kafkalite.cli.wire import WireClient
+from kafkalite.cluster.fetch_messages import LeaderThrottle as _LeaderThrottle
 from kafkalite.cluster.replica_fetcher import FetcherConfig, PartitionFetchState, ReplicaFetcher
 from kafkalite.cluster.replication_quota import (
     UNLIMITED,
@@ -147,6 +147,9 @@ def _partition(topic: str, partition: int, config: LogConfig, isr: tuple[int, ..
         partition=partition,
         key=(topic, partition),
         log=log,
+        config=config,
+        latest_epoch=3,
+        log_start_offset=0,
         is_leader=False,
         leader_id=1,
         isr=isr,

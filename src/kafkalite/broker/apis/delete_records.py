@@ -37,19 +37,19 @@ async def handle(ctx: RequestContext, request: DeleteRecordsRequest) -> DeleteRe
                 r.error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                 continue
             try:
-                lg = broker.replica_manager.leader_partition(t.name, p.partition_index).log
+                part = broker.replica_manager.leader_partition(t.name, p.partition_index)
             except ReplicaError as exc:
                 known = broker.metadata_cache.partition(t.name, p.partition_index) is not None
                 r.error_code = int(exc.error_code)
                 if isinstance(exc, UnknownTopicOrPartition) and known:
                     r.error_code = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
                 continue
-            offset = lg.high_watermark if p.offset == -1 else p.offset
-            if offset < 0 or offset > lg.high_watermark:
+            offset = part.high_watermark if p.offset == -1 else p.offset
+            if offset < 0 or offset > part.high_watermark:
                 r.error_code = int(ErrorCode.OFFSET_OUT_OF_RANGE)
                 continue
             try:
-                r.low_watermark = lg.delete_records(offset)
+                r.low_watermark = part.delete_records(offset)
             except Exception as exc:
                 code = getattr(exc, "error_code", None)
                 if code is None:

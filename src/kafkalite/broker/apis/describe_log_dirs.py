@@ -55,14 +55,13 @@ async def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> Descri
         for part in hosted:
             if wanted is not None and part.partition not in wanted.get(part.topic, ()):
                 continue
-            lg = part.log
-            if lg.dir.parent.resolve() != root:
+            if part.log_dir.parent.resolve() != root:
                 continue
             by_topic.setdefault(part.topic, []).append(
                 _Part(
                     partition_index=part.partition,
-                    partition_size=int(lg.size_in_bytes),
-                    offset_lag=max(0, lg.high_watermark - lg.log_end_offset),
+                    partition_size=int(part.size_in_bytes),
+                    offset_lag=max(0, part.high_watermark - part.log_end_offset),
                     is_future_key=False,
                 )
             )

@@ -45,7 +45,7 @@ async def handle(
                 )
                 pr.error_message = str(exc)
                 continue
-            for pid, entry in part.log.producer_state.entries():
+            for pid, entry in part.producer_entries():
                 pr.active_producers.append(
                     _Producer(
                         producer_id=pid,

@@ -122,7 +122,7 @@ def _progress(
         return -1, -1
     broker = ctx.broker
     part = broker.replica_manager.get_partition(w.name, index)
-    hw = part.log.high_watermark if part is not None and part.is_leader else None
+    hw = part.high_watermark if part is not None and part.is_leader else None
     live = broker.share_partitions.partitions.get((group_id, w.topic_id, index))
     if live is not None and hw is not None:
         return live.sp.lag(hw), live.sp.in_flight_count()
@@ -145,7 +145,7 @@ def _progress(
 def _high_watermark(ctx: RequestContext, topic: str, index: int) -> int | None:
     """The partition's high watermark as a follower here knows it, or None."""
     part = ctx.broker.replica_manager.get_partition(topic, index)
-    return int(part.log.high_watermark) if part is not None else None
+    return int(part.high_watermark) if part is not None else None
 
 
 async def _describe(

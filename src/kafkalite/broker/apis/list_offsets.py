@@ -31,24 +31,24 @@ EARLIEST_LOCAL = -4
 LATEST_TIERED = -5
 
 
-def lookup(lg: Any, ts: int, read_committed: bool = False) -> tuple[int, int]:
+def lookup(part: Any, ts: int, read_committed: bool = False) -> tuple[int, int]:
     """(timestamp, offset) for a ListOffsets timestamp query; offset -1 when nothing matches. The
     latest offset of a read_committed client is the last stable offset."""
     if ts == LATEST:
-        return -1, lg.last_stable_offset if read_committed else lg.high_watermark
+        return -1, part.last_stable_offset if read_committed else part.high_watermark
     if ts in (EARLIEST, EARLIEST_LOCAL):
-        return -1, lg.log_start_offset
+        return -1, part.log_start_offset
     if ts == LATEST_TIERED:
-        return -1, lg.log_start_offset - 1
+        return -1, part.log_start_offset - 1
     if ts == MAX_TIMESTAMP:
-        t, off = lg.max_timestamp_and_offset()
+        t, off = part.max_timestamp_and_offset()
     else:
-        found = lg.offset_for_timestamp(ts)
+        found = part.offset_for_timestamp(ts)
         if found is None:
             return -1, -1
         off, t = found
     # as Kafka: a timestamp answer past what the client may fetch (HW, or LSO) is no answer
-    if off < 0 or off >= (lg.last_stable_offset if read_committed else lg.high_watermark):
+    if off < 0 or off >= (part.last_stable_offset if read_committed else part.high_watermark):
         return -1, -1
     return t, off
 
@@ -84,12 +84,11 @@ async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffset
                 if isinstance(exc, UnknownTopicOrPartition) and known:
                     pr.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
                 continue
-            lg = part.log
             if v == 0 and p.timestamp not in (LATEST, EARLIEST):
                 # v0 by time is answered from segment boundaries in Kafka; the closest we give is the lookup
                 pass
             try:
-                ts, off = lookup(lg, p.timestamp, v >= 2 and request.isolation_level == 1)
+                ts, off = lookup(part, p.timestamp, v >= 2 and request.isolation_level == 1)
             except Exception as exc:
                 code = getattr(exc, "error_code", None)
                 if code is None:

@@ -57,5 +57,5 @@ async def handle(
                 ):
                     r.error_code = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
                 continue
-            r.leader_epoch, r.end_offset = part.log.end_offset_for_epoch(p.leader_epoch)
+            r.leader_epoch, r.end_offset = part.end_offset_for_epoch(p.leader_epoch)
     return OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=topics)

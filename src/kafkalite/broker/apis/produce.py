@@ -1,30 +1,22 @@
-"""Produce (key 0): validate record batches per batch (framing, CRC-32C, size, timestamps), append, answer.
+"""Produce (key 0): decode, authorize (transactional id, idempotence, WRITE per topic; internal topics and
+auto-creation), one ReplicaManager.append_records call, encode.
 
-acks 0/1/-1 through the ReplicaManager (-1 waits until the ISR has the batch); legacy message sets are up-converted.
+The ReplicaManager validates the batches, appends, applies the flush policy and acks 0/1/-1 (a delayed
+produce for -1, answered once the ISR has the batch); this module keeps the hot-path codecs.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from typing import Any
 
 from kafkalite.broker.apis.metadata import auto_create
 from kafkalite.broker.context import DeferredResponse, RequestContext
 from kafkalite.broker.fastpath import can_encode_fast, decode_produce, encode_produce_response
-from kafkalite.cluster.errors import ReplicaError
+from kafkalite.cluster.append_records import AppendOrigin, DelayedProduce, PartitionAppendResult
 from kafkalite.cluster.metadata import topic_name_error
-from kafkalite.cluster.partition import Partition
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.exceptions import DecodeError
 from kafkalite.protocol.messages.produce import PRODUCE, ProduceResponse
-from kafkalite.records.header import (
-    crc_valid,
-    iter_batch_headers,
-    parse_batch_header,
-    read_magic,
-)
 from kafkalite.security.acl import AclOperation, ResourceType
 
 API = PRODUCE
@@ -35,33 +27,15 @@ _SchemaPart = _SchemaTopic.PartitionProduceResponse
 _SchemaRecordError = _SchemaPart.BatchIndexAndErrorMessage
 
 
-class _PartResp:
-    """A partition result; plain slots, turned into schema objects only when the fast codec cannot send it."""
-
-    __slots__ = (
-        "base_offset",
-        "error_code",
-        "error_message",
-        "index",
-        "log_append_time_ms",
-        "log_start_offset",
-        "record_errors",
-    )
-
-    def __init__(self, index: int) -> None:
-        self.index = index
-        self.error_code = 0
-        self.base_offset = -1
-        self.log_append_time_ms = -1
-        self.log_start_offset = -1
-        self.record_errors: list[tuple[int, str | None]] = []
-        self.error_message: str | None = None
+# a partition's answer is the ReplicaManager's result itself (plain slots, named as the wire names
+# them), turned into schema objects only when the fast codec cannot send it
+_PartResp = PartitionAppendResult
 
 
 class _TopicResp:
     __slots__ = ("name", "partition_responses")
 
-    def __init__(self, name: str, partition_responses: list[_PartResp]) -> None:
+    def __init__(self, name: str, partition_responses: list[PartitionAppendResult]) -> None:
         self.name = name
         self.partition_responses = partition_responses
 
@@ -112,200 +86,6 @@ def encode_response(out: bytearray, response: _Response, version: int) -> None:
         response.to_schema().encode_into(out, version)
 
 
-class _Reject(Exception):
-    def __init__(
-        self,
-        code: ErrorCode,
-        message: str,
-        record_errors: list[tuple[int, str | None]] | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.record_errors = record_errors or []
-
-
-def _check_records(
-    buf: bytearray, pos: int, where: str, compacted: bool, limits: tuple[int, int, int] | None
-) -> None:
-    """KIP-467: decode the batch at `pos` and name every record Kafka's validator would refuse —
-    a keyless record on a compacted topic, else one outside `limits` (now, before, after). Any such
-    record drops the whole batch; the answer lists them by their index in the batch."""
-    from kafkalite.records.batch import decode_batch
-
-    try:
-        batch = decode_batch(buf, pos)
-    except DecodeError as exc:
-        raise _Reject(ErrorCode.CORRUPT_MESSAGE, f"record batch at byte {pos}: {exc}") from None
-    keyless = f"Compacted topic cannot accept message without key in topic partition {where}"
-    errors: list[tuple[int, str | None]] = []
-    untimely = False
-    for i, rec in enumerate(batch.records):
-        if compacted and rec.key is None:
-            errors.append((i, keyless))
-        elif limits is not None and rec.timestamp >= 0:
-            now_ms, before, after = limits
-            if now_ms - rec.timestamp > before or rec.timestamp - now_ms > after:
-                untimely = True
-                errors.append(
-                    (
-                        i,
-                        f"Timestamp {rec.timestamp} of message with offset {rec.offset} is out of "
-                        f"range. The timestamp should be within [{now_ms - before}, {now_ms + after}]",
-                    )
-                )
-    if not errors:
-        return
-    if untimely:
-        raise _Reject(
-            ErrorCode.INVALID_TIMESTAMP,
-            "One or more records have been rejected due to invalid timestamp",
-            errors,
-        )
-    shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in errors[:3])
-    raise _Reject(
-        ErrorCode.INVALID_RECORD,
-        f"One or more records have been rejected due to {len(errors)} record errors in total, "
-        f"and only showing the first three errors at most: [{shown}]",
-        errors,
-    )
-
-
-def _upconvert(blob: bytes) -> bytes:
-    from kafkalite.records.legacy import upconvert_to_v2
-
-    return upconvert_to_v2(blob)
-
-
-# topic compression.type -> codec id of RecordBatch attributes ("producer" keeps the producer's)
-_TOPIC_CODECS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
-
-
-def _recompress(buf: bytearray, pos: int, codec: int) -> bytes:
-    """The batch at `pos` rebuilt with the topic's codec, as Kafka's broker does when a topic's
-    compression.type names a codec: same records, offset deltas, timestamps and producer fields."""
-    from kafkalite.records.batch import decode_batch
-    from kafkalite.records.builder import RecordBatchBuilder
-
-    try:
-        batch = decode_batch(buf, pos)
-    except DecodeError as exc:
-        raise _Reject(ErrorCode.CORRUPT_MESSAGE, f"record batch at byte {pos}: {exc}") from None
-    builder = RecordBatchBuilder.like(parse_batch_header(buf, pos), compression=codec)
-    for rec in batch.records:
-        builder.append_with_offset(rec.offset, rec.key, rec.value, rec.headers, rec.timestamp)
-    return builder.build(last_offset_delta=batch.last_offset_delta)
-
-
-def validate(
-    blob: bytes | bytearray | memoryview, cfg: Any, now_ms: int, where: str = ""
-) -> bytearray | memoryview:
-    """Check a partition's records blob and return the bytes to append: a bytearray, or the blob
-    itself when it is a writable view (of a request received in place), which the log stamps in
-    place; `where` names the partition ("topic-0") in record errors."""
-    if not blob:
-        raise _Reject(ErrorCode.INVALID_RECORD, "produce request carries no records")
-    try:
-        magic = read_magic(blob, 0)
-    except DecodeError as exc:
-        raise _Reject(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
-    if magic in (0, 1):
-        try:
-            blob = _upconvert(bytes(blob))
-        except DecodeError as exc:
-            raise _Reject(ErrorCode.CORRUPT_MESSAGE, f"legacy message set: {exc}") from None
-        except Exception as exc:  # a converter error must not escape as a broker failure
-            raise _Reject(ErrorCode.CORRUPT_MESSAGE, f"legacy message set: {exc}") from None
-    elif magic != 2:
-        raise _Reject(ErrorCode.CORRUPT_MESSAGE, f"unknown record batch magic {magic}")
-    # a request received in place (a bytearray frame) is checked and stamped where it lies; anything
-    # else is copied once into a bytearray of its own
-    buf: bytearray | memoryview = (
-        blob if type(blob) is memoryview and not blob.readonly else bytearray(blob)
-    )
-    pos = 0
-    end = len(buf)
-    max_bytes = cfg.max_message_bytes
-    log_append = cfg.message_timestamp_type == "LogAppendTime"
-    diff = cfg.message_timestamp_difference_max_ms
-    before = min(diff, getattr(cfg, "message_timestamp_before_max_ms", diff))
-    after = min(diff, getattr(cfg, "message_timestamp_after_max_ms", diff))
-    target_codec = _TOPIC_CODECS.get(cfg.compression_type, -1)
-    compacted = cfg.compact
-    converted: list[tuple[int, int, bytes]] = []  # (position, size, recompressed batch)
-    while pos < end:
-        try:
-            h = parse_batch_header(buf, pos)
-        except DecodeError as exc:
-            raise _Reject(ErrorCode.CORRUPT_MESSAGE, f"record batch at byte {pos}: {exc}") from None
-        if h.size > max_bytes:
-            raise _Reject(
-                ErrorCode.MESSAGE_TOO_LARGE,
-                f"record batch of {h.size} bytes exceeds max.message.bytes={max_bytes}; raise the "
-                "topic's max.message.bytes (broker default: message.max.bytes)",
-            )
-        if not crc_valid(buf, pos, h):
-            raise _Reject(
-                ErrorCode.CORRUPT_MESSAGE, f"CRC-32C mismatch in record batch at byte {pos}"
-            )
-        if h.is_control:
-            raise _Reject(ErrorCode.INVALID_RECORD, "clients may not produce control batches")
-        if h.base_offset != 0:
-            raise _Reject(ErrorCode.INVALID_RECORD, f"batch base offset {h.base_offset} is not 0")
-        if h.records_count == 0 or h.last_offset_delta != h.records_count - 1:
-            raise _Reject(
-                ErrorCode.INVALID_RECORD,
-                f"batch holds {h.records_count} records but last offset delta {h.last_offset_delta}",
-            )
-        bad: list[int] = []
-        limits = None
-        if not log_append and (before < 2**63 - 1 or after < 2**63 - 1):
-            # (with LogAppendTime the log stamps the time, and the CRC, as it assigns offsets)
-            bad = [
-                ts
-                for ts in (h.base_timestamp, h.max_timestamp)
-                if ts >= 0 and (now_ms - ts > before or ts - now_ms > after)
-            ]
-            # the header bounds no record from below (base is the first record's, not the least):
-            # with a "before" limit every record is checked, as Kafka's validator does
-            if bad or before < 2**63 - 1:
-                limits = (now_ms, before, after)
-        if compacted or limits is not None:
-            if type(buf) is memoryview:
-                buf = bytearray(buf)
-            _check_records(buf, pos, where, compacted, limits)
-        if bad:  # the header says so though no record does: refused all the same
-            raise _Reject(
-                ErrorCode.INVALID_TIMESTAMP,
-                f"timestamp {bad[0]} is outside the allowed skew from broker time {now_ms}",
-            )
-        if target_codec >= 0 and h.compression != target_codec:
-            if type(buf) is memoryview:
-                buf = bytearray(buf)
-            converted.append((pos, h.size, _recompress(buf, pos, target_codec)))
-        pos += h.size
-    if converted:
-        out = bytearray()
-        at = 0
-        for start, size, new in converted:
-            out += buf[at:start]
-            out += new
-            at = start + size
-        out += buf[at:]
-        for _pos, h in iter_batch_headers(out):
-            if (
-                h.size > max_bytes
-            ):  # a codec can grow a batch (uncompressed, or incompressible data)
-                raise _Reject(
-                    ErrorCode.MESSAGE_TOO_LARGE,
-                    f"record batch of {h.size} bytes after recompression to the topic's "
-                    f"compression.type={cfg.compression_type} exceeds max.message.bytes={max_bytes}; "
-                    "raise the topic's max.message.bytes (broker default: message.max.bytes)",
-                )
-        return out
-    return buf
-
-
 def _has_idempotent_records(request: Any) -> bool:
     """Does any partition's first batch carry a producer id (v2 batch, producerId at byte 43)?"""
     for tdata in request.topic_data:
@@ -342,23 +122,17 @@ def _producer_denied(ctx: RequestContext, request: Any) -> ErrorCode:
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     broker = ctx.broker
-    rm = broker.replica_manager
     cache = broker.metadata_cache
     acks = request.acks
     # ACLs: one attribute check when no authorizer is configured
     checked = broker.authorizer is not None
     request_denied = _producer_denied(ctx, request) if checked else ErrorCode.NO_ERROR
-    topics_out: list[Any] = []
-    flushes: list[Partition] = []
-    waiting: list[tuple[_PartResp, Partition, int]] = []  # acks=all answers awaiting the ISR
+    topics_out: list[_TopicResp] = []
+    entries: list[tuple[str, Any]] = []  # the topics that may be written, with their partition data
+    slots: list[tuple[_TopicResp, Any]] = []  # their answers, with their metadata
     bad_acks = acks not in (0, 1, -1)
-    stats = broker.stats
-    topic_stats = stats.topics
-    now_ms = int(time.time() * 1000)
     for tdata in request.topic_data:
         name = tdata.name
-        parts_out: list[Any] = []
-        topics_out.append(_TopicResp(name=name, partition_responses=parts_out))
         info = cache.topic(name)
         topic_code = ErrorCode.NO_ERROR
         if bad_acks:
@@ -374,108 +148,53 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 topic_code = ErrorCode.INVALID_TOPIC_EXCEPTION
             else:
                 info, topic_code = auto_create(ctx, name)
-        for pdata in tdata.partition_data:
-            pr = _PartResp(pdata.index)
-            parts_out.append(pr)
-            if topic_code:
-                pr.error_code = topic_code
-                continue
-            part = rm.get_partition(name, pdata.index)
-            if part is None or not part.is_leader:
-                known = info is not None and info.partition(pdata.index) is not None
-                pr.error_code = (
-                    ErrorCode.NOT_LEADER_OR_FOLLOWER
-                    if known
-                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                )
-                continue
-            try:
-                data = validate(pdata.records, part.log.config, now_ms, f"{name}-{pdata.index}")
-                # a plain tuple of AppendInfo's fields: no result object per batch
-                first, last, append_time, _, log_start, _, _ = part.append_records_to_leader(
-                    data, acks
-                )
-            except _Reject as rej:
-                stats.failed_produce(name)
-                pr.error_code = rej.code
-                pr.error_message = rej.message
-                pr.record_errors = rej.record_errors
-                log.info(
-                    "produce to %s-%d from %s (%s) rejected: %s %s",
+        if topic_code:
+            topics_out.append(
+                _TopicResp(
                     name,
-                    pdata.index,
-                    ctx.connection.peer,
-                    ctx.client_id,
-                    rej.code.name,
-                    rej.message,
+                    [PartitionAppendResult(p.index, topic_code) for p in tdata.partition_data],
                 )
-                continue
-            except ReplicaError as exc:
-                stats.failed_produce(name)
-                pr.error_code = exc.error_code
-                pr.error_message = str(exc)
-                continue
-            except Exception as exc:
-                stats.failed_produce(name)
-                code = getattr(exc, "error_code", None)
-                if code is None:
-                    log.exception("append to %s-%d failed", name, pdata.index)
-                    code = ErrorCode.KAFKA_STORAGE_ERROR
-                else:
-                    log.warning("append to %s-%d failed: %s", name, pdata.index, exc)
-                pr.error_code = code
-                continue
-            ts = topic_stats.get(name) or stats.topic(name)
-            ts.produce_requests += 1
-            ts.messages_in += last - first + 1  # offsets are contiguous: one per record
-            ts.bytes_in += len(data)
-            pr.base_offset = first
-            pr.log_append_time_ms = append_time
-            pr.log_start_offset = log_start
-            broker.delayed.notify(part.key)
-            if acks == -1 and part.log.high_watermark <= last:
-                waiting.append((pr, part, last + 1))
-            if part.log.needs_flush:
-                flushes.append(part)
-    if flushes:
-        await asyncio.gather(*(asyncio.to_thread(p.log.flush) for p in flushes))
-    if waiting:
-        # the batches are in the log: the connection may read and append its next request while
-        # this one waits for the ISR (answers still go out in request order)
-        return DeferredResponse(
-            _answer_after_replication(ctx, waiting, request.timeout_ms, topics_out)
+            )
+            continue
+        t_out = _TopicResp(name, [])  # filled in below
+        topics_out.append(t_out)
+        entries.append((name, tdata.partition_data))
+        slots.append((t_out, info))
+    appended = None
+    if entries:
+        appended = broker.replica_manager.append_records(
+            entries,
+            acks,
+            request.timeout_ms,
+            AppendOrigin.CLIENT,
+            stats=broker.stats,
+            requester=(ctx.connection.peer, ctx.client_id),
         )
+        for (t_out, info), results in zip(slots, appended.results, strict=True):
+            t_out.partition_responses = results
+            for pr in results:
+                if pr.error_code in _NOT_HERE:
+                    known = info is not None and info.partition(pr.index) is not None
+                    pr.error_code = (
+                        ErrorCode.NOT_LEADER_OR_FOLLOWER
+                        if known
+                        else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    )
+        delayed = appended.delayed
+        if delayed is not None:
+            if delayed.waiting:
+                # the batches are in the log: the connection may read and append its next request
+                # while this one waits for the ISR (answers still go out in request order)
+                return DeferredResponse(_answer_when_complete(delayed, topics_out))
+            await delayed.complete()  # the flush policy's fsync
     if acks == 0:
         return None
     return _Response(topics_out)
 
 
-async def _answer_after_replication(
-    ctx: RequestContext,
-    waiting: list[tuple[_PartResp, Partition, int]],
-    timeout_ms: int,
-    topics_out: list[Any],
-) -> _Response:
-    await _await_replication(ctx, waiting, timeout_ms)
+_NOT_HERE = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
+
+async def _answer_when_complete(delayed: DelayedProduce, topics_out: list[_TopicResp]) -> _Response:
+    await delayed.complete()
     return _Response(topics_out)
-
-
-async def _await_replication(
-    ctx: RequestContext, waiting: list[tuple[_PartResp, Partition, int]], timeout_ms: int
-) -> None:
-    """acks=all: answer once every partition's high watermark has passed its batch (every ISR
-    member has it), or with REQUEST_TIMED_OUT after the request's timeout (Kafka's DelayedProduce)."""
-
-    def all_done() -> bool:
-        return all(p.acks_all_done(required)[0] for _, p, required in waiting)
-
-    await ctx.broker.delayed.wait_until(
-        [p.key for _, p, _ in waiting], all_done, max(timeout_ms, 0) / 1000
-    )
-    for pr, p, required in waiting:
-        done, code = p.acks_all_done(required)
-        if not done:
-            pr.error_code = ErrorCode.REQUEST_TIMED_OUT
-            pr.error_message = "the in-sync replicas did not acknowledge in time"
-        elif code:
-            pr.error_code = ErrorCode(code)

@@ -289,7 +289,7 @@ def lags(request: web.Request, g: Group) -> list[Lag]:
         ):
             continue
         part = rm.get_partition(p.topic, p.partition)
-        end = part.log.high_watermark if part is not None else None
+        end = part.high_watermark if part is not None else None
         out.append(Lag(p.topic, p.partition, p.offset, end, g.owner_of(p.topic, p.partition)))
     return out
 

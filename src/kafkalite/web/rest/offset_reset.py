@@ -7,10 +7,10 @@ from __future__ import annotations
 from aiohttp import web
 
 from kafkalite.broker.apis.list_offsets import lookup
+from kafkalite.cluster.partition import Partition
 from kafkalite.coordinator.types import OffsetCommitPartition, TopicPartition
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.security.acl import AclOperation, ResourceType
-from kafkalite.storage.log import Log
 from kafkalite.web.rest._base import (
     RestError,
     bad_request,
@@ -27,16 +27,16 @@ RESET_MODES = ("earliest", "latest", "offset", "timestamp")
 INACTIVE_STATES = ("EMPTY", "DEAD")
 
 
-def _new_offset(lg: Log, mode: str, offset: int, timestamp: int) -> int:
+def _new_offset(part: Partition, mode: str, offset: int, timestamp: int) -> int:
     """The offset a reset moves to, clamped to [log start, high watermark] as kafka-consumer-groups does."""
-    start, end = lg.log_start_offset, lg.high_watermark
+    start, end = part.log_start_offset, part.high_watermark
     if mode == "earliest":
         return int(start)
     if mode == "latest":
         return int(end)
     if mode == "offset":
         return int(min(max(offset, start), end))
-    _, found = lookup(lg, timestamp)
+    _, found = lookup(part, timestamp)
     return int(found) if found >= 0 else int(end)
 
 
@@ -116,7 +116,7 @@ async def reset_offsets(request: web.Request) -> web.Response:
                 f"{topic_name}-{pid}; ask the HTTP listener of a broker that does",
             )
         new = _new_offset(
-            part.log,
+            part,
             str(mode),
             offset if isinstance(offset, int) else 0,
             timestamp if isinstance(timestamp, int) else 0,

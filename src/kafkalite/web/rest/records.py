@@ -272,15 +272,14 @@ async def read_records(request: web.Request) -> web.Response:
             f"NOT_LEADER_OR_FOLLOWER: broker {broker_of(request).broker_id} hosts no replica of "
             f"{topic.name}-{p.partition}; ask the HTTP listener of its leader, broker {p.leader}",
         )
-    lg = part.log
-    hw = lg.high_watermark
+    hw = part.high_watermark
     if offset_q is not None:
-        start = max(offset_q, lg.log_start_offset)
+        start = max(offset_q, part.log_start_offset)
     elif ts_q is not None:
-        _, found = lookup(lg, ts_q)
+        _, found = lookup(part, ts_q)
         start = found if found >= 0 else hw
     else:
-        start = max(lg.log_start_offset, hw - limit)
+        start = max(part.log_start_offset, hw - limit)
     data: list[dict[str, object]] = []
     at = start
     last = start - 1  # the offset of the last record in data

@@ -272,11 +272,10 @@ def log_figures(request: web.Request, topic: str, partition: int) -> dict[str, i
     part = broker_of(request).replica_manager.get_partition(topic, partition)
     if part is None:
         return {"earliest_offset": None, "latest_offset": None, "size_bytes": None}
-    lg = part.log
     return {
-        "earliest_offset": lg.log_start_offset,
-        "latest_offset": lg.high_watermark,
-        "size_bytes": lg.size_in_bytes,
+        "earliest_offset": part.log_start_offset,
+        "latest_offset": part.high_watermark,
+        "size_bytes": part.size_in_bytes,
     }
 
 
