@@ -7,12 +7,13 @@ the in-sync replicas), so the connection may go on with the next request while a
 
 from __future__ import annotations
 
-import os
 from collections.abc import Awaitable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from kafkalite.protocol.headers import RequestHeader
+from kafkalite.protocol.server_connection import FileRegion as FileRegion
+from kafkalite.protocol.server_connection import SlicedResponse as SlicedResponse
 from kafkalite.security.acl import (
     CLUSTER_NAME,
     AclOperation,
@@ -23,19 +24,6 @@ from kafkalite.security.principal import KafkaPrincipal
 
 if TYPE_CHECKING:
     from kafkalite.broker.server import BrokerServer
-
-
-class FileRegion(Protocol):
-    """What storage's FileSlice offers: an open file descriptor, a position and a length."""
-
-    @property
-    def fileno(self) -> int: ...
-    @property
-    def position(self) -> int: ...
-    @property
-    def length(self) -> int: ...
-
-    def read_bytes(self) -> bytes: ...
 
 
 @dataclass(slots=True)
@@ -88,22 +76,6 @@ class RequestContext:
         return authorized_operations(
             lambda op: self.authorize(op, resource_type, name), resource_type
         )
-
-
-@dataclass(slots=True)
-class SlicedResponse:
-    """A response whose `records` fields hold placeholder markers standing for file regions.
-
-    `regions` maps each marker (unique bytes) to the region that replaces it on the wire.
-    """
-
-    response: Any
-    regions: dict[bytes, FileRegion] = field(default_factory=dict)
-
-    def placeholder(self, region: FileRegion) -> bytes:
-        marker = b"\x00kl-slice\x00" + os.urandom(10) + len(self.regions).to_bytes(4, "big")
-        self.regions[marker] = region
-        return marker
 
 
 @dataclass(slots=True)
