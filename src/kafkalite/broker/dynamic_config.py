@@ -10,7 +10,7 @@ import os
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkalite.broker.config import (
     BROKER_CONFIGS,
@@ -36,6 +36,9 @@ from kafkalite.broker.connection_quotas import ConnectionLimits
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.storage.config import LogConfig
 from kafkalite.storage.errors import InvalidConfig
+
+if TYPE_CHECKING:
+    from kafkalite.broker.server import BrokerServer
 
 log = logging.getLogger("kafkalite.broker.dynamic_config")
 
@@ -314,17 +317,13 @@ class DynamicBrokerConfig:
 # -- glue to the running broker -------------------------------------------------------------------
 
 
-def dynamic_configs(broker: Any) -> DynamicBrokerConfig:
-    """The broker's dynamic config layers, loaded from its data dir on first use."""
-    dyn = getattr(broker, "dynamic_config", None)
-    if dyn is None:
-        dyn = DynamicBrokerConfig(broker.config, broker.log_dirs[0])
-        dyn.load()
-        broker.dynamic_config = dyn
-    return dyn
+def dynamic_configs(broker: BrokerServer) -> DynamicBrokerConfig:
+    """The broker's dynamic config layers (made with the broker, read from its data dir when it
+    starts)."""
+    return broker.dynamic_config
 
 
-def check_broker_resource(broker: Any, resource_name: str) -> None:
+def check_broker_resource(broker: BrokerServer, resource_name: str) -> None:
     """Alter*Configs on a BROKER resource: "" (cluster default) or this broker's id."""
     if resource_name == "":
         return
@@ -342,7 +341,7 @@ def check_broker_resource(broker: Any, resource_name: str) -> None:
 
 
 def alter_broker(
-    broker: Any, resource_name: str, new: Mapping[str, str], validate_only: bool
+    broker: BrokerServer, resource_name: str, new: Mapping[str, str], validate_only: bool
 ) -> tuple[int, str | None]:
     """Replace a BROKER resource's dynamic set (AlterConfigs semantics) and apply it to the logs."""
     tls_contexts = None
@@ -368,7 +367,7 @@ def alter_broker(
 
 
 def _check_listener_tls(
-    broker: Any, dyn: DynamicBrokerConfig, resource_name: str, new: Mapping[str, str]
+    broker: BrokerServer, dyn: DynamicBrokerConfig, resource_name: str, new: Mapping[str, str]
 ) -> dict[str, Any] | None:
     """Listener TLS settings (`listener.name.<name>.ssl.*`) in a change: None when it touches none;
     else the listeners' new TLS contexts, built now so a key store that cannot work is refused

@@ -103,7 +103,6 @@ class BrokerServer:
     log_manager: LogManager
     replica_manager: ReplicaManager
     local_topics: LocalTopics
-    dynamic_config: DynamicBrokerConfig
 
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
@@ -156,6 +155,9 @@ class BrokerServer:
             )
         except ValueError as exc:
             raise ConfigError(f"replication.quota.window.*: {exc}") from None
+        # dynamic broker configs (AlterConfigs on a BROKER resource, kept in the data dir), read in
+        # start(): they are part of the log defaults from the first log opened
+        self.dynamic_config = DynamicBrokerConfig(config, self.log_dirs[0])
         # per-group configs (ConfigResource GROUP): the data dir here, ZooKeeper in cluster mode
         self.group_configs = GroupConfigManager(
             config.props, LocalGroupConfigStore(self.log_dirs[0] / GROUP_CONFIG_DIR)
@@ -207,6 +209,7 @@ class BrokerServer:
         self._reaper: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._groups_started = False
+        self._logs_open = False  # the LogManager is made in start() and shut down in stop()
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -237,7 +240,6 @@ class BrokerServer:
             await self.authorizer.start()
         # dynamic broker configs (AlterConfigs on a BROKER resource, kept in the data dir) are part of
         # the log defaults from the first log opened
-        self.dynamic_config = DynamicBrokerConfig(self.config, self.log_dirs[0])
         self.dynamic_config.load()
         if any(listener_override_def(k) for k in self.dynamic_config.per_broker):
             # listener certificates changed at runtime earlier (AlterConfigs) outlive a restart
@@ -259,6 +261,7 @@ class BrokerServer:
             open_files_max=prepare_open_files(cfg),
             recovery_threads=int(cfg.get("num.recovery.threads.per.data.dir")) * len(self.log_dirs),
         )
+        self._logs_open = True  # (until stop() shuts the log manager down)
         # the logs and their partitions are millions of objects at 100,000 partitions that live as
         # long as the broker: no collector passes while they are made, and then (with many) they
         # are moved out of the collector's sight once, as `kafkalite serve` does when it is ready
@@ -374,9 +377,7 @@ class BrokerServer:
         return self.advertised[0].port
 
     def _shutting_down(self) -> bool:
-        return not hasattr(self, "log_manager") or (
-            self._stopping is not None and self._stopping.is_set()
-        )
+        return not self._logs_open or (self._stopping is not None and self._stopping.is_set())
 
     async def stop(self, grace: float = 10.0) -> None:
         """Stop accepting, let in-flight requests finish, close connections, flush and close logs.
@@ -432,7 +433,8 @@ class BrokerServer:
                 await self.groups.stop()
             except Exception:
                 log.exception("stopping the group coordinator failed")
-        if hasattr(self, "log_manager"):
+        if self._logs_open:
+            self._logs_open = False
             await asyncio.to_thread(self.log_manager.shutdown)
             del self.log_manager
         log.info("kafkalite broker %d stopped", self.broker_id)
