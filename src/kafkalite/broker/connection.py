@@ -15,7 +15,7 @@ import os
 import socket
 import time
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kafkalite.broker.config import SASL_SECURITY_PROTOCOLS
 from kafkalite.broker.context import DeferredResponse
@@ -25,9 +25,13 @@ from kafkalite.protocol.server_connection import ProtocolViolation, ServerConnec
 from kafkalite.security.principal import ANONYMOUS, KafkaPrincipal, NoMatchingRule
 
 if TYPE_CHECKING:
+    from kafkalite.broker.config import BrokerConfig
     from kafkalite.broker.connection_quotas import ConnectionSlot
-    from kafkalite.broker.dispatch import HandlerEntry
-    from kafkalite.broker.server import BrokerServer
+    from kafkalite.broker.dispatch import DispatchTable, HandlerEntry
+    from kafkalite.broker.sasl_auth import SaslListenerSettings
+    from kafkalite.broker.scram_credentials import ScramCredentialCache
+    from kafkalite.broker.stats import BrokerStats
+    from kafkalite.security.principal import SslPrincipalMapper
 
 log = logging.getLogger("kafkalite.broker.connection")
 
@@ -54,6 +58,32 @@ class SendfileStats:
     fallback_bytes = 0  # no sendfile on this transport (TLS) or disabled
 
 
+class ConnectionOwner(Protocol):
+    """What a connection uses of its broker (BrokerServer): settings, the APIs it serves, the
+    request path, SASL and TLS principals, and the set of open connections it joins."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+    @property
+    def dispatch(self) -> DispatchTable: ...
+    @property
+    def stats(self) -> BrokerStats: ...
+    @property
+    def sasl_listeners(self) -> dict[str, SaslListenerSettings]: ...
+    @property
+    def scram_credentials(self) -> ScramCredentialCache: ...
+    @property
+    def principal_mapper(self) -> SslPrincipalMapper: ...
+    @property
+    def sendfile_enabled(self) -> bool: ...
+    @property
+    def connections(self) -> set[Connection]: ...
+
+    def handle_frame(
+        self, conn: Connection, frame: bytes | bytearray
+    ) -> Awaitable[list[Any] | DeferredResponse | None]: ...
+
+
 class CloseConnection(Exception):
     """Raised by the request path to drop the connection after logging why."""
 
@@ -73,7 +103,7 @@ class Connection(asyncio.BufferedProtocol):
 
     def __init__(
         self,
-        server: BrokerServer,
+        server: ConnectionOwner,
         listener_name: str | None = None,
         security_protocol: str = "PLAINTEXT",
         slot: ConnectionSlot | None = None,

@@ -10,6 +10,8 @@ import errno
 import logging
 import socket
 import ssl
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -22,12 +24,13 @@ from kafkalite.broker.config import (
 from kafkalite.broker.connection import Connection
 from kafkalite.broker.connection_quotas import ConnectionSlot, Throttled
 from kafkalite.broker.tls import handshake_failure_reason, server_context, ssl_settings
-from kafkalite.cluster.metadata_cache import ListenerEndpoint
+from kafkalite.cluster.metadata_cache import BrokerEndpoint, ListenerEndpoint
 
 if TYPE_CHECKING:
     from kafkalite.broker.server import BrokerServer
 
 log = logging.getLogger("kafkalite.broker.listeners")
+broker_log = logging.getLogger("kafkalite.broker")  # (these lines were the broker's before)
 
 TLS_HANDSHAKE_TIMEOUT_S = 10.0
 ACCEPT_BATCH = 64  # connections accepted per wake-up of a listener, at most
@@ -99,6 +102,69 @@ async def bind_listeners(broker: BrokerServer, listeners: list[ListenerRuntime])
             lr.security_protocol,
             lr.advertised.url(),
         )
+
+
+def build_listener_tls(
+    config: BrokerConfig, listeners: list[ListenerRuntime], per_broker: Mapping[str, str]
+) -> dict[str, ssl.SSLContext]:
+    """The TLS context of every SSL listener with `per_broker` dynamic settings over the static
+    ones (TlsConfigError when one cannot work)."""
+    return {
+        lr.name: server_context(
+            ssl_settings(
+                config,
+                lr.name,
+                per_broker,
+                sasl=lr.security_protocol in SASL_SECURITY_PROTOCOLS,
+            )
+        )
+        for lr in listeners
+        if lr.security_protocol in TLS_SECURITY_PROTOCOLS
+    }
+
+
+def install_listener_tls(
+    listeners: list[ListenerRuntime], contexts: Mapping[str, ssl.SSLContext]
+) -> None:
+    """New connections on these listeners handshake with the new contexts; open ones keep theirs."""
+    for lr in listeners:
+        ctx = contexts.get(lr.name)
+        if ctx is not None and ctx is not lr.ssl_context:
+            lr.ssl_context = ctx
+            broker_log.info("listener %s: TLS key and trust stores reloaded", lr.name)
+
+
+def local_endpoint(
+    broker_id: int, listeners: list[ListenerRuntime], inter_broker: str, rack: str | None
+) -> BrokerEndpoint:
+    """This broker as others reach it (the inter-broker listener), with every listener."""
+    lr = next(x for x in listeners if x.name == inter_broker)
+    return BrokerEndpoint(
+        broker_id,
+        lr.advertised.host,
+        lr.advertised.port,
+        rack,
+        tuple(x.endpoint for x in listeners),
+    )
+
+
+async def reap_idle(connections: set[Connection], idle_ms: int) -> None:
+    """Close connections idle (nothing read, nothing being answered) for more than
+    connections.max.idle.ms; runs until cancelled."""
+    if idle_ms <= 0:
+        return
+    period = min(max(idle_ms / 4000, 0.05), 30.0)
+    while True:
+        await asyncio.sleep(period)
+        now = time.monotonic()
+        for conn in list(connections):
+            if not conn.busy and now - conn.last_activity > idle_ms / 1000:
+                broker_log.info(
+                    "closing %s: idle for more than connections.max.idle.ms=%d",
+                    conn.peer,
+                    idle_ms,
+                )
+                conn.close()
 
 
 class ListenError(OSError):

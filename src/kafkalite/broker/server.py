@@ -18,7 +18,6 @@ from kafkalite import __version__
 from kafkalite.broker.authorizer import Authorizer
 from kafkalite.broker.client_quotas import ClientQuotas
 from kafkalite.broker.config import (
-    SASL_SECURITY_PROTOCOLS,
     TLS_SECURITY_PROTOCOLS,
     BrokerConfig,
     ConfigError,
@@ -42,7 +41,15 @@ from kafkalite.broker.group_configs import (
     ZkGroupConfigStore,
 )
 from kafkalite.broker.groups import GroupCoordinatorComponent
-from kafkalite.broker.listeners import ListenerRuntime, bind_listeners, configure_listeners
+from kafkalite.broker.listeners import (
+    ListenerRuntime,
+    bind_listeners,
+    build_listener_tls,
+    configure_listeners,
+    install_listener_tls,
+    local_endpoint,
+    reap_idle,
+)
 from kafkalite.broker.local_logs import TopicStorageError, drop_local_logs, make_local_logs
 from kafkalite.broker.local_topics import (
     LocalTopics,
@@ -58,7 +65,7 @@ from kafkalite.broker.share_coordinator import ShareCoordinatorComponent
 from kafkalite.broker.share_partitions import SharePartitionManager
 from kafkalite.broker.share_persister import SharePersister
 from kafkalite.broker.stats import BrokerStats
-from kafkalite.broker.tls import client_context, server_context, ssl_settings
+from kafkalite.broker.tls import client_context, ssl_settings
 from kafkalite.broker.transactions import TransactionCoordinatorComponent
 from kafkalite.broker.zk_broker import ZkBroker
 from kafkalite.cluster.metadata import (
@@ -309,7 +316,9 @@ class BrokerServer:
         self._groups_started = True
         if self.zk_broker is not None:
             await self.zk_broker.start()
-        self._reaper = self._loop.create_task(self._reap_idle())
+        self._reaper = self._loop.create_task(
+            reap_idle(self.connections, self.config.connections_max_idle_ms)
+        )
         for ext in self.extensions:
             await ext.start(self)
         log.info(
@@ -339,37 +348,17 @@ class BrokerServer:
     def build_listener_tls(self, per_broker: Mapping[str, str]) -> dict[str, ssl.SSLContext]:
         """The TLS context of every SSL listener with `per_broker` dynamic settings over the static
         ones (TlsConfigError when one cannot work)."""
-        return {
-            lr.name: server_context(
-                ssl_settings(
-                    self.config,
-                    lr.name,
-                    per_broker,
-                    sasl=lr.security_protocol in SASL_SECURITY_PROTOCOLS,
-                )
-            )
-            for lr in self.listeners
-            if lr.security_protocol in TLS_SECURITY_PROTOCOLS
-        }
+        return build_listener_tls(self.config, self.listeners, per_broker)
 
     def install_listener_tls(self, contexts: Mapping[str, ssl.SSLContext]) -> None:
         """New connections on these listeners handshake with the new contexts; open ones keep theirs."""
-        for lr in self.listeners:
-            ctx = contexts.get(lr.name)
-            if ctx is not None and ctx is not lr.ssl_context:
-                lr.ssl_context = ctx
-                log.info("listener %s: TLS key and trust stores reloaded", lr.name)
+        install_listener_tls(self.listeners, contexts)
 
     def local_endpoint(self) -> BrokerEndpoint:
         """This broker as others reach it (the inter-broker listener), with every listener."""
-        lr = next(x for x in self.listeners if x.name == self.inter_broker_listener)
         rack = self.config.get("broker.rack", None)
-        return BrokerEndpoint(
-            self.broker_id,
-            lr.advertised.host,
-            lr.advertised.port,
-            str(rack) if rack else None,
-            tuple(x.endpoint for x in self.listeners),
+        return local_endpoint(
+            self.broker_id, self.listeners, self.inter_broker_listener, str(rack) if rack else None
         )
 
     @property
@@ -469,23 +458,6 @@ class BrokerServer:
     def _on_signal(self, sig: int) -> None:
         log.info("received %s: shutting down", signal.Signals(sig).name)
         self.request_stop()
-
-    async def _reap_idle(self) -> None:
-        idle_ms = self.config.connections_max_idle_ms
-        if idle_ms <= 0:
-            return
-        period = min(max(idle_ms / 4000, 0.05), 30.0)
-        while True:
-            await asyncio.sleep(period)
-            now = time.monotonic()
-            for conn in list(self.connections):
-                if not conn.busy and now - conn.last_activity > idle_ms / 1000:
-                    log.info(
-                        "closing %s: idle for more than connections.max.idle.ms=%d",
-                        conn.peer,
-                        idle_ms,
-                    )
-                    conn.close()
 
     # ------------------------------------------------------------------ topics
     def create_topic(
