@@ -1,5 +1,5 @@
-"""The broker process: typed components started in an explicit order, listeners, request decoding and
-dispatch, topic lifecycle, graceful shutdown.
+"""The broker process: typed components made in its constructor and started in an explicit order, topic
+lifecycle, graceful shutdown. Frames are answered by broker.request_handler, listeners are broker.listeners'.
 """
 
 from __future__ import annotations
@@ -104,8 +104,10 @@ class BrokerExtension(Protocol):
 
 class BrokerServer:
     """One broker: typed components created here and started in a fixed order by `start()` —
-    metadata store, the authorizer (when `authorizer.class.name` is set), dynamic configs, LogManager (recovery), ReplicaManager and MetadataCache, the
-    group coordinator, then the listeners — and stopped in the reverse order."""
+    metadata store, the authorizer (when `authorizer.class.name` is set), dynamic configs,
+    LogManager (recovery), ReplicaManager, LocalTopics and MetadataCache, the listeners, the group
+    coordinator — and stopped in the reverse order. The LogManager, ReplicaManager and LocalTopics
+    are the only ones made in start(): the log defaults need the dynamic configs read first."""
 
     log_manager: LogManager
     replica_manager: ReplicaManager
