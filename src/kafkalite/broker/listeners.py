@@ -13,7 +13,7 @@ import ssl
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafkalite.broker.config import (
     SASL_SECURITY_PROTOCOLS,
@@ -21,13 +21,10 @@ from kafkalite.broker.config import (
     BrokerConfig,
     Listener,
 )
-from kafkalite.broker.connection import Connection
-from kafkalite.broker.connection_quotas import ConnectionSlot, Throttled
+from kafkalite.broker.connection import Connection, ConnectionOwner
+from kafkalite.broker.connection_quotas import ConnectionQuotas, ConnectionSlot, Throttled
 from kafkalite.broker.tls import handshake_failure_reason, server_context, ssl_settings
 from kafkalite.cluster.metadata_cache import BrokerEndpoint, ListenerEndpoint
-
-if TYPE_CHECKING:
-    from kafkalite.broker.server import BrokerServer
 
 log = logging.getLogger("kafkalite.broker.listeners")
 broker_log = logging.getLogger("kafkalite.broker")  # (these lines were the broker's before)
@@ -72,14 +69,17 @@ def configure_listeners(
     return out
 
 
-async def bind_listeners(broker: BrokerServer, listeners: list[ListenerRuntime]) -> None:
-    """Open the server sockets; an ephemeral port (0) is advertised as the one bound."""
+async def bind_listeners(
+    owner: ConnectionOwner, quotas: ConnectionQuotas, listeners: list[ListenerRuntime]
+) -> None:
+    """Open the server sockets (their connections served by `owner`, accepted under `quotas`); an
+    ephemeral port (0) is advertised as the one bound."""
     for lr in listeners:
         try:
             sock = _listen_socket(lr.bind.host, lr.bind.port)
         except OSError as exc:
             raise ListenError.of(lr.bind, exc) from None
-        srv = Acceptor(broker, lr, sock)
+        srv = Acceptor(owner, quotas, lr, sock)
         lr.server = srv
         port = srv.sockets[0].getsockname()[1]
         a = lr.advertised
@@ -218,9 +218,14 @@ class Acceptor:
     listener and why, and only that socket closes."""
 
     def __init__(
-        self, broker: BrokerServer, listener: ListenerRuntime, sock: socket.socket
+        self,
+        owner: ConnectionOwner,
+        quotas: ConnectionQuotas,
+        listener: ListenerRuntime,
+        sock: socket.socket,
     ) -> None:
-        self.broker = broker
+        self.owner = owner
+        self.quotas = quotas
         self.listener = listener
         self.sockets = [sock]
         self._sock = sock
@@ -232,7 +237,7 @@ class Acceptor:
 
     async def _accept_loop(self) -> None:
         loop = asyncio.get_running_loop()
-        quotas = self.broker.connection_quotas
+        quotas = self.quotas
         name = self.listener.name
         while True:
             await quotas.wait_for_slot(name)
@@ -271,7 +276,7 @@ class Acceptor:
                 self._admit(sock, addr)
 
     def _admit(self, sock: socket.socket, addr: Any) -> None:
-        quotas = self.broker.connection_quotas
+        quotas = self.quotas
         ip, where = _peer_of(addr)
         slot = quotas.admit(self.listener.name, ip, where)
         if slot is None:
@@ -290,7 +295,7 @@ class Acceptor:
         lr = self.listener
         try:
             await asyncio.get_running_loop().connect_accepted_socket(
-                lambda: Connection(self.broker, lr.name, lr.security_protocol, slot),
+                lambda: Connection(self.owner, lr.name, lr.security_protocol, slot),
                 sock,
                 ssl=lr.ssl_context,
                 ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S if lr.ssl_context else None,

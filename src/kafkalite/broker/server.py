@@ -343,7 +343,7 @@ class BrokerServer:
             log.info("replication throttles: %s", ", ".join(changed))
 
     async def _start_listeners(self) -> None:
-        await bind_listeners(self, self.listeners)
+        await bind_listeners(self, self.connection_quotas, self.listeners)
         self._servers = [lr.server for lr in self.listeners]
         self.advertised = [lr.advertised for lr in self.listeners]
 
