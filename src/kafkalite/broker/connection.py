@@ -15,19 +15,23 @@ import os
 import socket
 import time
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kafkalite.broker.config import SASL_SECURITY_PROTOCOLS
 from kafkalite.broker.context import DeferredResponse
 from kafkalite.broker.sasl_auth import SaslSession, SaslState
 from kafkalite.broker.tls import subject_rfc2253
-from kafkalite.protocol.exceptions import DecodeError
-from kafkalite.protocol.framing import FrameDecoder, FrameTooLarge
+from kafkalite.protocol.server_connection import ProtocolViolation, ServerConnection
 from kafkalite.security.principal import ANONYMOUS, KafkaPrincipal, NoMatchingRule
 
 if TYPE_CHECKING:
+    from kafkalite.broker.config import BrokerConfig
     from kafkalite.broker.connection_quotas import ConnectionSlot
-    from kafkalite.broker.server import BrokerServer
+    from kafkalite.broker.dispatch import DispatchTable, HandlerEntry
+    from kafkalite.broker.sasl_auth import SaslListenerSettings
+    from kafkalite.broker.scram_credentials import ScramCredentialCache
+    from kafkalite.broker.stats import BrokerStats
+    from kafkalite.security.principal import SslPrincipalMapper
 
 log = logging.getLogger("kafkalite.broker.connection")
 
@@ -54,6 +58,32 @@ class SendfileStats:
     fallback_bytes = 0  # no sendfile on this transport (TLS) or disabled
 
 
+class ConnectionOwner(Protocol):
+    """What a connection uses of its broker (BrokerServer): settings, the APIs it serves, the
+    request path, SASL and TLS principals, and the set of open connections it joins."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+    @property
+    def dispatch(self) -> DispatchTable: ...
+    @property
+    def stats(self) -> BrokerStats: ...
+    @property
+    def sasl_listeners(self) -> dict[str, SaslListenerSettings]: ...
+    @property
+    def scram_credentials(self) -> ScramCredentialCache: ...
+    @property
+    def principal_mapper(self) -> SslPrincipalMapper: ...
+    @property
+    def sendfile_enabled(self) -> bool: ...
+    @property
+    def connections(self) -> set[Connection]: ...
+
+    def handle_frame(
+        self, conn: Connection, frame: bytes | bytearray
+    ) -> Awaitable[list[Any] | DeferredResponse | None]: ...
+
+
 class CloseConnection(Exception):
     """Raised by the request path to drop the connection after logging why."""
 
@@ -64,7 +94,7 @@ class Connection(asyncio.BufferedProtocol):
 
     __slots__ = (
         "server", "slot", "listener_name", "security_protocol", "peer_certificate_subject",
-        "_tls", "transport", "decoder", "pending", "stats", "parked_ns", "peer",
+        "_tls", "transport", "protocol", "decoder", "pending", "stats", "parked_ns", "peer",
         "client_software", "principal", "sasl", "last_activity", "closed", "_worker",
         "_reading_paused", "_write_paused", "_drained", "_sock_fd", "_send_fd", "_high",
         "use_sendfile", "fetch_sessions", "_eof", "_out", "_out_size", "_answers",
@@ -73,7 +103,7 @@ class Connection(asyncio.BufferedProtocol):
 
     def __init__(
         self,
-        server: BrokerServer,
+        server: ConnectionOwner,
         listener_name: str | None = None,
         security_protocol: str = "PLAINTEXT",
         slot: ConnectionSlot | None = None,
@@ -88,7 +118,11 @@ class Connection(asyncio.BufferedProtocol):
         self.peer_certificate_subject: str | None = None
         self._tls = False
         self.transport: asyncio.Transport | None = None
-        self.decoder = FrameDecoder(server.config.socket_request_max_bytes)
+        # the protocol state (framing, SASL v0 raw tokens, header versions); its decoder is ours
+        self.protocol: ServerConnection[HandlerEntry] = ServerConnection(
+            server.dispatch, server.config.socket_request_max_bytes
+        )
+        self.decoder = self.protocol.decoder
         # frames read and not yet handled, each with when it was read (monotonic ns, for the
         # request-queue time metric)
         self.pending: collections.deque[tuple[bytes | bytearray, int]] = collections.deque()
@@ -210,26 +244,21 @@ class Connection(asyncio.BufferedProtocol):
 
     def _received(self, data: bytes | int) -> None:
         self.last_activity = time.monotonic()
-        try:
-            frames: list[bytes | bytearray] = (
-                self.decoder.buffer_updated(data)
-                if type(data) is int
-                else list(self.decoder.feed(data))  # type: ignore[arg-type]
-            )
-        except FrameTooLarge as exc:
-            log.warning(
-                "closing %s: request of %d bytes exceeds %s=%d",
-                self.peer,
-                exc.size,
-                "socket.request.max.bytes"
-                if self.sasl is None or self.sasl.principal is not None
-                else "sasl.server.max.receive.size (before SASL authentication)",
-                exc.limit,
-            )
-            self.close()
-            return
-        except DecodeError as exc:
-            log.warning("closing %s: malformed frame: %s", self.peer, exc)
+        frames = self.protocol.receive_frames(data)
+        if frames and type(frames[0]) is ProtocolViolation:
+            exc = frames[0].frame_too_large
+            if exc is not None:
+                log.warning(
+                    "closing %s: request of %d bytes exceeds %s=%d",
+                    self.peer,
+                    exc.size,
+                    "socket.request.max.bytes"
+                    if self.sasl is None or self.sasl.principal is not None
+                    else "sasl.server.max.receive.size (before SASL authentication)",
+                    exc.limit,
+                )
+            else:
+                log.warning("closing %s: %s", self.peer, frames[0].reason)
             self.close()
             return
         if not frames:

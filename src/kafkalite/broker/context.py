@@ -7,12 +7,13 @@ the in-sync replicas), so the connection may go on with the next request while a
 
 from __future__ import annotations
 
-import os
 from collections.abc import Awaitable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kafkalite.protocol.headers import RequestHeader
+from kafkalite.protocol.server_connection import FileRegion as FileRegion
+from kafkalite.protocol.server_connection import SlicedResponse as SlicedResponse
 from kafkalite.security.acl import (
     CLUSTER_NAME,
     AclOperation,
@@ -22,20 +23,35 @@ from kafkalite.security.acl import (
 from kafkalite.security.principal import KafkaPrincipal
 
 if TYPE_CHECKING:
+    from kafkalite.broker.sasl_auth import SaslSession
     from kafkalite.broker.server import BrokerServer
 
 
-class FileRegion(Protocol):
-    """What storage's FileSlice offers: an open file descriptor, a position and a length."""
+class RequestConnection(Protocol):
+    """What a handler may use of the connection its request came on: a broker Connection, or the
+    REST proxy's stand-in (no listener, never SASL)."""
 
     @property
-    def fileno(self) -> int: ...
+    def principal(self) -> KafkaPrincipal: ...
     @property
-    def position(self) -> int: ...
+    def peer(self) -> str: ...
     @property
-    def length(self) -> int: ...
+    def listener_name(self) -> str | None: ...
+    @property
+    def security_protocol(self) -> str: ...
+    @property
+    def closed(self) -> bool: ...
 
-    def read_bytes(self) -> bytes: ...
+    # ApiVersions v3+: the client's software name and version, for the metrics
+    client_software: tuple[str, str] | None
+
+    # SASL listeners: the authentication state until authenticated (None after, and elsewhere)
+    @property
+    def sasl(self) -> SaslSession | None: ...
+
+    def sasl_authenticated(self, session: SaslSession) -> None: ...
+
+    def close_after_failed_authentication(self, session: SaslSession) -> None: ...
 
 
 @dataclass(slots=True)
@@ -43,7 +59,7 @@ class RequestContext:
     broker: BrokerServer
     header: RequestHeader
     api_version: int
-    connection: Any  # broker.connection.Connection, or a test's stand-in with the same fields
+    connection: RequestConnection
     received_ns: int = 0
     # client quotas: a follower's fetch is never throttled; time parked waiting (a long-poll
     # fetch) is not handler time for a request quota
@@ -61,13 +77,12 @@ class RequestContext:
     @property
     def principal(self) -> KafkaPrincipal:
         """Who sent the request: the connection's principal (User:ANONYMOUS until TLS/SASL set it)."""
-        principal: KafkaPrincipal = self.connection.principal
-        return principal
+        return self.connection.principal
 
     @property
     def client_host(self) -> str:
         """The peer's address without the port, as ACL host entries name it."""
-        return str(self.connection.peer).rpartition(":")[0].strip("[]")
+        return self.connection.peer.rpartition(":")[0].strip("[]")
 
     def authorize(self, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
         """May this request's principal do `operation` on the resource? Always True when no
@@ -88,22 +103,6 @@ class RequestContext:
         return authorized_operations(
             lambda op: self.authorize(op, resource_type, name), resource_type
         )
-
-
-@dataclass(slots=True)
-class SlicedResponse:
-    """A response whose `records` fields hold placeholder markers standing for file regions.
-
-    `regions` maps each marker (unique bytes) to the region that replaces it on the wire.
-    """
-
-    response: Any
-    regions: dict[bytes, FileRegion] = field(default_factory=dict)
-
-    def placeholder(self, region: FileRegion) -> bytes:
-        marker = b"\x00kl-slice\x00" + os.urandom(10) + len(self.regions).to_bytes(4, "big")
-        self.regions[marker] = region
-        return marker
 
 
 @dataclass(slots=True)

@@ -319,13 +319,9 @@ class DynamicBrokerConfig:
 
 
 def dynamic_configs(broker: BrokerServer) -> DynamicBrokerConfig:
-    """The broker's dynamic config layers, loaded from its data dir on first use."""
-    dyn = getattr(broker, "dynamic_config", None)
-    if dyn is None:
-        dyn = DynamicBrokerConfig(broker.config, broker.log_dirs[0])
-        dyn.load()
-        broker.dynamic_config = dyn
-    return dyn
+    """The broker's dynamic config layers (made with the broker, read from its data dir when it
+    starts)."""
+    return broker.dynamic_config
 
 
 def check_broker_resource(broker: BrokerServer, resource_name: str) -> None:

@@ -10,8 +10,10 @@ import errno
 import logging
 import socket
 import ssl
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafkalite.broker.config import (
     SASL_SECURITY_PROTOCOLS,
@@ -19,15 +21,13 @@ from kafkalite.broker.config import (
     BrokerConfig,
     Listener,
 )
-from kafkalite.broker.connection import Connection
-from kafkalite.broker.connection_quotas import ConnectionSlot, Throttled
+from kafkalite.broker.connection import Connection, ConnectionOwner
+from kafkalite.broker.connection_quotas import ConnectionQuotas, ConnectionSlot, Throttled
 from kafkalite.broker.tls import handshake_failure_reason, server_context, ssl_settings
-from kafkalite.cluster.metadata_cache import ListenerEndpoint
-
-if TYPE_CHECKING:
-    from kafkalite.broker.server import BrokerServer
+from kafkalite.cluster.metadata_cache import BrokerEndpoint, ListenerEndpoint
 
 log = logging.getLogger("kafkalite.broker.listeners")
+broker_log = logging.getLogger("kafkalite.broker")  # (these lines were the broker's before)
 
 TLS_HANDSHAKE_TIMEOUT_S = 10.0
 ACCEPT_BATCH = 64  # connections accepted per wake-up of a listener, at most
@@ -69,14 +69,17 @@ def configure_listeners(
     return out
 
 
-async def bind_listeners(broker: BrokerServer, listeners: list[ListenerRuntime]) -> None:
-    """Open the server sockets; an ephemeral port (0) is advertised as the one bound."""
+async def bind_listeners(
+    owner: ConnectionOwner, quotas: ConnectionQuotas, listeners: list[ListenerRuntime]
+) -> None:
+    """Open the server sockets (their connections served by `owner`, accepted under `quotas`); an
+    ephemeral port (0) is advertised as the one bound."""
     for lr in listeners:
         try:
             sock = _listen_socket(lr.bind.host, lr.bind.port)
         except OSError as exc:
             raise ListenError.of(lr.bind, exc) from None
-        srv = Acceptor(broker, lr, sock)
+        srv = Acceptor(owner, quotas, lr, sock)
         lr.server = srv
         port = srv.sockets[0].getsockname()[1]
         a = lr.advertised
@@ -99,6 +102,69 @@ async def bind_listeners(broker: BrokerServer, listeners: list[ListenerRuntime])
             lr.security_protocol,
             lr.advertised.url(),
         )
+
+
+def build_listener_tls(
+    config: BrokerConfig, listeners: list[ListenerRuntime], per_broker: Mapping[str, str]
+) -> dict[str, ssl.SSLContext]:
+    """The TLS context of every SSL listener with `per_broker` dynamic settings over the static
+    ones (TlsConfigError when one cannot work)."""
+    return {
+        lr.name: server_context(
+            ssl_settings(
+                config,
+                lr.name,
+                per_broker,
+                sasl=lr.security_protocol in SASL_SECURITY_PROTOCOLS,
+            )
+        )
+        for lr in listeners
+        if lr.security_protocol in TLS_SECURITY_PROTOCOLS
+    }
+
+
+def install_listener_tls(
+    listeners: list[ListenerRuntime], contexts: Mapping[str, ssl.SSLContext]
+) -> None:
+    """New connections on these listeners handshake with the new contexts; open ones keep theirs."""
+    for lr in listeners:
+        ctx = contexts.get(lr.name)
+        if ctx is not None and ctx is not lr.ssl_context:
+            lr.ssl_context = ctx
+            broker_log.info("listener %s: TLS key and trust stores reloaded", lr.name)
+
+
+def local_endpoint(
+    broker_id: int, listeners: list[ListenerRuntime], inter_broker: str, rack: str | None
+) -> BrokerEndpoint:
+    """This broker as others reach it (the inter-broker listener), with every listener."""
+    lr = next(x for x in listeners if x.name == inter_broker)
+    return BrokerEndpoint(
+        broker_id,
+        lr.advertised.host,
+        lr.advertised.port,
+        rack,
+        tuple(x.endpoint for x in listeners),
+    )
+
+
+async def reap_idle(connections: set[Connection], idle_ms: int) -> None:
+    """Close connections idle (nothing read, nothing being answered) for more than
+    connections.max.idle.ms; runs until cancelled."""
+    if idle_ms <= 0:
+        return
+    period = min(max(idle_ms / 4000, 0.05), 30.0)
+    while True:
+        await asyncio.sleep(period)
+        now = time.monotonic()
+        for conn in list(connections):
+            if not conn.busy and now - conn.last_activity > idle_ms / 1000:
+                broker_log.info(
+                    "closing %s: idle for more than connections.max.idle.ms=%d",
+                    conn.peer,
+                    idle_ms,
+                )
+                conn.close()
 
 
 class ListenError(OSError):
@@ -152,9 +218,14 @@ class Acceptor:
     listener and why, and only that socket closes."""
 
     def __init__(
-        self, broker: BrokerServer, listener: ListenerRuntime, sock: socket.socket
+        self,
+        owner: ConnectionOwner,
+        quotas: ConnectionQuotas,
+        listener: ListenerRuntime,
+        sock: socket.socket,
     ) -> None:
-        self.broker = broker
+        self.owner = owner
+        self.quotas = quotas
         self.listener = listener
         self.sockets = [sock]
         self._sock = sock
@@ -166,7 +237,7 @@ class Acceptor:
 
     async def _accept_loop(self) -> None:
         loop = asyncio.get_running_loop()
-        quotas = self.broker.connection_quotas
+        quotas = self.quotas
         name = self.listener.name
         while True:
             await quotas.wait_for_slot(name)
@@ -205,7 +276,7 @@ class Acceptor:
                 self._admit(sock, addr)
 
     def _admit(self, sock: socket.socket, addr: Any) -> None:
-        quotas = self.broker.connection_quotas
+        quotas = self.quotas
         ip, where = _peer_of(addr)
         slot = quotas.admit(self.listener.name, ip, where)
         if slot is None:
@@ -224,7 +295,7 @@ class Acceptor:
         lr = self.listener
         try:
             await asyncio.get_running_loop().connect_accepted_socket(
-                lambda: Connection(self.broker, lr.name, lr.security_protocol, slot),
+                lambda: Connection(self.owner, lr.name, lr.security_protocol, slot),
                 sock,
                 ssl=lr.ssl_context,
                 ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S if lr.ssl_context else None,

@@ -1,5 +1,5 @@
-"""The broker process: typed components started in an explicit order, listeners, request decoding and
-dispatch, topic lifecycle, graceful shutdown.
+"""The broker process: typed components made in its constructor and started in an explicit order, topic
+lifecycle, graceful shutdown. Frames are answered by broker.request_handler, listeners are broker.listeners'.
 """
 
 from __future__ import annotations
@@ -10,17 +10,14 @@ import gc
 import logging
 import signal
 import ssl
-import struct
-import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
 from kafkalite import __version__
 from kafkalite.broker.authorizer import Authorizer
-from kafkalite.broker.client_quotas import ClientQuotas, client_throttles
+from kafkalite.broker.client_quotas import ClientQuotas
 from kafkalite.broker.config import (
-    SASL_SECURITY_PROTOCOLS,
     TLS_SECURITY_PROTOCOLS,
     BrokerConfig,
     ConfigError,
@@ -28,13 +25,12 @@ from kafkalite.broker.config import (
     listener_override_def,
     log_startup_config,
 )
-from kafkalite.broker.connection import CloseConnection, Connection
+from kafkalite.broker.connection import Connection
 from kafkalite.broker.connection_quotas import (
     ConnectionLimits,
     ConnectionQuotas,
     close_least_recently_active,
 )
-from kafkalite.broker.context import DeferredResponse, RequestContext, SlicedResponse
 from kafkalite.broker.dispatch import DispatchTable
 from kafkalite.broker.dynamic_config import DynamicBrokerConfig
 from kafkalite.broker.fetch_session import FetchSessionCache
@@ -45,25 +41,31 @@ from kafkalite.broker.group_configs import (
     ZkGroupConfigStore,
 )
 from kafkalite.broker.groups import GroupCoordinatorComponent
-from kafkalite.broker.listeners import ListenerRuntime, bind_listeners, configure_listeners
+from kafkalite.broker.listeners import (
+    ListenerRuntime,
+    bind_listeners,
+    build_listener_tls,
+    configure_listeners,
+    install_listener_tls,
+    local_endpoint,
+    reap_idle,
+)
 from kafkalite.broker.local_logs import TopicStorageError, drop_local_logs, make_local_logs
-from kafkalite.broker.log_config import log_request, request_log
+from kafkalite.broker.local_topics import (
+    LocalTopics,
+    recovered_while_serving,
+    settle_collector,
+)
 from kafkalite.broker.open_files import prepare_open_files
 from kafkalite.broker.purgatory import DelayedOperations
-from kafkalite.broker.sasl_auth import (
-    SaslListenerSettings,
-    SaslSession,
-    SaslState,
-    configure_sasl,
-    inter_broker_login,
-)
+from kafkalite.broker.request_handler import RequestHandler
+from kafkalite.broker.sasl_auth import SaslListenerSettings, configure_sasl, inter_broker_login
 from kafkalite.broker.scram_credentials import ScramCredentialCache
 from kafkalite.broker.share_coordinator import ShareCoordinatorComponent
 from kafkalite.broker.share_partitions import SharePartitionManager
 from kafkalite.broker.share_persister import SharePersister
 from kafkalite.broker.stats import BrokerStats
-from kafkalite.broker.storage_errors import storage_error_answer
-from kafkalite.broker.tls import client_context, server_context, ssl_settings
+from kafkalite.broker.tls import client_context, ssl_settings
 from kafkalite.broker.transactions import TransactionCoordinatorComponent
 from kafkalite.broker.zk_broker import ZkBroker
 from kafkalite.cluster.metadata import (
@@ -73,73 +75,22 @@ from kafkalite.cluster.metadata import (
     TopicInfo,
     ensure_meta_properties,
 )
-from kafkalite.cluster.metadata_cache import BrokerEndpoint, MetadataCache, local_topic_metadata
+from kafkalite.cluster.metadata_cache import BrokerEndpoint, MetadataCache
 from kafkalite.cluster.replica_manager import ReplicaManager
 from kafkalite.cluster.replica_selector import parse_selector
 from kafkalite.cluster.replication_quota import ReplicationQuotas
 from kafkalite.cluster.zk_metadata_store import ZkMetadataStore
-from kafkalite.protocol import primitives as p
-from kafkalite.protocol.exceptions import DecodeError
-from kafkalite.protocol.headers import (
-    API_VERSIONS_KEY,
-    decode_request_header,
-    encode_response_header,
-    peek_api,
-    request_header_version,
-    response_header_version,
-)
-from kafkalite.protocol.schema import Api
 from kafkalite.security.mechanisms import SaslLogin
 from kafkalite.security.principal import SslPrincipalMapper
-from kafkalite.security.sasl import IllegalSaslStateError, SaslAuthenticationError
 from kafkalite.storage import Log, LogManager
 
-# a broker that loaded at least this many logs freezes its startup objects out of the collector
-# (embedded test brokers, with a few logs each, do not: frozen objects are never freed)
-FREEZE_AFTER_LOADING_LOGS = 10_000
 # after a crash, a single node with at least this many logs of user topics to recover from their
 # files starts serving once the internal topics' logs are recovered: the others come online one by
 # one as they are recovered (fewer take well under a second: they are recovered first, as before)
 SERVE_WHILE_RECOVERING_FROM = 1_000
 
 
-class _HandOver:
-    """Logs recovered on the loading thread, for the event loop: whatever came in the last tenth
-    of a second is taken in one go (each topic's metadata is then published once for hundreds of
-    its partitions, not once for each: 100,000 partitions after a crash)."""
-
-    WAIT_S = 0.1
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._logs: list[Log] = []
-        self._scheduled = False
-
-    def hand_over(
-        self, logs: list[Log], loop: asyncio.AbstractEventLoop, drain: Callable[[], None]
-    ) -> None:
-        with self._lock:
-            self._logs.extend(logs)
-            if self._scheduled:
-                return
-            self._scheduled = True
-        loop.call_soon_threadsafe(loop.call_later, self.WAIT_S, drain)
-
-    def take(self) -> list[Log]:
-        with self._lock:
-            logs, self._logs = self._logs, []
-            self._scheduled = False
-            return logs
-
-
-def _recovered_while_serving(tp: tuple[str, int]) -> bool:
-    """User topics' logs; the internal ones (`__consumer_offsets`, ...) are recovered first."""
-    return not tp[0].startswith("__")
-
-
 log = logging.getLogger("kafkalite.broker")
-_SIZE = struct.Struct(">i")
-FETCH_KEY = 1
 
 
 class BrokerExtension(Protocol):
@@ -153,12 +104,14 @@ class BrokerExtension(Protocol):
 
 class BrokerServer:
     """One broker: typed components created here and started in a fixed order by `start()` —
-    metadata store, the authorizer (when `authorizer.class.name` is set), dynamic configs, LogManager (recovery), ReplicaManager and MetadataCache, the
-    group coordinator, then the listeners — and stopped in the reverse order."""
+    metadata store, the authorizer (when `authorizer.class.name` is set), dynamic configs,
+    LogManager (recovery), ReplicaManager, LocalTopics and MetadataCache, the listeners, the group
+    coordinator — and stopped in the reverse order. The LogManager, ReplicaManager and LocalTopics
+    are the only ones made in start(): the log defaults need the dynamic configs read first."""
 
     log_manager: LogManager
     replica_manager: ReplicaManager
-    dynamic_config: DynamicBrokerConfig
+    local_topics: LocalTopics
 
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
@@ -200,6 +153,9 @@ class BrokerServer:
             )
         except ValueError as exc:
             raise ConfigError(f"quota.window.num / quota.window.size.seconds: {exc}") from None
+        # each connection's frames, answered in order (a Connection awaits handle_frame)
+        self.requests = RequestHandler.for_broker(self)
+        self.handle_frame = self.requests.handle_frame
         # replication throttles (KIP-73): the rates are dynamic broker configs, applied in start()
         try:
             self.replication_quotas = ReplicationQuotas(
@@ -208,6 +164,9 @@ class BrokerServer:
             )
         except ValueError as exc:
             raise ConfigError(f"replication.quota.window.*: {exc}") from None
+        # dynamic broker configs (AlterConfigs on a BROKER resource, kept in the data dir), read in
+        # start(): they are part of the log defaults from the first log opened
+        self.dynamic_config = DynamicBrokerConfig(config, self.log_dirs[0])
         # per-group configs (ConfigResource GROUP): the data dir here, ZooKeeper in cluster mode
         self.group_configs = GroupConfigManager(
             config.props, LocalGroupConfigStore(self.log_dirs[0] / GROUP_CONFIG_DIR)
@@ -256,10 +215,10 @@ class BrokerServer:
         self.started = asyncio.Event()
         self._servers: list[asyncio.base_events.Server] = []
         self._stopping: asyncio.Event | None = None
-        self._recovered = _HandOver()  # logs recovered while serving, for the event loop to lead
         self._reaper: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._groups_started = False
+        self._logs_open = False  # the LogManager is made in start() and shut down in stop()
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -290,7 +249,6 @@ class BrokerServer:
             await self.authorizer.start()
         # dynamic broker configs (AlterConfigs on a BROKER resource, kept in the data dir) are part of
         # the log defaults from the first log opened
-        self.dynamic_config = DynamicBrokerConfig(self.config, self.log_dirs[0])
         self.dynamic_config.load()
         if any(listener_override_def(k) for k in self.dynamic_config.per_broker):
             # listener certificates changed at runtime earlier (AlterConfigs) outlive a restart
@@ -312,6 +270,7 @@ class BrokerServer:
             open_files_max=prepare_open_files(cfg),
             recovery_threads=int(cfg.get("num.recovery.threads.per.data.dir")) * len(self.log_dirs),
         )
+        self._logs_open = True  # (until stop() shuts the log manager down)
         # the logs and their partitions are millions of objects at 100,000 partitions that live as
         # long as the broker: no collector passes while they are made, and then (with many) they
         # are moved out of the collector's sight once, as `kafkalite serve` does when it is ready
@@ -321,26 +280,30 @@ class BrokerServer:
         try:
             await asyncio.to_thread(
                 self.log_manager.startup,
-                _recovered_while_serving if self.zk_broker is None else None,
+                recovered_while_serving if self.zk_broker is None else None,
                 SERVE_WHILE_RECOVERING_FROM,
             )
             self.replica_manager = ReplicaManager(
                 self.broker_id, self.log_manager, self.delayed.notify
             )
             self.replica_manager.adopt_loaded_logs(self.log_manager.logs())
+            self.local_topics = LocalTopics(
+                self.broker_id,
+                self.metadata_store,
+                self.metadata_cache,
+                self.log_manager,
+                self.replica_manager,
+                self._shutting_down,
+            )
             if self.zk_broker is None:
-                self._reconcile_logs()
+                self.local_topics.reconcile()
             recovering = bool(self.log_manager.loading_partitions())
         finally:
             if not recovering:  # (else once the last log is recovered: no passes until then)
-                self._settle_collector(gc_enabled)
+                settle_collector(self.log_manager, gc_enabled)
         self.log_manager.start_background()
         if recovering:
-            loop = asyncio.get_running_loop()
-            self.log_manager.load_later(
-                lambda logs: self._recovered.hand_over(logs, loop, self._serve_recovered),
-                lambda: loop.call_soon_threadsafe(self._all_recovered, gc_enabled),
-            )
+            self.local_topics.recover_later(gc_enabled)
         await self._start_listeners()
         if self.zk_broker is None:
             self.metadata_cache.set_brokers([self.local_endpoint()], self.broker_id)
@@ -355,7 +318,9 @@ class BrokerServer:
         self._groups_started = True
         if self.zk_broker is not None:
             await self.zk_broker.start()
-        self._reaper = self._loop.create_task(self._reap_idle())
+        self._reaper = self._loop.create_task(
+            reap_idle(self.connections, self.config.connections_max_idle_ms)
+        )
         for ext in self.extensions:
             await ext.start(self)
         log.info(
@@ -378,44 +343,24 @@ class BrokerServer:
             log.info("replication throttles: %s", ", ".join(changed))
 
     async def _start_listeners(self) -> None:
-        await bind_listeners(self, self.listeners)
+        await bind_listeners(self, self.connection_quotas, self.listeners)
         self._servers = [lr.server for lr in self.listeners]
         self.advertised = [lr.advertised for lr in self.listeners]
 
     def build_listener_tls(self, per_broker: Mapping[str, str]) -> dict[str, ssl.SSLContext]:
         """The TLS context of every SSL listener with `per_broker` dynamic settings over the static
         ones (TlsConfigError when one cannot work)."""
-        return {
-            lr.name: server_context(
-                ssl_settings(
-                    self.config,
-                    lr.name,
-                    per_broker,
-                    sasl=lr.security_protocol in SASL_SECURITY_PROTOCOLS,
-                )
-            )
-            for lr in self.listeners
-            if lr.security_protocol in TLS_SECURITY_PROTOCOLS
-        }
+        return build_listener_tls(self.config, self.listeners, per_broker)
 
     def install_listener_tls(self, contexts: Mapping[str, ssl.SSLContext]) -> None:
         """New connections on these listeners handshake with the new contexts; open ones keep theirs."""
-        for lr in self.listeners:
-            ctx = contexts.get(lr.name)
-            if ctx is not None and ctx is not lr.ssl_context:
-                lr.ssl_context = ctx
-                log.info("listener %s: TLS key and trust stores reloaded", lr.name)
+        install_listener_tls(self.listeners, contexts)
 
     def local_endpoint(self) -> BrokerEndpoint:
         """This broker as others reach it (the inter-broker listener), with every listener."""
-        lr = next(x for x in self.listeners if x.name == self.inter_broker_listener)
         rack = self.config.get("broker.rack", None)
-        return BrokerEndpoint(
-            self.broker_id,
-            lr.advertised.host,
-            lr.advertised.port,
-            str(rack) if rack else None,
-            tuple(x.endpoint for x in self.listeners),
+        return local_endpoint(
+            self.broker_id, self.listeners, self.inter_broker_listener, str(rack) if rack else None
         )
 
     @property
@@ -423,95 +368,7 @@ class BrokerServer:
         return self.advertised[0].port
 
     def _shutting_down(self) -> bool:
-        return not hasattr(self, "log_manager") or (
-            self._stopping is not None and self._stopping.is_set()
-        )
-
-    def _settle_collector(self, enabled: bool) -> None:
-        if len(self.log_manager.partitions()) >= FREEZE_AFTER_LOADING_LOGS:
-            gc.freeze()  # (no full pass first: 3 s at 100,000 logs, for little garbage)
-        if enabled:
-            gc.enable()
-
-    def _serve_recovered(self) -> None:
-        """Single-node mode, after a crash: logs recovered while serving are led here at once."""
-        if self._shutting_down():
-            return
-        get = self.log_manager.get_log
-        # (one deleted since it was recovered is not taken up again)
-        logs = [lg for lg in self._recovered.take() if get(lg.topic, lg.partition) is lg]
-        self.replica_manager.adopt_loaded_logs(logs)
-        topics: dict[str, TopicInfo] = {}
-        for lg in logs:
-            info = self.metadata_store.get(lg.topic)
-            if info is None or lg.partition >= info.partitions:
-                continue  # (a topic found on disk only: registered once every log is known)
-            try:
-                self.replica_manager.create_local_leader(
-                    info.name, lg.partition, info.topic_id, info.configs
-                )
-            except Exception:
-                log.exception("cannot lead the recovered partition %s-%d", lg.topic, lg.partition)
-                continue
-            topics[info.name] = info
-        for info in topics.values():
-            self._publish_local_topic(info)
-
-    def _all_recovered(self, gc_enabled: bool) -> None:
-        if self._shutting_down():
-            return
-        self._reconcile_logs()  # (topics found on disk only, now that every log is known)
-        self._settle_collector(gc_enabled)
-        log.info("every log is recovered: all %d partitions serving",
-                 len(self.log_manager.partitions()))  # fmt: skip
-
-    def _reconcile_logs(self) -> None:
-        """Single-node mode: topics whose logs exist on disk but not in the metadata file are
-        registered again; every partition of every topic is created (if missing) and led here.
-        While logs are still being recovered (after a crash) their partitions wait: they are led
-        as they come, and topics found on disk only are registered once every log is known."""
-        if self.log_manager.loading_partitions():
-            for known in self.metadata_store.topics():
-                self._host_local_topic(known)
-            return
-        seen: dict[str, int] = {}
-        for lg in self.log_manager.logs():
-            seen[lg.topic] = max(seen.get(lg.topic, 0), lg.partition + 1)
-        for topic, count in seen.items():
-            info = self.metadata_store.get(topic)
-            if info is None:
-                log.warning(
-                    "log directory of topic %s has no metadata entry; registering it again", topic
-                )
-                found = self.log_manager.get_log(topic, 0)
-                try:
-                    self.metadata_store.create_topic(
-                        topic, count, topic_id=found.topic_id if found is not None else None
-                    )
-                except MetadataError as exc:
-                    log.error("cannot register topic %s found on disk: %s", topic, exc)
-            elif info.partitions < count:
-                self.metadata_store.set_partitions(topic, count)
-        for info in self.metadata_store.topics():
-            self._host_local_topic(info)
-
-    def _host_local_topic(self, info: TopicInfo) -> None:
-        """Single-node mode: lead every partition of `info` here (but those whose logs are still
-        being recovered) and publish it in the cache."""
-        loading = self.log_manager.is_loading
-        for part in range(info.partitions):
-            if not loading(info.name, part):
-                self.replica_manager.create_local_leader(
-                    info.name, part, info.topic_id, info.configs
-                )
-        self._publish_local_topic(info)
-
-    def _publish_local_topic(self, info: TopicInfo) -> None:
-        loading = self.log_manager.is_loading
-        offline = {p for p in range(info.partitions) if loading(info.name, p)}
-        self.metadata_cache.put_topic(
-            local_topic_metadata(info.name, info.topic_id, info.partitions, self.broker_id, offline)
-        )
+        return not self._logs_open or (self._stopping is not None and self._stopping.is_set())
 
     async def stop(self, grace: float = 10.0) -> None:
         """Stop accepting, let in-flight requests finish, close connections, flush and close logs.
@@ -567,7 +424,8 @@ class BrokerServer:
                 await self.groups.stop()
             except Exception:
                 log.exception("stopping the group coordinator failed")
-        if hasattr(self, "log_manager"):
+        if self._logs_open:
+            self._logs_open = False
             await asyncio.to_thread(self.log_manager.shutdown)
             del self.log_manager
         log.info("kafkalite broker %d stopped", self.broker_id)
@@ -603,23 +461,6 @@ class BrokerServer:
         log.info("received %s: shutting down", signal.Signals(sig).name)
         self.request_stop()
 
-    async def _reap_idle(self) -> None:
-        idle_ms = self.config.connections_max_idle_ms
-        if idle_ms <= 0:
-            return
-        period = min(max(idle_ms / 4000, 0.05), 30.0)
-        while True:
-            await asyncio.sleep(period)
-            now = time.monotonic()
-            for conn in list(self.connections):
-                if not conn.busy and now - conn.last_activity > idle_ms / 1000:
-                    log.info(
-                        "closing %s: idle for more than connections.max.idle.ms=%d",
-                        conn.peer,
-                        idle_ms,
-                    )
-                    conn.close()
-
     # ------------------------------------------------------------------ topics
     def create_topic(
         self,
@@ -649,7 +490,7 @@ class BrokerServer:
                 except (OSError, MetadataError) as exc:
                     log.error("rolling back topic %s: %s (remove it with DeleteTopics)", name, exc)
                 raise
-            self._publish_local_topic(info)
+            self.local_topics.publish(info)
         log.info(
             "created topic %s with %d partitions (id %s)", name, info.partitions, info.topic_id
         )
@@ -684,7 +525,7 @@ class BrokerServer:
         except (MetadataError, OSError):
             drop_local_logs(self, name, new)
             raise
-        self._publish_local_topic(info)
+        self.local_topics.publish(info)
         return info
 
     def get_log(self, topic: str, partition: int) -> Log | None:
@@ -692,251 +533,3 @@ class BrokerServer:
         ReplicaManager)."""
         p = self.replica_manager.get_partition(topic, partition)
         return p.log if p is not None else None
-
-    # ------------------------------------------------------------------ requests
-    async def handle_frame(
-        self, conn: Connection, frame: bytes | bytearray
-    ) -> list[Any] | DeferredResponse | None:
-        sasl = conn.sasl
-        if type(frame) is bytearray and (frame[:2] != b"\x00\x00" or sasl is not None):
-            # a big frame received in place: only Produce is decoded (and stamped) in place
-            frame = bytes(frame)
-        if sasl is not None and sasl.state is SaslState.RAW_TOKEN:
-            return self._sasl_raw_token(conn, sasl, bytes(frame))
-        try:
-            key, version, corr = peek_api(frame)
-        except DecodeError as exc:
-            log.warning("closing %s: %s", conn.peer, exc)
-            raise CloseConnection from None
-        if sasl is not None:
-            why = sasl.rejection(key)
-            if why is not None:
-                log.warning(
-                    "closing %s on SASL listener %s: %s", conn.peer, conn.listener_name, why
-                )
-                raise CloseConnection
-        entry = self.dispatch.get(key)
-        if key == API_VERSIONS_KEY and entry is not None and version > entry.max_version:
-            # KIP-511: answer with v0 and the ranges we support so the client can pick a version
-            resp = self.dispatch.api_versions_response(error_code=35)
-            return self._encode(corr, 0, resp, 0)
-        if entry is None or not entry.supports(version):
-            log.warning(
-                "closing %s: unsupported request api_key=%d version=%d (correlation id %d)",
-                conn.peer,
-                key,
-                version,
-                corr,
-            )
-            raise CloseConnection
-        req_cls = entry.api.request
-        flexible = req_cls.is_flexible(version)
-        try:
-            header, pos = decode_request_header(
-                frame, request_header_version(key, version, flexible)
-            )
-            request = None
-            if entry.decode_request is not None:
-                request = entry.decode_request(frame, pos, version)
-            if request is None:
-                raw = frame if type(frame) is bytes else bytes(frame)
-                request = req_cls.decode(raw, version, pos, exact=False)
-        except DecodeError as exc:
-            if key == API_VERSIONS_KEY:
-                resp = self.dispatch.api_versions_response(error_code=42)
-                return self._encode(corr, 0, resp, 0)
-            log.warning(
-                "closing %s: cannot decode %s v%d request: %s",
-                conn.peer,
-                entry.api.name,
-                version,
-                exc,
-            )
-            raise CloseConnection from None
-        ctx = RequestContext(self, header, version, conn, time.monotonic_ns())
-        encoder = entry.encode_response
-        try:
-            result = await entry.handle(ctx, request)
-        except ConnectionError:
-            raise
-        except OSError as exc:  # the handler's file I/O, not this client's socket
-            encoder = None  # the error answer is a schema message, not a hot-path result
-            result = storage_error_answer(
-                entry.api, version, request, conn.peer, header.client_id, exc, frame, pos
-            )
-        if request_log.isEnabledFor(logging.DEBUG):
-            log_request(ctx, entry.api.name, len(frame))
-        if ctx.parked_ns:
-            conn.parked_ns = ctx.parked_ns  # remote time in the request metrics
-        throttle = 0
-        quotas = self.client_quotas
-        if quotas.active and not ctx.quota_exempt:
-            throttle = quotas.record_request(
-                ctx.principal.name,
-                ctx.quota_client_id,
-                key,
-                len(frame),
-                time.monotonic_ns() - ctx.received_ns - ctx.parked_ns,
-            )
-        if isinstance(result, DeferredResponse):
-            return DeferredResponse(
-                self._encode_later(
-                    result,
-                    corr,
-                    version,
-                    key,
-                    flexible,
-                    encoder,
-                    conn,
-                    throttle,
-                    (entry.api, request, header.client_id, frame, pos),
-                )
-            )
-        if result is None:
-            return None
-        if throttle:
-            _set_throttle_time(result, throttle)
-        header_version = response_header_version(key, flexible)
-        pieces = self._encode(corr, version, result, header_version, encoder, flexible)
-        if key == FETCH_KEY and quotas.fetch.enabled and not ctx.quota_exempt:
-            size = sum(len(p) if isinstance(p, bytes | bytearray) else p.length for p in pieces)
-            fetch_throttle = quotas.record_fetch(ctx.principal.name, ctx.quota_client_id, size)
-            if fetch_throttle > throttle:
-                throttle = fetch_throttle
-                if version >= 1:  # a Fetch answer's first field is throttle_time_ms
-                    at = 8 + (1 if header_version >= 1 else 0)
-                    head = bytearray(pieces[0]) if isinstance(pieces[0], bytes) else pieces[0]
-                    _SIZE.pack_into(head, at, min(throttle, 0x7FFFFFFF))
-                    pieces[0] = head
-        if throttle:
-            await _throttle(conn, key, version, throttle)
-        return pieces
-
-    def _sasl_raw_token(
-        self, conn: Connection, sasl: SaslSession, frame: bytes
-    ) -> list[Any] | None:
-        """After SaslHandshake v0 (KIP-152's legacy form) each frame is a bare SASL token and so is
-        each answer; a failure gets no answer, only the (delayed) close."""
-        try:
-            token = sasl.authenticate(frame)
-        except (SaslAuthenticationError, IllegalSaslStateError) as exc:
-            log.warning(
-                "%s on listener %s failed SASL/%s authentication as %s: %s",
-                conn.peer,
-                conn.listener_name,
-                sasl.mechanism,
-                sasl.username or "an unnamed user",
-                exc,
-            )
-            conn.close_after_failed_authentication(sasl)
-            return None
-        if sasl.state is SaslState.AUTHENTICATED:
-            conn.sasl_authenticated(sasl)
-            log.info(
-                "%s authenticated as %s with SASL/%s (handshake v0) on listener %s",
-                conn.peer,
-                conn.principal,
-                sasl.mechanism,
-                conn.listener_name,
-            )
-        return [_SIZE.pack(len(token)) + token]
-
-    async def _encode_later(
-        self,
-        deferred: DeferredResponse,
-        corr: int,
-        version: int,
-        key: int,
-        flexible: bool,
-        encoder: Any,
-        conn: Connection,
-        throttle: int,
-        origin: tuple[Api, Any, str | None, bytes | bytearray, int],
-    ) -> list[Any] | None:
-        try:
-            result = await deferred.answer
-        except ConnectionError:
-            raise
-        except OSError as exc:  # completing the request hit storage, not this client's socket
-            api, request, client_id, frame, pos = origin
-            result = storage_error_answer(
-                api, version, request, conn.peer, client_id, exc, frame, pos
-            )
-            encoder = None
-        if result is None:
-            return None
-        if throttle:
-            _set_throttle_time(result, throttle)
-        pieces = self._encode(
-            corr, version, result, response_header_version(key, flexible), encoder, flexible
-        )
-        if throttle:
-            await _throttle(conn, key, version, throttle)
-        return pieces
-
-    def _encode(
-        self,
-        corr: int,
-        version: int,
-        result: Any,
-        header_version: int,
-        encoder: Any = None,
-        flexible: bool = False,
-    ) -> list[Any]:
-        out = bytearray(b"\0\0\0\0")
-        encode_response_header(out, corr, header_version)
-        if isinstance(result, SlicedResponse):
-            if encoder is not None:
-                encoder(out, result.response, version)
-            else:
-                result.response.encode_into(out, version)
-            return _splice(out, result, flexible)
-        if encoder is not None:
-            encoder(out, result, version)
-        else:
-            result.encode_into(out, version)
-        _SIZE.pack_into(out, 0, len(out) - 4)
-        return [out]
-
-
-def _set_throttle_time(result: Any, throttle_ms: int) -> None:
-    """Put a quota's throttle time in an answer that has the field (every version from KIP-219's)."""
-    target = result.response if isinstance(result, SlicedResponse) else result
-    if hasattr(target, "throttle_time_ms"):
-        target.throttle_time_ms = min(throttle_ms, 0x7FFFFFFF)
-
-
-async def _throttle(conn: Connection, key: int, version: int, throttle_ms: int) -> None:
-    """KIP-219: the connection reads nothing more for the throttle time after this answer; a client
-    too old to back off by itself gets the answer itself that late."""
-    if client_throttles(key, version):
-        conn.mute_for(throttle_ms)
-    else:
-        await asyncio.sleep(throttle_ms / 1000)
-
-
-def _splice(out: bytearray, sliced: SlicedResponse, flexible: bool) -> list[Any]:
-    """Replace each marker (and its length prefix) by the real length prefix and the file region."""
-    pieces: list[Any] = []
-    total = len(out) - 4
-    start = 0
-    for marker, region in sliced.regions.items():
-        idx = out.find(marker, start)
-        if idx < 0:
-            raise RuntimeError("fetch placeholder missing from the encoded response")
-        prefix = bytearray()
-        if flexible:
-            old = len(p.uvarint_bytes(len(marker) + 1))
-            p.write_uvarint(prefix, region.length + 1)
-        else:
-            old = 4
-            p.write_int32(prefix, region.length)
-        pieces.append(bytes(out[start : idx - old]) + prefix)
-        pieces.append(region)
-        total += len(prefix) + region.length - old - len(marker)
-        start = idx + len(marker)
-    pieces.append(bytes(out[start:]))
-    first = bytearray(pieces[0])
-    _SIZE.pack_into(first, 0, total)
-    pieces[0] = bytes(first)
-    return pieces

@@ -10,6 +10,7 @@ from typing import Any
 
 from kafkalite.broker.connection import Connection
 from kafkalite.broker.context import DeferredResponse
+from kafkalite.broker.dispatch import DispatchTable
 from kafkalite.broker.stats import BrokerStats
 
 
@@ -45,6 +46,7 @@ class Server:
             socket_request_max_bytes=1 << 20, queued_max_bytes=1 << 20, connections_max_idle_ms=1000
         )
         self.connections: set[Any] = set()
+        self.dispatch = DispatchTable([])  # the frames here never reach a real request path
         self.sendfile_enabled = False
         self.later: dict[int, asyncio.Future[Any]] = {}
         self.handled: list[bytes] = []

@@ -22,6 +22,7 @@ from kafkalite.security.principal import KafkaPrincipal
 from kafkalite.web.server import BROKER_KEY
 
 if TYPE_CHECKING:
+    from kafkalite.broker.sasl_auth import SaslSession
     from kafkalite.broker.server import BrokerServer
 
 log = logging.getLogger("kafkalite.web.rest")
@@ -169,12 +170,24 @@ def broker_of(request: web.Request) -> BrokerServer:
     return broker
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RestConnection:
-    """What a RequestContext needs of a connection: who is asking and from where."""
+    """What a RequestContext needs of a connection (broker.context.RequestConnection): who is
+    asking and from where; no listener, never SASL (HTTP authenticates before the handler)."""
 
     principal: KafkaPrincipal
     peer: str
+    listener_name: str | None = None
+    security_protocol: str = "PLAINTEXT"
+    closed: bool = False
+    client_software: tuple[str, str] | None = None
+    sasl: SaslSession | None = None
+
+    def sasl_authenticated(self, session: SaslSession) -> None:
+        raise RuntimeError("an HTTP request does not authenticate with SASL")
+
+    def close_after_failed_authentication(self, session: SaslSession) -> None:
+        raise RuntimeError("an HTTP request does not authenticate with SASL")
 
 
 def context(request: web.Request, api: Api, version: int) -> RequestContext:
