@@ -57,7 +57,6 @@ from kafkalite.broker.local_topics import (
     settle_collector,
 )
 from kafkalite.broker.open_files import prepare_open_files
-from kafkalite.broker.purgatory import DelayedOperations
 from kafkalite.broker.request_handler import RequestHandler
 from kafkalite.broker.sasl_auth import SaslListenerSettings, configure_sasl, inter_broker_login
 from kafkalite.broker.scram_credentials import ScramCredentialCache
@@ -68,6 +67,7 @@ from kafkalite.broker.stats import BrokerStats
 from kafkalite.broker.tls import client_context, ssl_settings
 from kafkalite.broker.transactions import TransactionCoordinatorComponent
 from kafkalite.broker.zk_broker import ZkBroker
+from kafkalite.cluster.delayed_operations import DelayedOperations
 from kafkalite.cluster.metadata import (
     LocalMetadataStore,
     MetadataError,
@@ -283,9 +283,7 @@ class BrokerServer:
                 recovered_while_serving if self.zk_broker is None else None,
                 SERVE_WHILE_RECOVERING_FROM,
             )
-            self.replica_manager = ReplicaManager(
-                self.broker_id, self.log_manager, self.delayed.notify
-            )
+            self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.delayed)
             self.replica_manager.adopt_loaded_logs(self.log_manager.logs())
             self.local_topics = LocalTopics(
                 self.broker_id,
@@ -531,5 +529,4 @@ class BrokerServer:
     def get_log(self, topic: str, partition: int) -> Log | None:
         """The log of a partition hosted here (tests and tools; handlers go through the
         ReplicaManager)."""
-        p = self.replica_manager.get_partition(topic, partition)
-        return p.log if p is not None else None
+        return self.log_manager.get_log(topic, partition)

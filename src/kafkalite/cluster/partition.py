@@ -107,12 +107,6 @@ class Partition:
 
     # -- the log, read-only ----------------------------------------------------------------------------
     @property
-    def log(self) -> Log:
-        """The storage Log itself, for tools and tests (BrokerServer.get_log); broker code reads
-        the properties below and appends through the ReplicaManager."""
-        return self._log
-
-    @property
     def log_start_offset(self) -> int:
         return self._log.log_start_offset
 

@@ -420,11 +420,8 @@ class ReplicaManager:
 
 
 def _purgatory_of(notify: DelayedOperations | Callable[[Hashable], None]) -> DelayedOperations:
-    """The purgatory a ReplicaManager waits in: the one given, the one whose `notify` was given (the
-    broker's, shared with its other delayed operations), or a new one that also calls `notify`."""
+    """The purgatory a ReplicaManager waits in: the one given (the broker's, shared with its other
+    delayed operations), or a new one that also calls `notify` (tests that watch the wake-ups)."""
     if isinstance(notify, DelayedOperations):
         return notify
-    owner = getattr(notify, "__self__", None)
-    if isinstance(owner, DelayedOperations):
-        return owner
     return DelayedOperations(on_notify=notify)

@@ -35,7 +35,7 @@ def leader(
 ) -> tuple[Partition, list[int]]:
     lg = Log.open(tmp_path / "t-0", LogConfig(**cfg))  # type: ignore[arg-type]
     moved: list[int] = []
-    p = Partition("t", 0, ME, lg, lambda part: moved.append(part.log.high_watermark))
+    p = Partition("t", 0, ME, lg, lambda part: moved.append(part.high_watermark))
     p.make_leader(LeaderAndIsrState(ME, 5, isr, replicas), now_ms=1000)
     return p, moved
 
@@ -44,20 +44,20 @@ def test_single_replica_high_watermark_is_the_log_end(tmp_path: Path) -> None:
     p, moved = leader(tmp_path, isr=(ME,), replicas=(ME,))
     first, last, *_ = p.append_records_to_leader(batch(3), required_acks=-1)
     assert (first, last) == (0, 2)
-    assert p.log.high_watermark == 3 and moved == [3]
+    assert p.high_watermark == 3 and moved == [3]
     assert p.acks_all_done(3) == (True, 0)
 
 
 def test_high_watermark_is_the_smallest_log_end_in_the_isr(tmp_path: Path) -> None:
     p, moved = leader(tmp_path, isr=(1, 2, 3))
     p.append_records_to_leader(batch(2), required_acks=-1)
-    assert p.log.high_watermark == 0 and p.acks_all_done(2) == (False, 0)
+    assert p.high_watermark == 0 and p.acks_all_done(2) == (False, 0)
     p.update_follower_fetch_state(2, 2, now_ms=1100)
-    assert p.log.high_watermark == 0  # broker 3 has nothing yet
+    assert p.high_watermark == 0  # broker 3 has nothing yet
     p.update_follower_fetch_state(3, 1, now_ms=1100)
-    assert p.log.high_watermark == 1
+    assert p.high_watermark == 1
     p.update_follower_fetch_state(3, 2, now_ms=1200)
-    assert p.log.high_watermark == 2 and moved == [1, 2]
+    assert p.high_watermark == 2 and moved == [1, 2]
     assert p.acks_all_done(2) == (True, 0)
 
 
@@ -65,16 +65,16 @@ def test_acks_all_below_min_insync_is_refused_before_appending(tmp_path: Path) -
     p, _ = leader(tmp_path, isr=(1,), min_insync_replicas=2)
     with pytest.raises(NotEnoughReplicas):
         p.append_records_to_leader(batch(), required_acks=-1)
-    assert p.log.log_end_offset == 0
+    assert p.log_end_offset == 0
     p.append_records_to_leader(batch(), required_acks=1)  # acks=1 does not care
-    assert p.log.log_end_offset == 1
+    assert p.log_end_offset == 1
 
 
 def test_isr_shrinking_below_the_minimum_after_append(tmp_path: Path) -> None:
     p, _ = leader(tmp_path, isr=(1, 2), min_insync_replicas=2)
     p.append_records_to_leader(batch(), required_acks=-1)
     p.apply_isr((1,), partition_epoch=3)  # the controller accepted a shrink
-    assert p.log.high_watermark == 1
+    assert p.high_watermark == 1
     assert p.acks_all_done(1) == (True, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
 
 
@@ -95,7 +95,7 @@ def test_a_follower_that_caught_up_may_rejoin_and_a_lagging_one_drops_out(tmp_pa
     p, _ = leader(tmp_path, isr=(1, 2))
     p.append_records_to_leader(batch(4), required_acks=1)
     p.update_follower_fetch_state(2, 4, now_ms=2000)
-    assert p.log.high_watermark == 4
+    assert p.high_watermark == 4
     assert p.update_follower_fetch_state(3, 2, now_ms=2000) is False  # below the HW
     assert p.update_follower_fetch_state(3, 4, now_ms=2100) is True  # caught up: may join
     # broker 2 stops fetching while the leader moves on

@@ -8,8 +8,7 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[3] / "src" / "kafkalite"
 PACKAGES = ("broker", "web", "cli", "client", "coordinator", "spark", "cluster")
-# BrokerServer.get_log (tests and tools) still hands out the Log; it can ask the LogManager instead
-ALLOWED = {"broker/server.py"}
+ALLOWED: set[str] = set()
 
 
 def test_no_code_outside_storage_reaches_a_partitions_log() -> None:
