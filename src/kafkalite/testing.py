@@ -66,7 +66,7 @@ class Broker:
 
     # -- lifecycle
     def start(self) -> Broker:
-        from kafkalite.broker.config import BrokerConfig
+        from kafkalite.broker.config.broker_config import BrokerConfig
         from kafkalite.broker.server import BrokerServer
 
         if self._thread is not None:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from kazoo.client import KazooClient
 
-from kafkalite.broker.group_configs import GroupConfigManager, ZkGroupConfigStore
+from kafkalite.broker.config.group_configs import GroupConfigManager, ZkGroupConfigStore
 from kafkalite.cli.wire import WireClient
 from kafkalite.cluster import zk_data as zd
 from kafkalite.cluster.zk import KafkaZkClient

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkalite.broker.share_persister import PersisterStateBatch, ShareStateRead
+from kafkalite.broker.coordinators.share_persister import PersisterStateBatch, ShareStateRead
 from kafkalite.coordinator.share_records import SHARE_GROUP_STATE_TOPIC, SharePartitionKey
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.testing import Broker

@@ -168,7 +168,7 @@ def test_acl_apis_answer_security_disabled_without_authorizer(tmp_path: Path) ->
 
 
 def test_unknown_authorizer_fails_startup(tmp_path: Path) -> None:
-    from kafkalite.broker.config import BrokerConfig, ConfigError
+    from kafkalite.broker.config.broker_config import BrokerConfig, ConfigError
     from kafkalite.broker.server import BrokerServer
 
     cfg = BrokerConfig({"log.dirs": str(tmp_path), "authorizer.class.name": "com.example.Mine"})

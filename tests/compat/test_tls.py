@@ -18,8 +18,8 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafkalite.broker.config import ConfigError
-from kafkalite.broker.connection import SendfileStats
+from kafkalite.broker.config.broker_config import ConfigError
+from kafkalite.broker.network.connection import SendfileStats
 from kafkalite.testing import Broker
 from kafkalite.testing_tls import CertificateAuthority, Issued
 

@@ -23,7 +23,7 @@ from kafkalite.security.acl import (
 from kafkalite.security.principal import KafkaPrincipal
 
 if TYPE_CHECKING:
-    from kafkalite.broker.sasl_auth import SaslSession
+    from kafkalite.broker.security.sasl_auth import SaslSession
     from kafkalite.broker.server import BrokerServer
 
 

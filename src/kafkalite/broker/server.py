@@ -15,9 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from kafkalite import __version__
-from kafkalite.broker.authorizer import Authorizer
-from kafkalite.broker.client_quotas import ClientQuotas
-from kafkalite.broker.config import (
+from kafkalite.broker.config.broker_config import (
     TLS_SECURITY_PROTOCOLS,
     BrokerConfig,
     ConfigError,
@@ -25,23 +23,33 @@ from kafkalite.broker.config import (
     listener_override_def,
     log_startup_config,
 )
-from kafkalite.broker.connection import Connection
-from kafkalite.broker.connection_quotas import (
-    ConnectionLimits,
-    ConnectionQuotas,
-    close_least_recently_active,
-)
-from kafkalite.broker.dispatch import DispatchTable
-from kafkalite.broker.dynamic_config import DynamicBrokerConfig
-from kafkalite.broker.fetch_session import FetchSessionCache
-from kafkalite.broker.group_configs import (
+from kafkalite.broker.config.dynamic_config import DynamicBrokerConfig
+from kafkalite.broker.config.group_configs import (
     GROUP_CONFIG_DIR,
     GroupConfigManager,
     LocalGroupConfigStore,
     ZkGroupConfigStore,
 )
-from kafkalite.broker.groups import GroupCoordinatorComponent
-from kafkalite.broker.listeners import (
+from kafkalite.broker.coordinators.groups import GroupCoordinatorComponent
+from kafkalite.broker.coordinators.share_coordinator import ShareCoordinatorComponent
+from kafkalite.broker.coordinators.share_partitions import SharePartitionManager
+from kafkalite.broker.coordinators.share_persister import SharePersister
+from kafkalite.broker.coordinators.transactions import TransactionCoordinatorComponent
+from kafkalite.broker.dispatch import DispatchTable
+from kafkalite.broker.fetch_session import FetchSessionCache
+from kafkalite.broker.local_logs import TopicStorageError, drop_local_logs, make_local_logs
+from kafkalite.broker.local_topics import (
+    LocalTopics,
+    recovered_while_serving,
+    settle_collector,
+)
+from kafkalite.broker.network.connection import Connection
+from kafkalite.broker.network.connection_quotas import (
+    ConnectionLimits,
+    ConnectionQuotas,
+    close_least_recently_active,
+)
+from kafkalite.broker.network.listeners import (
     ListenerRuntime,
     bind_listeners,
     build_listener_tls,
@@ -50,22 +58,18 @@ from kafkalite.broker.listeners import (
     local_endpoint,
     reap_idle,
 )
-from kafkalite.broker.local_logs import TopicStorageError, drop_local_logs, make_local_logs
-from kafkalite.broker.local_topics import (
-    LocalTopics,
-    recovered_while_serving,
-    settle_collector,
+from kafkalite.broker.network.open_files import prepare_open_files
+from kafkalite.broker.network.request_handler import RequestHandler
+from kafkalite.broker.network.tls import client_context, ssl_settings
+from kafkalite.broker.security.authorizer import Authorizer
+from kafkalite.broker.security.client_quotas import ClientQuotas
+from kafkalite.broker.security.sasl_auth import (
+    SaslListenerSettings,
+    configure_sasl,
+    inter_broker_login,
 )
-from kafkalite.broker.open_files import prepare_open_files
-from kafkalite.broker.request_handler import RequestHandler
-from kafkalite.broker.sasl_auth import SaslListenerSettings, configure_sasl, inter_broker_login
-from kafkalite.broker.scram_credentials import ScramCredentialCache
-from kafkalite.broker.share_coordinator import ShareCoordinatorComponent
-from kafkalite.broker.share_partitions import SharePartitionManager
-from kafkalite.broker.share_persister import SharePersister
+from kafkalite.broker.security.scram_credentials import ScramCredentialCache
 from kafkalite.broker.stats import BrokerStats
-from kafkalite.broker.tls import client_context, ssl_settings
-from kafkalite.broker.transactions import TransactionCoordinatorComponent
 from kafkalite.broker.zk_broker import ZkBroker
 from kafkalite.cluster.delayed_operations import DelayedOperations
 from kafkalite.cluster.metadata import (

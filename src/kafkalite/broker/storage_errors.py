@@ -9,7 +9,7 @@ import logging
 import time
 from typing import Any
 
-from kafkalite.broker.connection import CloseConnection
+from kafkalite.broker.network.connection import CloseConnection
 from kafkalite.protocol.error_response import error_response
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.exceptions import DecodeError

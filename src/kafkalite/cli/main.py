@@ -19,14 +19,14 @@ class StartupError(Exception):
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from kafkalite.broker.config import BrokerConfig, ConfigError
+    from kafkalite.broker.config.broker_config import BrokerConfig, ConfigError
 
     if args.help_config:
-        from kafkalite.broker.config_docs import print_table
+        from kafkalite.broker.config.config_docs import print_table
 
         print_table()
         return 0
-    from kafkalite.broker.log_config import LogLevelError, configure, level_of
+    from kafkalite.broker.config.log_config import LogLevelError, configure, level_of
 
     overrides = list(args.override or [])
     if args.data_dir:
@@ -58,8 +58,8 @@ def _serve(args: argparse.Namespace) -> int:
 def _run_broker(config: Any) -> int:
     """Start the broker and serve until a signal; every expected failure is a StartupError."""
     from kafkalite import web
-    from kafkalite.broker.allocator import tune_for_request_buffers
-    from kafkalite.broker.config import ConfigError
+    from kafkalite.broker.config.broker_config import ConfigError
+    from kafkalite.broker.network.allocator import tune_for_request_buffers
     from kafkalite.broker.server import BrokerServer
     from kafkalite.cluster.metadata import MetadataError
     from kafkalite.storage.errors import StorageError
@@ -98,7 +98,7 @@ def _run_broker(config: Any) -> int:
     except (StorageError, MetadataError) as exc:
         raise StartupError(f"cannot start: {exc}") from None
     except OSError as exc:
-        from kafkalite.broker.listeners import ListenError
+        from kafkalite.broker.network.listeners import ListenError
 
         if isinstance(exc, ListenError):
             raise StartupError(str(exc)) from None

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from kafkalite.broker.config import ConfigError
+from kafkalite.broker.config.broker_config import ConfigError
 
 if TYPE_CHECKING:
     from kafkalite.broker.server import BrokerServer

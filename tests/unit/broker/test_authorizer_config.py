@@ -7,8 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from kafkalite.broker.authorizer import AUTHORIZER_CLASS_NAMES, Authorizer, parse_super_users
-from kafkalite.broker.config import BrokerConfig, ConfigError
+from kafkalite.broker.config.broker_config import BrokerConfig, ConfigError
+from kafkalite.broker.security.authorizer import (
+    AUTHORIZER_CLASS_NAMES,
+    Authorizer,
+    parse_super_users,
+)
 from kafkalite.cluster.metadata import LocalMetadataStore
 from kafkalite.security.acl import AclOperation, ResourceType
 from kafkalite.security.principal import ANONYMOUS, KafkaPrincipal

@@ -6,7 +6,12 @@ import uuid
 
 import pytest
 
-from kafkalite.broker.config import BrokerConfig, ConfigError, Listener, parse_properties_text
+from kafkalite.broker.config.broker_config import (
+    BrokerConfig,
+    ConfigError,
+    Listener,
+    parse_properties_text,
+)
 from kafkalite.cluster.metadata import (
     LocalMetadataStore,
     MetadataError,

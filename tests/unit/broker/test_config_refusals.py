@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from kafkalite.broker.config import (
+from kafkalite.broker.config.broker_config import (
     BROKER_CONFIGS,
     BrokerConfig,
     ConfigError,
     closest_config_name,
     log_startup_config,
 )
-from kafkalite.broker.config_docs import render_markdown, render_text
+from kafkalite.broker.config.config_docs import render_markdown, render_text
 from kafkalite.storage.manager import CLEAN_SHUTDOWN_FILE, LogManager
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -142,7 +142,7 @@ def test_help_config_text_and_docs_are_generated_from_the_table() -> None:
     assert "num.io.threads: " in text
     committed = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
     assert committed == render_markdown(), (
-        "docs/configuration.md is out of date: run python -m kafkalite.broker.config_docs"
+        "docs/configuration.md is out of date: run python -m kafkalite.broker.config.config_docs"
     )
 
 
@@ -262,7 +262,7 @@ def test_record_too_large_names_the_properties_to_raise() -> None:
 def test_help_config_on_a_terminal_is_a_rich_table() -> None:
     import io
 
-    from kafkalite.broker.config_docs import print_table
+    from kafkalite.broker.config.config_docs import print_table
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:

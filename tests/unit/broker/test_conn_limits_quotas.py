@@ -12,8 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from kafkalite.broker.config import BrokerConfig, ConfigError
-from kafkalite.broker.connection_quotas import ConnectionLimits, RefusalLog, parse_ip_overrides
+from kafkalite.broker.config.broker_config import BrokerConfig, ConfigError
+from kafkalite.broker.network.connection_quotas import (
+    ConnectionLimits,
+    RefusalLog,
+    parse_ip_overrides,
+)
 from kafkalite.broker.server import BrokerServer
 from kafkalite.cli.wire import CliError, WireClient
 from kafkalite.protocol.schema import APIS

@@ -8,9 +8,9 @@ import struct
 from types import SimpleNamespace
 from typing import Any
 
-from kafkalite.broker.connection import Connection
 from kafkalite.broker.context import DeferredResponse
 from kafkalite.broker.dispatch import DispatchTable
+from kafkalite.broker.network.connection import Connection
 from kafkalite.broker.stats import BrokerStats
 
 

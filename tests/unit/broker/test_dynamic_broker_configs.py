@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kafkalite.broker.dynamic_config import (
+from kafkalite.broker.config.dynamic_config import (
     CONFIG_DIR,
     read_properties,
     write_properties_atomically,

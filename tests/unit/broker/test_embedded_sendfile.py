@@ -11,7 +11,7 @@ import pytest
 from broker_wire_helpers import encode_request, read_frame
 
 import kafkalite
-from kafkalite.broker.connection import SendfileStats
+from kafkalite.broker.network.connection import SendfileStats
 from kafkalite.cli.wire import WireClient
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.schema import APIS

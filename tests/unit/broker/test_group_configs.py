@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 
-from kafkalite.broker.config import BrokerConfig, ConfigError
-from kafkalite.broker.config_types import SOURCE_DEFAULT, SOURCE_GROUP, SOURCE_STATIC_BROKER
-from kafkalite.broker.group_config_defs import (
+from kafkalite.broker.config.broker_config import BrokerConfig, ConfigError
+from kafkalite.broker.config.config_types import SOURCE_DEFAULT, SOURCE_GROUP, SOURCE_STATIC_BROKER
+from kafkalite.broker.config.group_config_defs import (
     GROUP_CONFIG_DEFS,
     group_config_defaults,
     group_configs_error,
     parse_iso_duration_ms,
 )
-from kafkalite.broker.group_configs import (
+from kafkalite.broker.config.group_configs import (
     GROUP_CONFIG_DIR,
     GroupConfigManager,
     LocalGroupConfigStore,

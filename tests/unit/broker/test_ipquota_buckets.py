@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkalite.broker.client_quotas import ClientQuotas
-from kafkalite.broker.connection_quotas import (
+from kafkalite.broker.network.connection_quotas import (
     IP_BUCKET_SWEEP_S,
     IP_THROTTLE_MAX_S,
     REFUSAL_LOG_MAX_KEYS,
@@ -20,6 +19,7 @@ from kafkalite.broker.connection_quotas import (
     RefusalLog,
     Throttled,
 )
+from kafkalite.broker.security.client_quotas import ClientQuotas
 from kafkalite.cluster.metadata import LocalMetadataStore
 from kafkalite.security.quota import DEFAULT_ENTITY, IP_RATE_UNLIMITED, QuotaEntity
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from kafkalite.broker.config import BrokerConfig, ConfigError
-from kafkalite.broker.log_config import REQUEST_LOGGER, JsonFormatter, configure
+from kafkalite.broker.config.broker_config import BrokerConfig, ConfigError
+from kafkalite.broker.config.log_config import REQUEST_LOGGER, JsonFormatter, configure
 from kafkalite.cli.wire import WireClient
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.schema import APIS

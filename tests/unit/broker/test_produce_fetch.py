@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from kafkalite.broker.connection import SendfileStats
+from kafkalite.broker.network.connection import SendfileStats
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.schema import APIS
 from kafkalite.records.batch import build_batch, iter_batches

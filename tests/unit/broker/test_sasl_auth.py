@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkalite.broker.config import BrokerConfig, ConfigError
-from kafkalite.broker.sasl_auth import (
+from kafkalite.broker.config.broker_config import BrokerConfig, ConfigError
+from kafkalite.broker.security.sasl_auth import (
     SaslListenerSettings,
     SaslSession,
     SaslState,

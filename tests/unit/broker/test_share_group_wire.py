@@ -392,7 +392,7 @@ def test_renew_keeps_records_locked(share_broker: Broker, wire: WireClient) -> N
 
 
 def test_idle_share_sessions_are_forgotten() -> None:
-    from kafkalite.broker.share_partitions import ShareSessionCache
+    from kafkalite.broker.coordinators.share_sessions import ShareSessionCache
 
     cache = ShareSessionCache()
     s = cache.open("g", "m")

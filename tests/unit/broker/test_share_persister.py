@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from kafkalite.broker.share_persister import PersisterStateBatch, ShareStateRead
+from kafkalite.broker.coordinators.share_persister import PersisterStateBatch, ShareStateRead
 from kafkalite.coordinator.share_records import SHARE_GROUP_STATE_TOPIC
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.testing import Broker

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kafkalite.broker import storage_errors
-from kafkalite.broker.connection import CloseConnection
+from kafkalite.broker.network.connection import CloseConnection
 from kafkalite.broker.storage_errors import storage_error_answer
 from kafkalite.cli.wire import WireClient
 from kafkalite.protocol.errors import ErrorCode
@@ -167,7 +167,7 @@ def test_without_the_handler_catch_the_connection_would_drop(
 ) -> None:
     """What the broker did before: prove the failure path this file tests is the real one (an
     OSError escaping the handler) by letting it escape past storage_error_answer."""
-    from kafkalite.broker import request_handler as server_mod
+    from kafkalite.broker.network import request_handler as server_mod
 
     def reraise(api: Any, version: int, request: Any, peer: str, cid: Any, exc: OSError) -> Any:
         raise exc

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from kafkalite.broker.config import BrokerConfig, ConfigError
-from kafkalite.broker.listeners import configure_listeners
-from kafkalite.broker.tls import (
+from kafkalite.broker.config.broker_config import BrokerConfig, ConfigError
+from kafkalite.broker.network.listeners import configure_listeners
+from kafkalite.broker.network.tls import (
     TlsConfigError,
     iana_to_openssl,
     normalize_pem,
@@ -215,7 +215,7 @@ def test_cipher_names_and_subjects() -> None:
 def test_listener_tls_changes_are_per_broker(
     pki: tuple[CertificateAuthority, Issued, Issued], tmp_path: Path
 ) -> None:
-    from kafkalite.broker.dynamic_config import alter_broker
+    from kafkalite.broker.config.dynamic_config import alter_broker
     from kafkalite.protocol.errors import ErrorCode
     from kafkalite.testing import Broker
 

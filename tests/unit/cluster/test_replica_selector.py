@@ -126,7 +126,7 @@ def test_preferred_read_replica_on_a_leader_partition(tmp_path: Path) -> None:
 
 
 def test_an_unknown_selector_class_stops_the_broker_config() -> None:
-    from kafkalite.broker.config import BrokerConfig, ConfigError
+    from kafkalite.broker.config.broker_config import BrokerConfig, ConfigError
 
     assert BrokerConfig({"replica.selector.class": RACK_AWARE_SELECTOR}).get(
         "replica.selector.class"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkalite.broker.config import BrokerConfig, ConfigError
+from kafkalite.broker.config.broker_config import BrokerConfig, ConfigError
 from kafkalite.broker.server import BrokerServer
 from kafkalite.testing import Broker
 from kafkalite.web import attach

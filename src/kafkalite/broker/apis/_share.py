@@ -8,9 +8,9 @@ import uuid
 from collections.abc import Callable
 from typing import Generic, Protocol, TypeVar
 
-from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
-from kafkalite.broker.groups import ShareSettings
+from kafkalite.broker.coordinators import groups as _groups
+from kafkalite.broker.coordinators.groups import ShareSettings
 from kafkalite.cluster.errors import ReplicaError, UnknownTopicOrPartition
 from kafkalite.cluster.partition import Partition
 from kafkalite.coordinator.share_partition import AckBatch

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import uuid
 
-from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
+from kafkalite.broker.coordinators import groups as _groups
 from kafkalite.coordinator.share_groups import ShareGroupLookup
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.security.acl import AclOperation, ResourceType

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import logging
 
-from kafkalite.broker.context import RequestContext
-from kafkalite.broker.dynamic_config import alter_broker
-from kafkalite.broker.topic_configs import (
+from kafkalite.broker.config.dynamic_config import alter_broker
+from kafkalite.broker.config.topic_configs import (
     RESOURCE_BROKER,
     RESOURCE_GROUP,
     RESOURCE_TOPIC,
@@ -17,6 +16,7 @@ from kafkalite.broker.topic_configs import (
     check_topic_overrides,
     config_access_denied,
 )
+from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.admin import (
     ALTER_CONFIGS,

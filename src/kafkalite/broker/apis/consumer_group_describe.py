@@ -4,8 +4,8 @@ current and target assignments (topic names resolved from the metadata cache).
 
 from __future__ import annotations
 
-from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
+from kafkalite.broker.coordinators import groups as _groups
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.consumer_groups import (
     CONSUMER_GROUP_DESCRIBE,

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import uuid
 
-from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
+from kafkalite.broker.coordinators import groups as _groups
 from kafkalite.coordinator.consumer_assignors import SubscribedTopic
 from kafkalite.coordinator.consumer_group import HeartbeatRequest, HeartbeatResult
 from kafkalite.protocol.errors import ErrorCode

@@ -12,9 +12,9 @@ import time
 import uuid
 
 from kafkalite.broker.apis.metadata import may_create_topic
+from kafkalite.broker.config.topic_configs import check_topic_overrides, topic_entries
 from kafkalite.broker.context import RequestContext
 from kafkalite.broker.local_logs import TopicStorageError
-from kafkalite.broker.topic_configs import check_topic_overrides, topic_entries
 from kafkalite.cluster.controller.election import check_assignment
 from kafkalite.cluster.metadata import MetadataError, topic_name_error
 from kafkalite.protocol.errors import ErrorCode

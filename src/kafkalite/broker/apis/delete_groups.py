@@ -5,8 +5,8 @@ A group with members answers NON_EMPTY_GROUP; an unknown one GROUP_ID_NOT_FOUND.
 
 from __future__ import annotations
 
-from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
+from kafkalite.broker.coordinators import groups as _groups
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.groups import (
     DELETE_GROUPS,

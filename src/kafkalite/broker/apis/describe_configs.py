@@ -5,11 +5,10 @@ Topic values come from overrides, then dynamic and static broker `log.*` setting
 
 from __future__ import annotations
 
-from kafkalite.broker.config_defs import is_sensitive_config
-from kafkalite.broker.config_types import SOURCE_BROKER_LOGGER, T_STRING
-from kafkalite.broker.context import RequestContext
-from kafkalite.broker.log_config import known_loggers, level_name
-from kafkalite.broker.topic_configs import (
+from kafkalite.broker.config.config_defs import is_sensitive_config
+from kafkalite.broker.config.config_types import SOURCE_BROKER_LOGGER, T_STRING
+from kafkalite.broker.config.log_config import known_loggers, level_name
+from kafkalite.broker.config.topic_configs import (
     RESOURCE_BROKER,
     RESOURCE_BROKER_LOGGER,
     RESOURCE_GROUP,
@@ -19,6 +18,7 @@ from kafkalite.broker.topic_configs import (
     config_access_denied,
     topic_entries,
 )
+from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.admin import (
     DESCRIBE_CONFIGS,

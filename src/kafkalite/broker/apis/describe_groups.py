@@ -5,8 +5,8 @@ An unknown group is described as Dead with no error, as Kafka does before v6.
 
 from __future__ import annotations
 
-from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
+from kafkalite.broker.coordinators import groups as _groups
 from kafkalite.coordinator.types import GroupDescription
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.groups import (

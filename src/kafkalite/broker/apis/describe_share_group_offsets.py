@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from kafkalite.broker.apis import _share_offsets as _so
 from kafkalite.broker.context import RequestContext
-from kafkalite.broker.share_persister import ShareStateRead
+from kafkalite.broker.coordinators.share_persister import ShareStateRead
 from kafkalite.coordinator.share_group import ShareGroup
 from kafkalite.coordinator.share_partition import RecordState
 from kafkalite.protocol.errors import ErrorCode

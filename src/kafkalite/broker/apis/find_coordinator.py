@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import logging
 
-from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
+from kafkalite.broker.coordinators import groups as _groups
 from kafkalite.cluster.metadata_cache import BrokerEndpoint
 from kafkalite.coordinator import OFFSETS_TOPIC
 from kafkalite.protocol.errors import ErrorCode

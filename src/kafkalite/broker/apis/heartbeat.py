@@ -5,8 +5,8 @@ Errors follow the coordinator: ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INS
 
 from __future__ import annotations
 
-from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
+from kafkalite.broker.coordinators import groups as _groups
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.groups import HEARTBEAT, HeartbeatRequest, HeartbeatResponse
 from kafkalite.security.acl import AclOperation, ResourceType

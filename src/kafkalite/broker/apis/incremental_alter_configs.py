@@ -9,23 +9,23 @@ import logging
 from collections.abc import Callable
 
 from kafkalite.broker.apis.alter_configs import alter_topic, refuse_other, request_shape_error
-from kafkalite.broker.config import BROKER_CONFIGS, T_LIST
-from kafkalite.broker.context import RequestContext
-from kafkalite.broker.dynamic_config import (
+from kafkalite.broker.config.broker_config import BROKER_CONFIGS, T_LIST
+from kafkalite.broker.config.dynamic_config import (
     DynamicConfigError,
     alter_broker,
     check_broker_resource,
     dynamic_configs,
 )
-from kafkalite.broker.group_config_defs import GROUP_CONFIG_DEFS
-from kafkalite.broker.log_config import ROOT, LogLevelError, level_of, set_level
-from kafkalite.broker.topic_configs import (
+from kafkalite.broker.config.group_config_defs import GROUP_CONFIG_DEFS
+from kafkalite.broker.config.log_config import ROOT, LogLevelError, level_of, set_level
+from kafkalite.broker.config.topic_configs import (
     RESOURCE_BROKER,
     RESOURCE_BROKER_LOGGER,
     RESOURCE_GROUP,
     RESOURCE_TOPIC,
     config_access_denied,
 )
+from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.admin import (
     INCREMENTAL_ALTER_CONFIGS,

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import time
 
-from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
+from kafkalite.broker.coordinators import groups as _groups
 from kafkalite.coordinator.types import JoinGroupResult
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.groups import JOIN_GROUP, JoinGroupRequest, JoinGroupResponse

@@ -5,8 +5,8 @@ Before v3 the single member's error is the response's error.
 
 from __future__ import annotations
 
-from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
+from kafkalite.broker.coordinators import groups as _groups
 from kafkalite.coordinator.types import LeavingMember
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.groups import LEAVE_GROUP, LeaveGroupRequest, LeaveGroupResponse

@@ -5,8 +5,8 @@ A group is "classic" or, once KIP-848 members use it, "consumer".
 
 from __future__ import annotations
 
-from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
+from kafkalite.broker.coordinators import groups as _groups
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.groups import LIST_GROUPS, ListGroupsRequest, ListGroupsResponse
 from kafkalite.security.acl import AclOperation, ResourceType

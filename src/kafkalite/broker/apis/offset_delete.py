@@ -5,8 +5,8 @@ Empty groups lose any offset; active consumer groups keep those of subscribed to
 
 from __future__ import annotations
 
-from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
+from kafkalite.broker.coordinators import groups as _groups
 from kafkalite.coordinator.types import TopicPartition
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.offsets import (

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
+from kafkalite.broker.coordinators import groups as _groups
 from kafkalite.coordinator.types import OffsetFetchPartition, OffsetFetchResult, TopicPartition
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.offsets import (

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 
 from kafkalite.broker.context import RequestContext
-from kafkalite.broker.sasl_auth import SaslState
+from kafkalite.broker.security.sasl_auth import SaslState
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.sasl import (
     SASL_AUTHENTICATE,

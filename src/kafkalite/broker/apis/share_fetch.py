@@ -9,7 +9,8 @@ import uuid
 
 from kafkalite.broker.apis import _share
 from kafkalite.broker.context import RequestContext
-from kafkalite.broker.share_partitions import Acquired, LoadedSharePartition, ShareSession
+from kafkalite.broker.coordinators.share_partitions import Acquired, LoadedSharePartition
+from kafkalite.broker.coordinators.share_sessions import ShareSession
 from kafkalite.cluster.partition import Partition
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.share_groups import (

@@ -4,8 +4,8 @@ partitions each may fetch (topic names resolved from the metadata cache).
 
 from __future__ import annotations
 
-from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
+from kafkalite.broker.coordinators import groups as _groups
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.share_groups import (
     SHARE_GROUP_DESCRIBE,

@@ -4,8 +4,8 @@ epoch, leave with -1; the answer carries the partitions the member may fetch (sh
 
 from __future__ import annotations
 
-from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
+from kafkalite.broker.coordinators import groups as _groups
 from kafkalite.coordinator.consumer_assignors import SubscribedTopic
 from kafkalite.coordinator.share_group import ShareHeartbeat, ShareHeartbeatResult
 from kafkalite.protocol.errors import ErrorCode

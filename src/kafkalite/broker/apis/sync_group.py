@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import time
 
-from kafkalite.broker import groups as _groups
 from kafkalite.broker.context import RequestContext
+from kafkalite.broker.coordinators import groups as _groups
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.groups import SYNC_GROUP, SyncGroupRequest, SyncGroupResponse
 from kafkalite.security.acl import AclOperation, ResourceType

@@ -4,9 +4,9 @@ transaction; they become the group's offsets only when the transaction commits.
 
 from __future__ import annotations
 
-from kafkalite.broker import groups as _groups
 from kafkalite.broker.apis._txn_common import old_fenced_code
 from kafkalite.broker.context import RequestContext
+from kafkalite.broker.coordinators import groups as _groups
 from kafkalite.coordinator.types import OffsetCommitPartition, TopicPartition
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.txn import (

@@ -5,7 +5,7 @@ asks this partition leader to write COMMIT/ABORT markers; answered once the ISR 
 from __future__ import annotations
 
 from kafkalite.broker.context import RequestContext
-from kafkalite.broker.txn_markers import write_markers_locally
+from kafkalite.broker.coordinators.txn_markers import write_markers_locally
 from kafkalite.coordinator import TopicPartition
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.txn import (

@@ -22,7 +22,7 @@ from kafkalite.security.principal import KafkaPrincipal
 from kafkalite.web.server import BROKER_KEY
 
 if TYPE_CHECKING:
-    from kafkalite.broker.sasl_auth import SaslSession
+    from kafkalite.broker.security.sasl_auth import SaslSession
     from kafkalite.broker.server import BrokerServer
 
 log = logging.getLogger("kafkalite.web.rest")

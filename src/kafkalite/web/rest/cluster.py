@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from kafkalite.broker.topic_configs import RESOURCE_BROKER
+from kafkalite.broker.config.topic_configs import RESOURCE_BROKER
 from kafkalite.cluster.metadata_cache import BrokerEndpoint
 from kafkalite.web.rest import configs
 from kafkalite.web.rest._base import (

@@ -14,8 +14,8 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, overload
 
-from kafkalite.broker.config import ConfigError
-from kafkalite.broker.coordinator_log import CoordinatorPartitions, StoredBatch, now_ms
+from kafkalite.broker.config.broker_config import ConfigError
+from kafkalite.broker.coordinators.coordinator_log import CoordinatorPartitions, StoredBatch, now_ms
 from kafkalite.coordinator import (
     OFFSETS_TOPIC,
     CoordinatorConfig,

@@ -12,13 +12,17 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from kafkalite.broker.client_quotas import ClientQuotas
-from kafkalite.broker.connection import CloseConnection, Connection
+from kafkalite.broker.config.log_config import log_request, request_log
 from kafkalite.broker.context import DeferredResponse, RequestContext
 from kafkalite.broker.dispatch import HandlerEntry
-from kafkalite.broker.log_config import log_request, request_log
-from kafkalite.broker.request_throttle import fetch_throttle_ms, request_throttle_ms, throttle
-from kafkalite.broker.sasl_auth import SaslSession, SaslState
+from kafkalite.broker.network.connection import CloseConnection, Connection
+from kafkalite.broker.network.request_throttle import (
+    fetch_throttle_ms,
+    request_throttle_ms,
+    throttle,
+)
+from kafkalite.broker.security.client_quotas import ClientQuotas
+from kafkalite.broker.security.sasl_auth import SaslSession, SaslState
 from kafkalite.broker.storage_errors import storage_error_answer
 from kafkalite.protocol.server_connection import (
     AnsweredByConnection,

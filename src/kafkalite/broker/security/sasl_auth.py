@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from kafkalite.broker.config import SASL_SECURITY_PROTOCOLS, BrokerConfig, ConfigError
+from kafkalite.broker.config.broker_config import SASL_SECURITY_PROTOCOLS, BrokerConfig, ConfigError
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.security.jaas import (
     PLAIN_LOGIN_MODULE,

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from kafkalite.broker.coordinator_log import CoordinatorPartitions, StoredBatch, now_ms
+from kafkalite.broker.coordinators.coordinator_log import CoordinatorPartitions, StoredBatch, now_ms
 from kafkalite.coordinator.records import encode_batch
 from kafkalite.coordinator.runtime import group_store_error
 from kafkalite.coordinator.share_records import (

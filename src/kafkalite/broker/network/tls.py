@@ -12,8 +12,8 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from kafkalite.broker.config import BrokerConfig, ConfigError
-from kafkalite.broker.config_defs import SSL_CONFIG_DEFS
+from kafkalite.broker.config.broker_config import BrokerConfig, ConfigError
+from kafkalite.broker.config.config_defs import SSL_CONFIG_DEFS
 
 log = logging.getLogger("kafkalite.broker.tls")
 

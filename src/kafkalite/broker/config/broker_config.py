@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kafkalite.broker.config_defs import (
+from kafkalite.broker.config.config_defs import (
     _PY,
     BROKER_CONFIGS,
     BROKER_SYNONYM_GROUPS,
@@ -40,7 +40,7 @@ from kafkalite.broker.config_defs import (
     is_read_only_broker_config,
     is_sensitive_config,
 )
-from kafkalite.broker.group_config_defs import broker_group_configs_error
+from kafkalite.broker.config.group_config_defs import broker_group_configs_error
 from kafkalite.storage.config import LogConfig
 from kafkalite.storage.errors import InvalidConfig
 
@@ -244,7 +244,7 @@ def _unknown_note(name: str) -> str:
 
 
 def _check_level(name: str, value: str) -> None:
-    from kafkalite.broker.log_config import LogLevelError, level_of
+    from kafkalite.broker.config.log_config import LogLevelError, level_of
 
     try:
         level_of(value)

@@ -34,8 +34,8 @@ from kafkalite.protocol.messages.share_state import (
 from kafkalite.protocol.schema import Message
 
 if TYPE_CHECKING:
+    from kafkalite.broker.coordinators.share_coordinator import ShareCoordinatorComponent
     from kafkalite.broker.server import BrokerServer
-    from kafkalite.broker.share_coordinator import ShareCoordinatorComponent
 
 log = logging.getLogger("kafkalite.broker.share_persister")
 

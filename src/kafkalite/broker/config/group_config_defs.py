@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kafkalite.broker.config_types import T_INT, T_STRING, ConfigDef, define
+from kafkalite.broker.config.config_types import T_INT, T_STRING, ConfigDef, define
 from kafkalite.cluster.metadata import INTERNAL_TOPICS, topic_name_error
 
 SHARE_GROUP_STATE_TOPIC = "__share_group_state"

@@ -15,15 +15,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkalite.broker.config import (
+from kafkalite.broker.config.broker_config import (
     SASL_SECURITY_PROTOCOLS,
     TLS_SECURITY_PROTOCOLS,
     BrokerConfig,
     Listener,
 )
-from kafkalite.broker.connection import Connection, ConnectionOwner
-from kafkalite.broker.connection_quotas import ConnectionQuotas, ConnectionSlot, Throttled
-from kafkalite.broker.tls import handshake_failure_reason, server_context, ssl_settings
+from kafkalite.broker.network.connection import Connection, ConnectionOwner
+from kafkalite.broker.network.connection_quotas import ConnectionQuotas, ConnectionSlot, Throttled
+from kafkalite.broker.network.tls import handshake_failure_reason, server_context, ssl_settings
 from kafkalite.cluster.metadata_cache import BrokerEndpoint, ListenerEndpoint
 
 log = logging.getLogger("kafkalite.broker.listeners")

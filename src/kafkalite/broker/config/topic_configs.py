@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from kafkalite.broker.config import (
+from kafkalite.broker.config.broker_config import (
     BROKER_CONFIGS,
     SOURCE_DEFAULT,
     SOURCE_DYNAMIC_BROKER,
@@ -18,9 +18,9 @@ from kafkalite.broker.config import (
     TOPIC_CONFIGS,
     is_read_only_broker_config,
 )
-from kafkalite.broker.config_defs import is_sensitive_config
+from kafkalite.broker.config.config_defs import is_sensitive_config
+from kafkalite.broker.config.dynamic_config import dynamic_configs
 from kafkalite.broker.context import RequestContext
-from kafkalite.broker.dynamic_config import dynamic_configs
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.security.acl import AclOperation, ResourceType
 from kafkalite.storage import config as storage_config

@@ -5,7 +5,7 @@ Also which settings DescribeConfigs hides; broker.config_defs assembles them int
 
 from __future__ import annotations
 
-from kafkalite.broker.config_types import (
+from kafkalite.broker.config.config_types import (
     T_BOOLEAN,
     T_INT,
     T_LIST,
@@ -13,7 +13,7 @@ from kafkalite.broker.config_types import (
     T_STRING,
     ConfigDef,
 )
-from kafkalite.broker.config_types import define as _d
+from kafkalite.broker.config.config_types import define as _d
 
 # ssl.* settings (Kafka's names, PEM only); `listener.name.<listener>.ssl.*` overrides one listener
 SSL_CONFIG_DEFS: tuple[ConfigDef, ...] = (

@@ -4,7 +4,7 @@ and Kafka's own settings kafkalite ignores or knows to be static.
 
 from __future__ import annotations
 
-from kafkalite.broker.config_types import (
+from kafkalite.broker.config.config_types import (
     T_BOOLEAN,
     T_DOUBLE,
     T_INT,

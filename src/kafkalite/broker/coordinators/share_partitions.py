@@ -10,14 +10,14 @@ import asyncio
 import contextlib
 import logging
 import os
-import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kafkalite.broker.share_persister import PersisterStateBatch, SharePersister
-from kafkalite.cluster.append_records import AppendEntry, AppendOrigin
+from kafkalite.broker.coordinators.dead_letters import write_dead_letters
+from kafkalite.broker.coordinators.share_persister import PersisterStateBatch, SharePersister
+from kafkalite.broker.coordinators.share_sessions import ShareSession, ShareSessionCache, now_ms
 from kafkalite.cluster.channel import ChannelManager
 from kafkalite.cluster.partition import Partition
 from kafkalite.coordinator.share_partition import (
@@ -30,7 +30,6 @@ from kafkalite.coordinator.share_partition import (
 )
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.records import iter_batches
-from kafkalite.records.builder import RecordBatchBuilder
 from kafkalite.records.header import parse_batch_header, read_magic
 
 if TYPE_CHECKING:
@@ -49,76 +48,8 @@ _SESSION_CHECK_MS = 10 * 1000
 _READ_MIN = 64 * 1024
 _READ_MAX = 8 * 1024 * 1024
 
-# headers a dead-lettered record carries (beside its own)
-DLQ_HEADER_TOPIC = "__dlq.errors.topic"
-DLQ_HEADER_PARTITION = "__dlq.errors.partition"
-DLQ_HEADER_OFFSET = "__dlq.errors.offset"
-DLQ_HEADER_DELIVERY_COUNT = "__dlq.errors.delivery.count"
-DLQ_HEADER_REASON = "__dlq.errors.reason"
-DLQ_HEADER_GROUP = "__dlq.errors.group.id"
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
 
 Key = tuple[str, uuid.UUID, int]  # group id, topic id, partition
-
-
-@dataclass(slots=True)
-class ShareSession:
-    """One member's share session on this broker: the partitions it fetches and the next epoch."""
-
-    group_id: str
-    member_id: str
-    next_epoch: int
-    partitions: dict[tuple[uuid.UUID, int], None] = field(default_factory=dict)
-    last_used_ms: int = 0
-
-
-class ShareSessionCache:
-    """KIP-932 share sessions keyed by (group, member): epoch 0 opens one, -1 closes it, every other
-    request must carry the next epoch."""
-
-    def __init__(self) -> None:
-        self.sessions: dict[tuple[str, str], ShareSession] = {}
-
-    def open(self, group_id: str, member_id: str) -> ShareSession:
-        session = ShareSession(group_id, member_id, 1, last_used_ms=now_ms())
-        self.sessions[(group_id, member_id)] = session
-        return session
-
-    def existing(
-        self, group_id: str, member_id: str, epoch: int
-    ) -> tuple[ShareSession | None, ErrorCode, str | None]:
-        session = self.sessions.get((group_id, member_id))
-        if session is None:
-            return (
-                None,
-                E.SHARE_SESSION_NOT_FOUND,
-                f"no share session for member {member_id} of group {group_id} on this broker",
-            )
-        if epoch == -1:
-            return session, E.NO_ERROR, None
-        if epoch != session.next_epoch:
-            return (
-                None,
-                E.INVALID_SHARE_SESSION_EPOCH,
-                f"share session epoch {epoch}, expected {session.next_epoch}",
-            )
-        session.next_epoch = 1 if session.next_epoch >= 2**31 - 1 else session.next_epoch + 1
-        session.last_used_ms = now_ms()
-        return session, E.NO_ERROR, None
-
-    def close(self, group_id: str, member_id: str) -> None:
-        self.sessions.pop((group_id, member_id), None)
-
-    def expire(self, now: int, idle_ms: int) -> list[ShareSession]:
-        """Sessions no request used for `idle_ms` (their client died without closing them)."""
-        gone = [s for s in self.sessions.values() if now - s.last_used_ms > idle_ms]
-        for s in gone:
-            del self.sessions[(s.group_id, s.member_id)]
-        return gone
 
 
 @dataclass(slots=True)
@@ -248,7 +179,7 @@ class SharePartitionManager:
 
     # -- configuration -----------------------------------------------------------------------------
     def config_of(self, group_id: str) -> SharePartitionConfig:
-        from kafkalite.broker import groups as _groups
+        from kafkalite.broker.coordinators import groups as _groups
 
         sc = _groups.share_partition_settings(self.broker, group_id)
         return SharePartitionConfig(
@@ -328,7 +259,7 @@ class SharePartitionManager:
 
     async def _initial_offset(self, group_id: str, part: Partition) -> int:
         """share.auto.offset.reset: latest (default), earliest, or by_duration:<ISO-8601>."""
-        from kafkalite.broker import groups as _groups
+        from kafkalite.broker.coordinators import groups as _groups
 
         policy = _groups.share_partition_settings(self.broker, group_id).auto_offset_reset
         if policy == "earliest":
@@ -394,7 +325,7 @@ class SharePartitionManager:
 
     # -- dead letters ------------------------------------------------------------------------------
     async def _dead_letter(self, lp: LoadedSharePartition, letters: Sequence[DeadLetter]) -> None:
-        from kafkalite.broker import groups as _groups
+        from kafkalite.broker.coordinators import groups as _groups
 
         topic = _groups.share_partition_settings(self.broker, lp.key[0]).dlq_topic
         for letter in letters:
@@ -425,7 +356,7 @@ class SharePartitionManager:
     def _limit(self, lp: LoadedSharePartition, part: Partition) -> tuple[int, bool]:
         """How far share consumers may read: the high watermark, or with share.isolation.level
         read_committed the last stable offset; and whether it is read_committed."""
-        from kafkalite.broker import groups as _groups
+        from kafkalite.broker.coordinators import groups as _groups
 
         level = _groups.share_partition_settings(self.broker, lp.key[0]).isolation_level
         if level == "read_committed":
@@ -547,135 +478,3 @@ def _iso_duration_ms(text: str) -> int | None:
     d, h, mi, s = m.groups()
     total = int(d or 0) * 86400 + int(h or 0) * 3600 + int(mi or 0) * 60 + float(s or 0)
     return int(total * 1000)
-
-
-def _dead_letter_batch(
-    letters: Sequence[DeadLetter],
-    records: dict[int, Any],
-    group_id: str,
-    topic: str,
-    partition: int,
-) -> bytes:
-    builder = RecordBatchBuilder()
-    for letter in letters:
-        r = records.get(letter.offset)
-        headers: list[tuple[str, bytes | None]] = []
-        if r is not None:
-            headers.extend((h[0], h[1]) for h in (r.headers or ()))
-        headers += [
-            (DLQ_HEADER_TOPIC, topic.encode()),
-            (DLQ_HEADER_PARTITION, str(partition).encode()),
-            (DLQ_HEADER_OFFSET, str(letter.offset).encode()),
-            (DLQ_HEADER_DELIVERY_COUNT, str(letter.delivery_count).encode()),
-            (DLQ_HEADER_REASON, letter.reason.encode()),
-            (DLQ_HEADER_GROUP, group_id.encode()),
-        ]
-        builder.append(
-            r.key if r is not None else None,
-            r.value if r is not None else None,
-            headers,
-            r.timestamp if r is not None else None,
-        )
-    return builder.build()
-
-
-def _read_records(part: Partition, offsets: Iterable[int]) -> dict[int, Any]:
-    """The records at these offsets (runs in a worker thread)."""
-    wanted = sorted(set(offsets))
-    out: dict[int, Any] = {}
-    for off in wanted:
-        if off in out:
-            continue
-        info = part.read(off, _READ_CHUNK, max_offset=part.log_end_offset, min_one_message=True)
-        region = info.slice
-        if region is None:
-            continue
-        for batch in iter_batches(region.read_bytes(), allow_truncated_tail=True):
-            for r in batch.records:
-                if r.offset in wanted:
-                    out[r.offset] = r
-    return out
-
-
-async def write_dead_letters(
-    broker: BrokerServer,
-    dlq_topic: str,
-    group_id: str,
-    topic: str,
-    partition: int,
-    letters: Sequence[DeadLetter],
-) -> None:
-    """Append the archived records, with headers saying where they came from and why, to the
-    dead-letter topic (created on first need); answers once the ISR has them."""
-    source = broker.replica_manager.get_partition(topic, partition)
-    records = (
-        await asyncio.to_thread(_read_records, source, [x.offset for x in letters])
-        if source
-        else {}
-    )
-    blob = _dead_letter_batch(letters, records, group_id, topic, partition)
-    info = broker.metadata_cache.topic(dlq_topic)
-    if info is None:
-        from kafkalite.cluster.metadata import MetadataError
-
-        with contextlib.suppress(MetadataError):
-            await asyncio.to_thread(broker.create_topic, dlq_topic)
-        for _ in range(50):
-            info = broker.metadata_cache.topic(dlq_topic)
-            if info is not None and info.partitions and all(p.leader >= 0 for p in info.partitions):
-                break
-            await asyncio.sleep(0.1)
-    if info is None or not info.partitions:
-        raise RuntimeError(f"dead-letter topic {dlq_topic} does not exist and could not be created")
-    target = partition % len(info.partitions)
-    await _produce(broker, dlq_topic, target, blob)
-
-
-async def _produce(broker: BrokerServer, topic: str, partition: int, blob: bytes) -> None:
-    """acks=all append: locally when this broker leads the partition, else a Produce to its leader."""
-    part = broker.replica_manager.get_partition(topic, partition)
-    if part is not None and part.is_leader:
-        appended = broker.replica_manager.append_records(
-            [(topic, (AppendEntry(partition, blob),))], -1, 30_000, AppendOrigin.COORDINATOR
-        )
-        if appended.delayed is not None:
-            await appended.delayed.complete()
-        result = appended.results[0][0]
-        if result.error_code:
-            raise RuntimeError(
-                f"append to {topic}-{partition}: not replicated ({int(result.error_code)})"
-                + (f": {result.error_message}" if result.error_message else "")
-            )
-        return
-    info = broker.metadata_cache.topic(topic)
-    meta = info.partitions[partition] if info is not None else None
-    endpoint = broker.metadata_cache.broker(meta.leader) if meta is not None else None
-    if meta is None or endpoint is None:
-        raise RuntimeError(f"{topic}-{partition} has no leader")
-    from kafkalite.protocol.messages.produce import ProduceRequest
-
-    manager = broker.share_partitions
-    channels = manager.channels
-    if channels is None:
-        channels = manager.channels = ChannelManager(
-            client_id=f"broker-{broker.broker_id}-dead-letters",
-            ssl_context=broker.inter_broker_ssl_context,
-            sasl_login=broker.inter_broker_sasl_login,
-        )
-    T = ProduceRequest.TopicProduceData
-    request = ProduceRequest(
-        transactional_id=None,
-        acks=-1,
-        timeout_ms=30000,
-        topic_data=[
-            T(name=topic, partition_data=[T.PartitionProduceData(index=partition, records=blob)])
-        ],
-    )
-    channel = channels.get(meta.leader, endpoint.host, endpoint.port)
-    response = await channel.send(request, 8)
-    for t in response.responses:
-        for p in t.partition_responses:
-            if p.error_code:
-                raise RuntimeError(
-                    f"produce to {topic}-{partition}: {ErrorCode(p.error_code).name}"
-                )

@@ -17,19 +17,19 @@ import time
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kafkalite.broker.config import SASL_SECURITY_PROTOCOLS
+from kafkalite.broker.config.broker_config import SASL_SECURITY_PROTOCOLS
 from kafkalite.broker.context import DeferredResponse
-from kafkalite.broker.sasl_auth import SaslSession, SaslState
-from kafkalite.broker.tls import subject_rfc2253
+from kafkalite.broker.network.tls import subject_rfc2253
+from kafkalite.broker.security.sasl_auth import SaslSession, SaslState
 from kafkalite.protocol.server_connection import ProtocolViolation, ServerConnection
 from kafkalite.security.principal import ANONYMOUS, KafkaPrincipal, NoMatchingRule
 
 if TYPE_CHECKING:
-    from kafkalite.broker.config import BrokerConfig
-    from kafkalite.broker.connection_quotas import ConnectionSlot
+    from kafkalite.broker.config.broker_config import BrokerConfig
     from kafkalite.broker.dispatch import DispatchTable, HandlerEntry
-    from kafkalite.broker.sasl_auth import SaslListenerSettings
-    from kafkalite.broker.scram_credentials import ScramCredentialCache
+    from kafkalite.broker.network.connection_quotas import ConnectionSlot
+    from kafkalite.broker.security.sasl_auth import SaslListenerSettings
+    from kafkalite.broker.security.scram_credentials import ScramCredentialCache
     from kafkalite.broker.stats import BrokerStats
     from kafkalite.security.principal import SslPrincipalMapper
 

@@ -5,7 +5,7 @@ broker.config_defs assembles them into the one table.
 
 from __future__ import annotations
 
-from kafkalite.broker.config_types import (
+from kafkalite.broker.config.config_types import (
     LONG_MAX,
     T_BOOLEAN,
     T_INT,
@@ -13,7 +13,7 @@ from kafkalite.broker.config_types import (
     T_STRING,
     ConfigDef,
 )
-from kafkalite.broker.config_types import define as _d
+from kafkalite.broker.config.config_types import define as _d
 
 CLUSTER_CONFIG_DEFS: tuple[ConfigDef, ...] = (
     # -- cluster mode (ZooKeeper)

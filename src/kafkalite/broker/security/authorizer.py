@@ -9,7 +9,7 @@ import asyncio
 import logging
 from collections.abc import Iterable
 
-from kafkalite.broker.config import BrokerConfig, ConfigError
+from kafkalite.broker.config.broker_config import BrokerConfig, ConfigError
 from kafkalite.cluster.metadata import MetadataStore
 from kafkalite.cluster.zk import asyncio_callback
 from kafkalite.security.acl import (

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from kafkalite.broker.cluster_config_defs import CLUSTER_CONFIG_DEFS
-from kafkalite.broker.config_synonyms import (
+from kafkalite.broker.config.cluster_config_defs import CLUSTER_CONFIG_DEFS
+from kafkalite.broker.config.config_synonyms import (
     BROKER_SYNONYM_GROUPS,
     CONNECTION_QUOTA_CONFIGS,
     DYNAMIC_BROKER_CONFIGS,
@@ -18,7 +18,7 @@ from kafkalite.broker.config_synonyms import (
     TOPIC_CONFIGS,
     broker_synonyms,
 )
-from kafkalite.broker.config_types import (
+from kafkalite.broker.config.config_types import (
     _PY,
     LONG_MAX,
     SOURCE_DEFAULT,
@@ -35,13 +35,13 @@ from kafkalite.broker.config_types import (
     T_STRING,
     ConfigDef,
 )
-from kafkalite.broker.config_types import define as _d
-from kafkalite.broker.coordinator_config_defs import (
+from kafkalite.broker.config.config_types import define as _d
+from kafkalite.broker.config.coordinator_config_defs import (
     SHARE_COORDINATOR_CONFIG_DEFS,
     TRANSACTION_CONFIG_DEFS,
 )
-from kafkalite.broker.group_config_defs import GROUP_COORDINATOR_CONFIG_DEFS
-from kafkalite.broker.security_config_defs import (
+from kafkalite.broker.config.group_config_defs import GROUP_COORDINATOR_CONFIG_DEFS
+from kafkalite.broker.config.security_config_defs import (
     SASL_CONFIG_DEFS,
     SECURITY_CONFIG_DEFS,
     SENSITIVE_SUFFIXES,

@@ -13,9 +13,14 @@ from pathlib import Path
 from typing import Protocol
 from urllib.parse import quote, unquote
 
-from kafkalite.broker.config_types import SOURCE_DEFAULT, SOURCE_GROUP, SOURCE_STATIC_BROKER, T_INT
-from kafkalite.broker.dynamic_config import read_properties, write_properties_atomically
-from kafkalite.broker.group_config_defs import (
+from kafkalite.broker.config.config_types import (
+    SOURCE_DEFAULT,
+    SOURCE_GROUP,
+    SOURCE_STATIC_BROKER,
+    T_INT,
+)
+from kafkalite.broker.config.dynamic_config import read_properties, write_properties_atomically
+from kafkalite.broker.config.group_config_defs import (
     AUTO_OFFSET_RESET,
     BY_DURATION,
     DLQ_TOPIC,
@@ -25,7 +30,7 @@ from kafkalite.broker.group_config_defs import (
     group_configs_error,
     parse_iso_duration_ms,
 )
-from kafkalite.broker.topic_configs import ConfigEntry
+from kafkalite.broker.config.topic_configs import ConfigEntry
 from kafkalite.cluster.zk import KafkaZkClient
 from kafkalite.protocol.errors import ErrorCode
 

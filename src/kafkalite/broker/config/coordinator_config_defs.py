@@ -5,12 +5,12 @@ broker.config_defs assembles them into the one table; the group coordinator's ar
 
 from __future__ import annotations
 
-from kafkalite.broker.config_types import (
+from kafkalite.broker.config.config_types import (
     T_INT,
     T_SHORT,
     ConfigDef,
 )
-from kafkalite.broker.config_types import define as _d
+from kafkalite.broker.config.config_types import define as _d
 
 TRANSACTION_CONFIG_DEFS: tuple[ConfigDef, ...] = (
     # -- transactions

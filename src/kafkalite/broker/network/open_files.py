@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 
-from kafkalite.broker.config import BrokerConfig
+from kafkalite.broker.config.broker_config import BrokerConfig
 from kafkalite.storage.file_cache import default_capacity, raise_nofile_limit
 
 log = logging.getLogger(__name__)

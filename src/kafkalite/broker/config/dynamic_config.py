@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kafkalite.broker.config import (
+from kafkalite.broker.config.broker_config import (
     BROKER_CONFIGS,
     SOURCE_DEFAULT,
     SOURCE_DYNAMIC_BROKER,
@@ -33,7 +33,7 @@ from kafkalite.broker.config import (
     is_read_only_broker_config,
     listener_override_def,
 )
-from kafkalite.broker.connection_quotas import ConnectionLimits
+from kafkalite.broker.network.connection_quotas import ConnectionLimits
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.storage.config import LogConfig
 from kafkalite.storage.errors import InvalidConfig

@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 import time
 
-from kafkalite.broker.client_quotas import ClientQuotas, client_throttles
-from kafkalite.broker.connection import Connection
 from kafkalite.broker.context import RequestContext
+from kafkalite.broker.network.connection import Connection
+from kafkalite.broker.security.client_quotas import ClientQuotas, client_throttles
 
 FETCH_KEY = 1
 

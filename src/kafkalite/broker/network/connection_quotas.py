@@ -14,12 +14,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kafkalite.broker.config import ConfigError
-from kafkalite.broker.config_defs import CONNECTION_QUOTA_CONFIGS
+from kafkalite.broker.config.broker_config import ConfigError
+from kafkalite.broker.config.config_defs import CONNECTION_QUOTA_CONFIGS
 from kafkalite.security.quota import DEFAULT_ENTITY
 
 if TYPE_CHECKING:
-    from kafkalite.broker.connection import Connection
+    from kafkalite.broker.network.connection import Connection
 
 log = logging.getLogger("kafkalite.broker.connection_quotas")
 
