@@ -26,9 +26,12 @@ from kafkalite.testing import Broker
 from kafkalite.zkserver import ZooKeeperMissing
 
 BIG = 8 * 1024 * 1024
-# timed-out transactions are looked for every 10 s by default: a test that waits for the abort would
-# wait that long
-TXN_ABORT_CHECK = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": 500}
+# no wait the tests would sit out: a new group's first rebalance is not delayed 3 s (LocalCluster sets
+# this too), timed-out transactions are looked for every 500 ms, not every 10 s
+QUICK = {
+    "group.initial.rebalance.delay.ms": 0,
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": 500,
+}
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -50,7 +53,7 @@ def broker(
         return
     with Broker(
         tmp_path_factory.mktemp("compat"),
-        config=TXN_ABORT_CHECK,
+        config=QUICK,
         message_max_bytes=BIG,
         num_partitions=1,
     ) as b:
@@ -68,7 +71,7 @@ def _cluster(base: Path) -> Iterator[LocalCluster]:
     cluster = LocalCluster(
         base,
         3,
-        config={"message.max.bytes": BIG, "num.partitions": 1, **TXN_ABORT_CHECK},
+        config={"message.max.bytes": BIG, "num.partitions": 1, **QUICK},
     )
     try:
         cluster.start()
