@@ -1,5 +1,7 @@
 """Clients nobody here wrote against a 3-broker cluster with replication factor 3: kafka-python,
-aiokafka and kcat produce and consume through whichever broker leads each partition.
+aiokafka and kcat produce and consume through whichever broker leads each partition; requests a client
+must not get served (transactional ones at a broker that is not the coordinator, forged controller
+requests) are refused.
 """
 
 from __future__ import annotations
@@ -140,3 +142,41 @@ def test_transactional_requests_to_a_broker_that_is_not_the_coordinator(
                 break
             time.sleep(0.1)
         assert got.error_code == 0 and got.producer_epoch == 0
+
+
+def test_a_client_cannot_forge_controller_requests(cluster: LocalCluster) -> None:
+    from kafkalite.cli.wire import WireClient
+    from kafkalite.protocol.errors import ErrorCode
+    from kafkalite.protocol.messages.cluster import LeaderAndIsrRequest
+
+    b = next(iter(cluster.brokers.values()))
+    with WireClient(b.bootstrap) as w:
+        P = LeaderAndIsrRequest.LeaderAndIsrPartitionState
+        forged = LeaderAndIsrRequest(
+            controller_id=99,
+            controller_epoch=1000,
+            broker_epoch=-1,
+            type=0,
+            topic_states=[
+                LeaderAndIsrRequest.LeaderAndIsrTopicState(
+                    topic_name="forged",
+                    partition_states=[
+                        P(
+                            partition_index=0,
+                            controller_epoch=1000,
+                            leader=b.broker_id,
+                            leader_epoch=5,
+                            isr=[b.broker_id],
+                            partition_epoch=0,
+                            replicas=[b.broker_id],
+                        )
+                    ],
+                )
+            ],
+            live_leaders=[],
+        )
+        resp = w.send(forged, version=4)
+        assert resp.error_code == ErrorCode.STALE_CONTROLLER_EPOCH
+        md = w.metadata(None)
+        assert "forged" not in {t.name for t in md.topics}
+    assert not (b.data_dir / "forged-0").exists()  # no replica was created

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -50,6 +50,18 @@ def _coordinator(admin: AdminClient, group: str) -> int:
     return int(md.topics["__consumer_offsets"].partitions[partition_for(group, 5)].leader)
 
 
+def _wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def _in_every_isr(admin: AdminClient, topic: str, broker: int) -> bool:
+    md = admin.list_topics(topic, timeout=10)
+    return all(broker in p.isrs for p in md.topics[topic].partitions.values())
+
+
 def _survive_coordinator_kill(cluster: LocalCluster) -> tuple[set[tuple[int, int]], int]:
     """One run: (acknowledged records nobody consumed, assignment changes)."""
     bs = cluster.bootstrap_servers
@@ -61,12 +73,30 @@ def _survive_coordinator_kill(cluster: LocalCluster) -> tuple[set[tuple[int, int
     acked = producer.acked
     workers = [Worker(bs, group, topic, f"c{i}", "consumer") for i in range(3)]
     try:
-        time.sleep(6)
+        # the group is formed: the three members share the six partitions and are consuming
+        _wait_for(
+            lambda: (
+                set().union(*(w.assigned() for w in workers)) == set(range(6))
+                and all(w.assigned() for w in workers)
+                and len(set().union(*(w.consumed() for w in workers))) >= 100
+            ),
+            60,
+            "the three members to share the partitions and consume",
+        )
         victim = _coordinator(admin, group)
         cluster.brokers[victim].kill()
-        time.sleep(4)
+        time.sleep(4)  # down for a while, within its ZooKeeper session (6 s)
         cluster.brokers[victim].start()
-        time.sleep(6)
+        # back: it serves again, and the members consume what is produced after its restart
+        restarted_at = len(acked)
+        _wait_for(
+            lambda: (
+                _in_every_isr(admin, topic, victim)
+                and len(set().union(*(w.consumed() for w in workers))) >= restarted_at + 200
+            ),
+            60,
+            "the restarted broker back in the ISRs and the members consuming on",
+        )
     finally:
         producer.stop()
     deadline = time.monotonic() + 60

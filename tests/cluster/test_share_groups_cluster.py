@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +102,13 @@ class ShareWorker:
             self.error = exc
 
 
+def _wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
 def test_share_group_survives_its_partition_leader(cluster: LocalCluster) -> None:
     bs = cluster.bootstrap_servers
     admin = AdminClient({"bootstrap.servers": bs})
@@ -131,16 +138,6 @@ def test_share_group_survives_its_partition_leader(cluster: LocalCluster) -> Non
     producer = threading.Thread(target=produce)
     producer.start()
     workers = [ShareWorker(bs, group, topic) for _ in range(2)]
-    try:
-        time.sleep(6)
-        leader = int(admin.list_topics(topic, timeout=10).topics[topic].partitions[0].leader)
-        cluster.brokers[leader].kill()
-        time.sleep(5)
-        cluster.brokers[leader].start()
-        time.sleep(5)
-    finally:
-        stop_producing.set()
-        producer.join(90)
 
     def accepted() -> set[int]:
         out: set[int] = set()
@@ -148,6 +145,30 @@ def test_share_group_survives_its_partition_leader(cluster: LocalCluster) -> Non
             with w.lock:
                 out |= w.confirmed | set(w.delivered)
         return out
+
+    def confirmed_count() -> int:
+        return sum(len(w.confirmed) for w in workers)
+
+    try:
+        # the share group is consuming: acceptances confirmed by the partition's leader
+        _wait_for(lambda: confirmed_count() >= 100, 60, "the share consumers to accept records")
+        leader = int(admin.list_topics(topic, timeout=10).topics[topic].partitions[0].leader)
+        cluster.brokers[leader].kill()
+        time.sleep(5)  # down for a while, within its ZooKeeper session (6 s)
+        cluster.brokers[leader].start()
+        # back: in the ISR again, and records produced after its restart are accepted and confirmed
+        restarted_at = max(acked, default=0)
+        _wait_for(
+            lambda: (
+                leader in admin.list_topics(topic, timeout=10).topics[topic].partitions[0].isrs
+                and any(o > restarted_at + 200 for w in workers for o in list(w.confirmed))
+            ),
+            60,
+            "the restarted broker back in the ISR and acceptances confirmed after it",
+        )
+    finally:
+        stop_producing.set()
+        producer.join(90)
 
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline and not acked <= accepted():

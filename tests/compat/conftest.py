@@ -2,7 +2,8 @@
 
 The in-process broker serves most tests; restart tests start `python -m kafkalite.cli.main serve` subprocesses.
 Modules that set `ALSO_ON_CLUSTER = True` run every test a second time against a three-broker cluster
-(a real ZooKeeper, broker processes, replication factor 3), marked `cluster` and `slow`.
+(a real ZooKeeper, broker processes, replication factor 3), marked `cluster` and `slow`; that cluster is
+started once and shared by those modules (their tests use topics, groups and transactional ids of their own).
 """
 
 from __future__ import annotations
@@ -25,6 +26,12 @@ from kafkalite.testing import Broker
 from kafkalite.zkserver import ZooKeeperMissing
 
 BIG = 8 * 1024 * 1024
+# no wait the tests would sit out: a new group's first rebalance is not delayed 3 s (LocalCluster sets
+# this too), timed-out transactions are looked for every 500 ms, not every 10 s
+QUICK = {
+    "group.initial.rebalance.delay.ms": 0,
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": 500,
+}
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -42,18 +49,29 @@ def broker(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Any]:
     if getattr(request, "param", "single") == "cluster":
-        yield from _cluster(tmp_path_factory.mktemp("compat-cluster"))
+        yield request.getfixturevalue("shared_cluster")
         return
-    with Broker(tmp_path_factory.mktemp("compat"), message_max_bytes=BIG, num_partitions=1) as b:
+    with Broker(
+        tmp_path_factory.mktemp("compat"),
+        config=QUICK,
+        message_max_bytes=BIG,
+        num_partitions=1,
+    ) as b:
         yield b
 
 
+@pytest.fixture(scope="session")
+def shared_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """Three brokers, RF=3 by default (topics auto-created by the tests get three replicas), for every
+    ALSO_ON_CLUSTER module: a cluster start costs seconds, and no test stops or reconfigures a broker."""
+    yield from _cluster(tmp_path_factory.mktemp("compat-cluster"))
+
+
 def _cluster(base: Path) -> Iterator[LocalCluster]:
-    """Three brokers, RF=3 by default (topics auto-created by the tests get three replicas)."""
     cluster = LocalCluster(
         base,
         3,
-        config={"message.max.bytes": BIG, "num.partitions": 1},
+        config={"message.max.bytes": BIG, "num.partitions": 1, **QUICK},
     )
     try:
         cluster.start()

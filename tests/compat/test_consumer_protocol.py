@@ -66,19 +66,30 @@ def test_members_come_and_go_while_a_producer_runs(broker: Any) -> None:
     producer = BackgroundProducer(bs, topic, 6)
     acked = producer.acked
     workers: list[Worker] = []
+
+    def settled(*live: Worker) -> None:
+        """Until the live members hold the six partitions between them, each some, and consume."""
+        start = len(set().union(*(w.consumed() for w in workers)))
+        assert _wait(
+            lambda: (
+                set().union(*(w.assigned() for w in live)) == set(range(6))
+                and all(w.assigned() for w in live)
+                and len(set().union(*(w.consumed() for w in workers))) >= start + 50
+            ),
+            60,
+        ), [(w.name, w.changes()) for w in workers]
+
     try:
         for i in range(3):
             workers.append(Worker(bs, group, topic, f"c{i}", "consumer"))
-            time.sleep(1.5)
-        time.sleep(3)
+            settled(*workers)
         workers[1].close()  # a clean leave
-        time.sleep(2)
+        settled(workers[0], workers[2])
         workers.append(Worker(bs, group, topic, "c3", "consumer"))
-        time.sleep(3)
+        settled(workers[0], workers[2], workers[3])
         workers[2].kill()  # SIGKILL: its partitions move once its session ends (6 s)
-        time.sleep(2)
         workers.append(Worker(bs, group, topic, "c4", "consumer"))
-        time.sleep(3)
+        settled(workers[0], workers[3], workers[4])
     finally:
         producer.stop()
     deadline = time.monotonic() + 40

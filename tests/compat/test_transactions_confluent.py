@@ -207,7 +207,7 @@ def test_a_timed_out_transaction_is_aborted_by_the_coordinator(broker: Any) -> N
     p.begin_transaction()
     p.produce(topic, value=b"abandoned")
     p.flush(30)
-    # nobody ends it: the coordinator aborts after the timeout (its check runs every 10 s at most)
+    # nobody ends it: the coordinator aborts after the timeout (conftest: it checks every 500 ms)
     deadline = time.monotonic() + 30
     high = 0
     while time.monotonic() < deadline:
