@@ -5,7 +5,7 @@
 - failover: SIGKILL of a leader (and SIGTERM, a controlled shutdown) to the first successful
   acks=all produce on the new leader (targets: <= session timeout + 1 s; <= 1 s);
 - catch-up of a follower restarted N MiB behind, against the single-node append rate measured in
-  the same run (target >= 50%).
+  the same run (target >= 50%), and the follower's CPU seconds per replicated GB while it catches up.
 
 Usage: python bench/bench_cluster.py [--mb-produce 128] [--mb-behind 1024] [--value-size 1024]
 """
@@ -217,11 +217,18 @@ def main() -> None:
         wait_full_isr(admin, "rf3", timeout=600)
         took = time.monotonic() - started
         mbb = behind * a.value_size / 1e6
+        back = cluster.brokers[follower].proc
+        assert back is not None
+        follower_cpu = process_cpu_seconds(back.pid)  # its whole life: start-up and catch-up
         print(
             f"follower {follower} restarted {mbb:.0f} MB behind: back in every ISR after {took:.1f} s "
             f"({mbb / took:.1f} MB/s; single-node append of the same volume in this run "
             f"{mbb / t_single:.1f} MB/s; ratio {t_single / took:.2f}x, target >= 0.5x; includes "
             "the broker's start-up)"
+        )
+        print(
+            f"  the follower's CPU while catching up: {follower_cpu:.1f} s, "
+            f"{follower_cpu / (mbb / 1000):.2f} s per replicated GB (start-up included)"
         )
 
 
