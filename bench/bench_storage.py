@@ -68,7 +68,7 @@ def raw_write_bulk(path: Path, payload: bytes, count: int, chunk_bytes: int = 1 
 
 
 def log_append_as_broker(root: Path, payload: bytes, count: int) -> tuple[float, Log]:
-    """`count` appends the way broker/apis/produce.py makes them: `lg.append_as_leader(data, 0)`,
+    """`count` appends the way broker/apis/data/produce.py makes them: `lg.append_as_leader(data, 0)`,
     `data` being the bytearray its validation copied the request's batch into (stamped in place;
     the copy is the request decoder's, so one bytearray is reused here)."""
     lg = Log.open(root / "bench-0", LogConfig(segment_bytes=256 << 20))

@@ -1,5 +1,6 @@
-"""The request dispatch table: API key -> handler module under broker/apis, discovered at startup
-(a module that fails to import, or defines no handler, fails the broker's start).
+"""The request dispatch table: API key -> handler module under broker/apis and its family subpackages
+(data/, metadata/, groups/, ...), discovered at startup (a module that fails to import, or defines no
+handler, fails the broker's start; so does an API key two modules claim).
 
 ApiVersions answers are generated from this table; modules may narrow versions (MIN_VERSION / MAX_VERSION).
 """
@@ -70,6 +71,24 @@ def _entry_of(module: ModuleType) -> HandlerEntry | None:
     )
 
 
+def _module_names(pkg: ModuleType) -> list[str]:
+    """The dotted names of the handler modules under `pkg`, its family subpackages included, sorted.
+    A subpackage's `__init__`, and modules or subpackages whose name starts with '_' (shared helpers),
+    hold no handler. A subpackage that fails to import fails discovery with its own error (without
+    `onerror`, walk_packages would skip it silently)."""
+
+    def fail(name: str) -> None:
+        raise  # called by walk_packages inside its `except`: re-raises that error
+
+    names = []
+    for info in pkgutil.walk_packages(pkg.__path__, prefix=f"{pkg.__name__}.", onerror=fail):
+        parts = info.name[len(pkg.__name__) + 1 :].split(".")
+        if info.ispkg or any(part.startswith("_") for part in parts):
+            continue
+        names.append(info.name)
+    return sorted(names)
+
+
 class DispatchTable:
     def __init__(self, entries: list[HandlerEntry]) -> None:
         self.entries: dict[int, HandlerEntry] = {}
@@ -85,17 +104,15 @@ class DispatchTable:
     def discover(
         cls, package: str = "kafkalite.broker.apis", *, cluster_mode: bool = False
     ) -> DispatchTable:
-        """Every handler module of `package`. Modules marked `CLUSTER_ONLY = True` (the inter-broker
-        APIs: LeaderAndIsr, UpdateMetadata, ...) are left out of a single-node broker, whose
+        """Every handler module of `package` and its subpackages. Modules marked `CLUSTER_ONLY = True`
+        (the inter-broker APIs: LeaderAndIsr, UpdateMetadata, ...) are left out of a single-node broker, whose
         ApiVersions then does not offer them and which closes a connection that sends them."""
         pkg = importlib.import_module(package)
         entries: list[HandlerEntry] = []
-        for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
-            if info.name.startswith("_"):
-                continue
+        for name in _module_names(pkg):
             # a handler module that cannot be imported is a broken build: startup fails loudly
             # rather than silently leaving that API out of ApiVersions
-            module = importlib.import_module(f"{package}.{info.name}")
+            module = importlib.import_module(name)
             entry = _entry_of(module)
             if entry is None:
                 raise TypeError(

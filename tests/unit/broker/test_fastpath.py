@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalite.broker.apis.produce import _PartResp, _Response, _TopicResp, encode_response
+from kafkalite.broker.apis.data.produce import _PartResp, _Response, _TopicResp, encode_response
 from kafkalite.broker.fastpath import decode_produce
 from kafkalite.protocol.exceptions import DecodeError
 from kafkalite.protocol.schema import APIS
@@ -169,7 +169,7 @@ def test_fetch_decode_matches_schema(version):
 def test_fetch_encode_matches_schema(version):
     import uuid
 
-    from kafkalite.broker.apis.fetch import encode_response, to_schema
+    from kafkalite.broker.apis.data.fetch import encode_response, to_schema
     from kafkalite.broker.fastpath import FetchPartitionResult, FetchResult, FetchTopicResult
 
     p1 = FetchPartitionResult(0, 0)

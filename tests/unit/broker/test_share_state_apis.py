@@ -9,7 +9,7 @@ import uuid
 from types import SimpleNamespace
 from typing import Any
 
-from kafkalite.broker.apis import (
+from kafkalite.broker.apis.share import (
     delete_share_group_state,
     initialize_share_group_state,
     read_share_group_state,

@@ -12,7 +12,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from kafkalite.broker.apis.init_producer_id import next_producer_id
+from kafkalite.broker.apis.txn.init_producer_id import next_producer_id
 from kafkalite.broker.coordinators.coordinator_log import CoordinatorPartitions, StoredBatch, now_ms
 from kafkalite.broker.coordinators.txn_markers import TransactionMarkerChannelManager
 from kafkalite.coordinator import (

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from kafkalite.broker.apis import describe_configs, incremental_alter_configs
+from kafkalite.broker.apis.admin import describe_configs, incremental_alter_configs
 from kafkalite.protocol.messages.admin import (
     DESCRIBE_CONFIGS,
     INCREMENTAL_ALTER_CONFIGS,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from kafkalite.broker.apis.list_offsets import lookup
+from kafkalite.broker.apis.data.list_offsets import lookup
 from kafkalite.cluster.partition import Partition
 from kafkalite.coordinator.types import OffsetCommitPartition, TopicPartition
 from kafkalite.protocol.errors import ErrorCode

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 
 from aiohttp import web
 
-from kafkalite.broker.apis import produce
-from kafkalite.broker.apis.list_offsets import lookup
+from kafkalite.broker.apis.data import produce
+from kafkalite.broker.apis.data.list_offsets import lookup
 from kafkalite.broker.context import DeferredResponse
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.exceptions import DecodeError

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from kafkalite.broker.apis import create_topics, delete_topics
+from kafkalite.broker.apis.metadata import create_topics, delete_topics
 from kafkalite.broker.config.topic_configs import RESOURCE_TOPIC
 from kafkalite.cluster.metadata_cache import PartitionMetadata, TopicMetadata
 from kafkalite.protocol.errors import ErrorCode

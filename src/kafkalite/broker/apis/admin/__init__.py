@@ -1,0 +1,3 @@
+"""The cluster-administration APIs: configs, ACLs, client quotas, SCRAM credentials, log dirs, partition
+reassignments, leader elections, DescribeCluster and DescribeProducers.
+"""

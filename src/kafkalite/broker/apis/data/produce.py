@@ -1,0 +1,200 @@
+"""Produce (key 0): decode, authorize (transactional id, idempotence, WRITE per topic; internal topics and
+auto-creation), one ReplicaManager.append_records call, encode.
+
+The ReplicaManager validates the batches, appends, applies the flush policy and acks 0/1/-1 (a delayed
+produce for -1, answered once the ISR has the batch); this module keeps the hot-path codecs.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from kafkalite.broker.apis.metadata.metadata import auto_create
+from kafkalite.broker.context import DeferredResponse, RequestContext
+from kafkalite.broker.fastpath import can_encode_fast, decode_produce, encode_produce_response
+from kafkalite.cluster.append_records import AppendOrigin, DelayedProduce, PartitionAppendResult
+from kafkalite.cluster.metadata import topic_name_error
+from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.messages.produce import PRODUCE, ProduceResponse
+from kafkalite.security.acl import AclOperation, ResourceType
+
+API = PRODUCE
+log = logging.getLogger("kafkalite.broker.produce")
+
+_SchemaTopic = ProduceResponse.TopicProduceResponse
+_SchemaPart = _SchemaTopic.PartitionProduceResponse
+_SchemaRecordError = _SchemaPart.BatchIndexAndErrorMessage
+
+
+# a partition's answer is the ReplicaManager's result itself (plain slots, named as the wire names
+# them), turned into schema objects only when the fast codec cannot send it
+_PartResp = PartitionAppendResult
+
+
+class _TopicResp:
+    __slots__ = ("name", "partition_responses")
+
+    def __init__(self, name: str, partition_responses: list[PartitionAppendResult]) -> None:
+        self.name = name
+        self.partition_responses = partition_responses
+
+
+class _Response:
+    __slots__ = ("responses", "throttle_time_ms")
+
+    def __init__(self, responses: list[_TopicResp]) -> None:
+        self.responses = responses
+        self.throttle_time_ms = 0
+
+    def to_schema(self) -> Any:
+        return ProduceResponse(
+            responses=[
+                _SchemaTopic(
+                    name=t.name,
+                    partition_responses=[
+                        _SchemaPart(
+                            index=p.index,
+                            error_code=int(p.error_code),
+                            base_offset=p.base_offset,
+                            log_append_time_ms=p.log_append_time_ms,
+                            log_start_offset=p.log_start_offset,
+                            record_errors=[
+                                _SchemaRecordError(batch_index=i, batch_index_error_message=m)
+                                for i, m in p.record_errors
+                            ],
+                            error_message=p.error_message,
+                        )
+                        for p in t.partition_responses
+                    ],
+                )
+                for t in self.responses
+            ],
+            throttle_time_ms=self.throttle_time_ms,
+        )
+
+
+def decode_request(buf: bytes | bytearray, pos: int, version: int) -> Any:
+    """Hot-path decoder for v3-11; older versions go through the schema."""
+    return decode_produce(buf, pos, version) if version >= 3 else None
+
+
+def encode_response(out: bytearray, response: _Response, version: int) -> None:
+    if version >= 3 and can_encode_fast(response):
+        encode_produce_response(out, response, version)
+    else:
+        response.to_schema().encode_into(out, version)
+
+
+def _has_idempotent_records(request: Any) -> bool:
+    """Does any partition's first batch carry a producer id (v2 batch, producerId at byte 43)?"""
+    for tdata in request.topic_data:
+        for pdata in tdata.partition_data:
+            blob = pdata.records
+            if (
+                blob
+                and len(blob) >= 51
+                and blob[16] == 2
+                and int.from_bytes(blob[43:51], "big", signed=True) >= 0
+            ):
+                return True
+    return False
+
+
+def _producer_denied(ctx: RequestContext, request: Any) -> ErrorCode:
+    """Kafka's request-level produce checks: WRITE on the transactional id; for idempotent records
+    without one, IDEMPOTENT_WRITE on the cluster or WRITE on some topic."""
+    txn_id = request.transactional_id if ctx.api_version >= 3 else None
+    if txn_id is not None:
+        if not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id):
+            return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif _has_idempotent_records(request):
+        authorizer = ctx.broker.authorizer
+        assert authorizer is not None
+        if not ctx.authorize_cluster(AclOperation.IDEMPOTENT_WRITE) and not (
+            authorizer.authorize_any(
+                ctx.principal, ctx.client_host, AclOperation.WRITE, ResourceType.TOPIC
+            )
+        ):
+            return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    return ErrorCode.NO_ERROR
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    broker = ctx.broker
+    cache = broker.metadata_cache
+    acks = request.acks
+    # ACLs: one attribute check when no authorizer is configured
+    checked = broker.authorizer is not None
+    request_denied = _producer_denied(ctx, request) if checked else ErrorCode.NO_ERROR
+    topics_out: list[_TopicResp] = []
+    entries: list[tuple[str, Any]] = []  # the topics that may be written, with their partition data
+    slots: list[tuple[_TopicResp, Any]] = []  # their answers, with their metadata
+    bad_acks = acks not in (0, 1, -1)
+    for tdata in request.topic_data:
+        name = tdata.name
+        info = cache.topic(name)
+        topic_code = ErrorCode.NO_ERROR
+        if bad_acks:
+            topic_code = ErrorCode.INVALID_REQUIRED_ACKS
+        elif checked and (
+            request_denied or not ctx.authorize(AclOperation.WRITE, ResourceType.TOPIC, name)
+        ):
+            topic_code = request_denied or ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        elif info is not None and info.internal:
+            topic_code = ErrorCode.INVALID_TOPIC_EXCEPTION  # clients may not write internal topics
+        elif info is None:
+            if topic_name_error(name):
+                topic_code = ErrorCode.INVALID_TOPIC_EXCEPTION
+            else:
+                info, topic_code = auto_create(ctx, name)
+        if topic_code:
+            topics_out.append(
+                _TopicResp(
+                    name,
+                    [PartitionAppendResult(p.index, topic_code) for p in tdata.partition_data],
+                )
+            )
+            continue
+        t_out = _TopicResp(name, [])  # filled in below
+        topics_out.append(t_out)
+        entries.append((name, tdata.partition_data))
+        slots.append((t_out, info))
+    appended = None
+    if entries:
+        appended = broker.replica_manager.append_records(
+            entries,
+            acks,
+            request.timeout_ms,
+            AppendOrigin.CLIENT,
+            stats=broker.stats,
+            requester=(ctx.connection.peer, ctx.client_id),
+        )
+        for (t_out, info), results in zip(slots, appended.results, strict=True):
+            t_out.partition_responses = results
+            for pr in results:
+                if pr.error_code in _NOT_HERE:
+                    known = info is not None and info.partition(pr.index) is not None
+                    pr.error_code = (
+                        ErrorCode.NOT_LEADER_OR_FOLLOWER
+                        if known
+                        else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    )
+        delayed = appended.delayed
+        if delayed is not None:
+            if delayed.waiting:
+                # the batches are in the log: the connection may read and append its next request
+                # while this one waits for the ISR (answers still go out in request order)
+                return DeferredResponse(_answer_when_complete(delayed, topics_out))
+            await delayed.complete()  # the flush policy's fsync
+    if acks == 0:
+        return None
+    return _Response(topics_out)
+
+
+_NOT_HERE = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
+
+async def _answer_when_complete(delayed: DelayedProduce, topics_out: list[_TopicResp]) -> _Response:
+    await delayed.complete()
+    return _Response(topics_out)

@@ -1,0 +1,3 @@
+"""The transaction APIs: InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn,
+WriteTxnMarkers, and DescribeTransactions / ListTransactions.
+"""
