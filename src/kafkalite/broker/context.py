@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from kafkalite.protocol.headers import RequestHeader
 from kafkalite.protocol.server_connection import FileRegion as FileRegion
@@ -105,9 +105,18 @@ class RequestContext:
         )
 
 
-@dataclass(slots=True)
-class DeferredResponse:
-    """The answer to a request whose side effects are done, awaited later: `answer` yields what a
-    handler returns (a Response or None). The connection answers requests in order regardless."""
+T_co = TypeVar("T_co", covariant=True)
 
-    answer: Awaitable[Any]
+# what the request path hands a connection to write: encoded bytes, and file regions it sends as
+# they are (sendfile, or a pread when small)
+ResponsePiece = bytes | bytearray | memoryview | FileRegion
+ResponsePieces = list[ResponsePiece]
+
+
+@dataclass(slots=True)
+class DeferredResponse(Generic[T_co]):
+    """The answer to a request whose side effects are done, awaited later: `answer` yields what a
+    handler returns (its response or None), or, once the request path has encoded it, the pieces
+    to write. The connection answers requests in order regardless."""
+
+    answer: Awaitable[T_co]

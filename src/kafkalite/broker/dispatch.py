@@ -22,7 +22,7 @@ from kafkalite.protocol.schema import APIS, Api
 
 log = logging.getLogger("kafkalite.broker.dispatch")
 
-Handler = Callable[[RequestContext, Any], Awaitable[Any]]
+Handler = Callable[[RequestContext, Any], Awaitable[Any]]  # the codec boundary (below)
 """A module's `handle` as the table holds it, at the codec boundary: each module types its request and
 answer (`handle(ctx, request: ProduceRequest) -> ...`); here the request is whatever the API's decoder
 made and the answer whatever its encoder takes (a Response, or a hot path's own result), a
@@ -38,8 +38,8 @@ class HandlerEntry:
     module: ModuleType
     # optional hand-written codecs of a hot API: decode_request(buf, pos, version) -> request | None
     # (None: use the schema) and encode_response(out, response, version)
-    decode_request: Callable[[bytes | bytearray, int, int], Any] | None = None
-    encode_response: Callable[[bytearray, Any, int], None] | None = None
+    decode_request: Callable[[bytes | bytearray, int, int], Any] | None = None  # codec boundary
+    encode_response: Callable[[bytearray, Any, int], None] | None = None  # codec boundary
 
     @property
     def key(self) -> int:

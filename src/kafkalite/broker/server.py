@@ -50,6 +50,7 @@ from kafkalite.broker.network.connection_quotas import (
     close_least_recently_active,
 )
 from kafkalite.broker.network.listeners import (
+    Acceptor,
     ListenerRuntime,
     bind_listeners,
     build_listener_tls,
@@ -217,7 +218,7 @@ class BrokerServer:
             str(config.get("kafkalite.sendfile.enable", "true")).lower() != "false"
         )
         self.started = asyncio.Event()
-        self._servers: list[asyncio.base_events.Server] = []
+        self._servers: list[Acceptor] = []
         self._stopping: asyncio.Event | None = None
         self._reaper: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -346,7 +347,10 @@ class BrokerServer:
 
     async def _start_listeners(self) -> None:
         await bind_listeners(self, self.connection_quotas, self.listeners)
-        self._servers = [lr.server for lr in self.listeners]
+        self._servers = []
+        for lr in self.listeners:
+            assert lr.server is not None  # bind_listeners bound every one, or raised
+            self._servers.append(lr.server)
         self.advertised = [lr.advertised for lr in self.listeners]
 
     def build_listener_tls(self, per_broker: Mapping[str, str]) -> dict[str, ssl.SSLContext]:

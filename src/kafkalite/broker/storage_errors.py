@@ -7,13 +7,12 @@ from __future__ import annotations
 import errno
 import logging
 import time
-from typing import Any
 
 from kafkalite.broker.network.connection import CloseConnection
 from kafkalite.protocol.error_response import error_response
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.exceptions import DecodeError
-from kafkalite.protocol.schema import Api, Struct
+from kafkalite.protocol.schema import Api, Message, Struct
 
 log = logging.getLogger("kafkalite.broker.storage_errors")
 
@@ -53,13 +52,13 @@ def describe(exc: OSError) -> str:
 def storage_error_answer(
     api: Api,
     version: int,
-    request: Any,
+    request: object,
     peer: str,
     client_id: str | None,
     exc: OSError,
     frame: bytes | bytearray | None = None,
     body_at: int = 0,
-) -> Any:
+) -> Message | None:
     """The request's answer with KAFKA_STORAGE_ERROR everywhere (None: acks=0 Produce answers
     nothing). An API whose response cannot say it (no error field reachable from the request)
     raises CloseConnection, as any failure did before. A TimeoutError (an OSError in Python) is
@@ -69,7 +68,8 @@ def storage_error_answer(
     silent = api.key == PRODUCE_KEY and getattr(request, "acks", 1) == 0
     timed_out = isinstance(exc, TimeoutError)
     code = ErrorCode.REQUEST_TIMED_OUT if timed_out else ErrorCode.KAFKA_STORAGE_ERROR
-    response, errors = None, 0
+    response: Message | None = None
+    errors = 0
     if not isinstance(request, Struct) and frame is not None:
         # a hot-path decoded Produce / Fetch: the declaration's view of the same frame
         try:

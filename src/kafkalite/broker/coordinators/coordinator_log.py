@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kafkalite.cluster.append_records import AppendEntry, AppendOrigin
 from kafkalite.cluster.replica_manager import LeadershipChange
@@ -157,7 +157,7 @@ class CoordinatorPartitions:
         )
 
     async def _stop_tasks(self) -> None:
-        tasks: list[asyncio.Task[Any]] = [*self._loads.values(), *self._waits]
+        tasks: list[asyncio.Task[None]] = [*self._loads.values(), *self._waits]
         if self._ticker is not None:
             tasks.append(self._ticker)
         for t in tasks:

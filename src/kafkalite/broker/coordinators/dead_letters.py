@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kafkalite.cluster.append_records import AppendEntry, AppendOrigin
 from kafkalite.cluster.channel import ChannelManager
@@ -16,6 +16,7 @@ from kafkalite.cluster.partition import Partition
 from kafkalite.coordinator.share_partition import DeadLetter
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.records import iter_batches
+from kafkalite.records.batch import Record
 from kafkalite.records.builder import RecordBatchBuilder
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ DLQ_HEADER_GROUP = "__dlq.errors.group.id"
 
 def _dead_letter_batch(
     letters: Sequence[DeadLetter],
-    records: dict[int, Any],
+    records: dict[int, Record],
     group_id: str,
     topic: str,
     partition: int,
@@ -65,10 +66,10 @@ def _dead_letter_batch(
     return builder.build()
 
 
-def _read_records(part: Partition, offsets: Iterable[int]) -> dict[int, Any]:
+def _read_records(part: Partition, offsets: Iterable[int]) -> dict[int, Record]:
     """The records at these offsets (runs in a worker thread)."""
     wanted = sorted(set(offsets))
-    out: dict[int, Any] = {}
+    out: dict[int, Record] = {}
     for off in wanted:
         if off in out:
             continue

@@ -11,9 +11,9 @@ import contextlib
 import logging
 import os
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kafkalite.broker.coordinators.dead_letters import write_dead_letters
 from kafkalite.broker.coordinators.share_persister import PersisterStateBatch, SharePersister
@@ -119,7 +119,7 @@ class SharePartitionManager:
         self.persister: SharePersister = broker.share_persister
         self._loading: dict[Key, asyncio.Future[LoadedSharePartition | ErrorCode]] = {}
         self._ticker: asyncio.Task[None] | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks: set[asyncio.Task[ErrorCode]] = set()  # persists under way
         self.channels: ChannelManager | None = None  # to dead-letter partitions led elsewhere
         self._next_session_check = 0
 
@@ -129,7 +129,7 @@ class SharePartitionManager:
             self._ticker = asyncio.get_running_loop().create_task(self._tick_loop())
 
     async def stop(self) -> None:
-        tasks: list[asyncio.Task[Any]] = [*self._tasks]
+        tasks: list[asyncio.Task[object]] = [*self._tasks]
         if self._ticker is not None:
             tasks.append(self._ticker)
         for t in tasks:
@@ -143,7 +143,7 @@ class SharePartitionManager:
             await self.channels.close_all()
             self.channels = None
 
-    def _spawn(self, coro: Any) -> None:
+    def _spawn(self, coro: Coroutine[object, object, ErrorCode]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -451,7 +451,7 @@ class SharePartitionManager:
             await w
 
 
-def _region_bytes(fileno: int, position: int, length: int, fallback: Any) -> bytes:
+def _region_bytes(fileno: int, position: int, length: int, fallback: Callable[[], bytes]) -> bytes:
     """A read log region's bytes: one pread, whose result is used as is (FileSlice.read_bytes
     copies every read twice, through a bytearray); `fallback()` for a short read."""
     data = os.pread(fileno, length, position)

@@ -15,10 +15,10 @@ import os
 import socket
 import time
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from kafkalite.broker.config.broker_config import SASL_SECURITY_PROTOCOLS
-from kafkalite.broker.context import DeferredResponse
+from kafkalite.broker.context import DeferredResponse, FileRegion, ResponsePieces
 from kafkalite.broker.network.tls import subject_rfc2253
 from kafkalite.broker.security.sasl_auth import SaslSession, SaslState
 from kafkalite.protocol.server_connection import ProtocolViolation, ServerConnection
@@ -27,6 +27,7 @@ from kafkalite.security.principal import ANONYMOUS, KafkaPrincipal, NoMatchingRu
 if TYPE_CHECKING:
     from kafkalite.broker.config.broker_config import BrokerConfig
     from kafkalite.broker.dispatch import DispatchTable, HandlerEntry
+    from kafkalite.broker.fetch_session import FetchSession
     from kafkalite.broker.network.connection_quotas import ConnectionSlot
     from kafkalite.broker.security.sasl_auth import SaslListenerSettings
     from kafkalite.broker.security.scram_credentials import ScramCredentialCache
@@ -81,7 +82,7 @@ class ConnectionOwner(Protocol):
 
     def handle_frame(
         self, conn: Connection, frame: bytes | bytearray
-    ) -> Awaitable[list[Any] | DeferredResponse | None]: ...
+    ) -> Awaitable[ResponsePieces | DeferredResponse[ResponsePieces | None] | None]: ...
 
 
 class CloseConnection(Exception):
@@ -153,14 +154,16 @@ class Connection(asyncio.BufferedProtocol):
         self._send_fd = -1
         self._high = server.config.queued_max_bytes
         self.use_sendfile = False
-        self.fetch_sessions: dict[int, Any] = {}
+        self.fetch_sessions: dict[int, FetchSession] = {}
         self._eof = False
-        self._out: list[Any] = []  # answers waiting to be written together
+        self._out: list[
+            bytes | bytearray | memoryview
+        ] = []  # answers waiting to be written together
         self._out_size = 0
         # answers that must wait for a deferred one ahead of them, oldest first, and their writer
         # (a list: empty it costs 56 bytes where a deque costs 760, and it never holds more than
         # about MAX_QUEUED_REQUESTS)
-        self._answers: list[asyncio.Future[Any]] = []
+        self._answers: list[asyncio.Future[ResponsePieces | None]] = []
         self._answer_writer: asyncio.Task[None] | None = None
         # client quotas (KIP-219): no request is read or handled before this loop time
         self.throttled_until = 0.0
@@ -235,16 +238,11 @@ class Connection(asyncio.BufferedProtocol):
     def get_buffer(self, sizehint: int) -> memoryview:
         return self.decoder.get_buffer()
 
-    def buffer_updated(self, nbytes: int) -> None:
-        self._received(nbytes)
-
-    def data_received(self, data: bytes) -> None:
-        """Bytes handed over whole (the same path as buffered reads; tests and wrappers use it)."""
-        self._received(data)
-
-    def _received(self, data: bytes | int) -> None:
+    def buffer_updated(self, nbytes: int | bytes) -> None:
+        """`nbytes` more bytes read into the decoder's buffer (or, from data_received, the bytes
+        themselves): whole frames queue up and the request loop starts if it is idle."""
         self.last_activity = time.monotonic()
-        frames = self.protocol.receive_frames(data)
+        frames = self.protocol.receive_frames(nbytes)
         if frames and type(frames[0]) is ProtocolViolation:
             exc = frames[0].frame_too_large
             if exc is not None:
@@ -273,6 +271,10 @@ class Connection(asyncio.BufferedProtocol):
             self.transport.pause_reading()
         if self._worker is None:
             self._worker = asyncio.get_running_loop().create_task(self._process())
+
+    def data_received(self, data: bytes) -> None:
+        """Bytes handed over whole (the same path as buffered reads; tests and wrappers use it)."""
+        self.buffer_updated(data)
 
     def eof_received(self) -> bool | None:
         # the client finished sending: answer what is queued, then close (see _process)
@@ -349,7 +351,7 @@ class Connection(asyncio.BufferedProtocol):
                         key, arrived, started, handled, self.parked_ns, handled, handled
                     )
                     if pieces is not None:
-                        done: asyncio.Future[Any] = loop.create_future()
+                        done: asyncio.Future[ResponsePieces | None] = loop.create_future()
                         done.set_result(pieces)
                         self._queue_answer(done)
                     continue
@@ -412,9 +414,9 @@ class Connection(asyncio.BufferedProtocol):
             self.transport.resume_reading()
 
     async def _timed_answer(
-        self, answer: Awaitable[Any], key: int, arrived: int, started: int, handled: int,
-        parked: int,
-    ) -> Any:  # fmt: skip
+        self, answer: Awaitable[ResponsePieces | None], key: int, arrived: int, started: int,
+        handled: int, parked: int,
+    ) -> ResponsePieces | None:  # fmt: skip
         """A deferred answer, its request counted once it is ready (its wait is remote time; the
         write of a deferred answer is not timed)."""
         pieces = await answer
@@ -422,7 +424,7 @@ class Connection(asyncio.BufferedProtocol):
         self.stats.record_request(key, arrived, started, handled, parked, done, done)
         return pieces
 
-    def _queue_answer(self, fut: asyncio.Future[Any]) -> None:
+    def _queue_answer(self, fut: asyncio.Future[ResponsePieces | None]) -> None:
         self._answers.append(fut)
         if self._answer_writer is None:
             self._answer_writer = asyncio.get_running_loop().create_task(self._write_answers())
@@ -482,7 +484,7 @@ class Connection(asyncio.BufferedProtocol):
             return
         await self._drained
 
-    async def _write(self, pieces: list[Any]) -> None:
+    async def _write(self, pieces: ResponsePieces) -> None:
         for piece in pieces:
             if self.closed:
                 return
@@ -508,7 +510,7 @@ class Connection(asyncio.BufferedProtocol):
             self._out.append(data)
             self._out_size += len(data)
 
-    async def _write_region(self, region: Any) -> None:
+    async def _write_region(self, region: FileRegion) -> None:
         """A file region through the transport (TLS, or sendfile off): big preads handed to the
         transport one by one, so memory stays bounded and no join copies the data again."""
         assert self.transport is not None
@@ -553,7 +555,7 @@ class Connection(asyncio.BufferedProtocol):
         finally:
             loop.remove_writer(fd)
 
-    async def _sendfile(self, region: Any) -> None:
+    async def _sendfile(self, region: FileRegion) -> None:
         await self._flush_transport()
         if self.closed:
             return

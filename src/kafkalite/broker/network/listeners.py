@@ -13,7 +13,6 @@ import ssl
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from kafkalite.broker.config.broker_config import (
     SASL_SECURITY_PROTOCOLS,
@@ -43,7 +42,7 @@ class ListenerRuntime:
     bind: Listener
     advertised: Listener
     ssl_context: ssl.SSLContext | None = None
-    server: Any = None  # asyncio.Server (uvloop's is not a subclass)
+    server: Acceptor | None = None  # its accept loop, once bound
     handshakes: set[asyncio.Task[None]] = field(default_factory=set)
 
     @property
@@ -275,7 +274,7 @@ class Acceptor:
                     break
                 self._admit(sock, addr)
 
-    def _admit(self, sock: socket.socket, addr: Any) -> None:
+    def _admit(self, sock: socket.socket, addr: object) -> None:
         quotas = self.quotas
         ip, where = _peer_of(addr)
         slot = quotas.admit(self.listener.name, ip, where)
@@ -335,7 +334,7 @@ class Acceptor:
             await self._accepting
 
 
-def _peer_of(addr: Any) -> tuple[str, str]:
+def _peer_of(addr: object) -> tuple[str, str]:
     """The address (for per-IP counts) and `address:port` (for log lines) of an accepted socket."""
     if isinstance(addr, tuple) and addr:
         return str(addr[0]), f"{addr[0]}:{addr[1]}"

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kafkalite.broker.config.log_config import log_request, request_log
-from kafkalite.broker.context import DeferredResponse, RequestContext
+from kafkalite.broker.context import DeferredResponse, RequestContext, ResponsePieces
 from kafkalite.broker.dispatch import HandlerEntry
 from kafkalite.broker.network.connection import CloseConnection, Connection
 from kafkalite.broker.network.request_throttle import (
@@ -24,8 +24,10 @@ from kafkalite.broker.network.request_throttle import (
 from kafkalite.broker.security.client_quotas import ClientQuotas
 from kafkalite.broker.security.sasl_auth import SaslSession, SaslState
 from kafkalite.broker.storage_errors import storage_error_answer
+from kafkalite.protocol.schema import Message
 from kafkalite.protocol.server_connection import (
     AnsweredByConnection,
+    Event,
     ProtocolViolation,
     RequestReceived,
     SaslTokenReceived,
@@ -38,7 +40,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kafkalite.broker")
 
-Answer = list[Any] | DeferredResponse | None
+# what a connection gets for a frame: pieces to write, pieces to write later, or nothing
+Answer = ResponsePieces | DeferredResponse[ResponsePieces | None] | None
+# what a handler answers as the dispatch table holds it (each module types its own): a response for
+# its API's encoder, a SlicedResponse, a DeferredResponse of one, or None
+Response = Any  # the codec boundary: no one handler's answer type is known here
 
 
 class RequestHandler:
@@ -65,6 +71,8 @@ class RequestHandler:
         return cls(broker.client_quotas, context)
 
     async def handle_frame(self, conn: Connection, frame: bytes | bytearray) -> Answer:
+        """One frame through the protocol state; a request is handled here, in this frame (no
+        forwarding hop: this is the produce path's), its handler's answer encoded to pieces."""
         sasl = conn.sasl
         protocol = conn.protocol
         if sasl is None:
@@ -77,28 +85,12 @@ class RequestHandler:
             else:
                 protocol.end_raw_tokens()
             event = protocol.read_frame(frame, sasl.rejection)
-        if type(event) is RequestReceived:
-            return await self._handle_request(conn, event)
-        if type(event) is AnsweredByConnection:
-            return [event.data]
-        if type(event) is SaslTokenReceived:
-            assert sasl is not None
-            return self._sasl_raw_token(conn, sasl, event.token)
-        assert type(event) is ProtocolViolation
-        if event.refused:
-            log.warning(
-                "closing %s on SASL listener %s: %s", conn.peer, conn.listener_name, event.reason
-            )
-        else:
-            log.warning("closing %s: %s", conn.peer, event.reason)
-        raise CloseConnection
-
-    async def _handle_request(
-        self, conn: Connection, event: RequestReceived[HandlerEntry]
-    ) -> Answer:
+        if type(event) is not RequestReceived:
+            return self._not_a_request(conn, sasl, event)
         entry = event.served
         ctx = self.context(event, conn)
         hand_encoded = True
+        result: Response
         try:
             result = await entry.handle(ctx, event.body)
         except ConnectionError:
@@ -120,7 +112,6 @@ class RequestHandler:
             )
         if result is None:
             return None
-        protocol = conn.protocol
         pieces = protocol.send_response(
             event, result, throttle_ms=throttle_ms, hand_encoded=hand_encoded
         )
@@ -136,14 +127,35 @@ class RequestHandler:
             await throttle(conn, key, event.api_version, throttle_ms)
         return pieces
 
+    def _not_a_request(
+        self,
+        conn: Connection,
+        sasl: SaslSession | None,
+        event: Event[HandlerEntry],
+    ) -> ResponsePieces | None:
+        """A frame the protocol answered itself, a raw SASL token, or a violation (the close)."""
+        if type(event) is AnsweredByConnection:
+            return [event.data]
+        if type(event) is SaslTokenReceived:
+            assert sasl is not None
+            return self._sasl_raw_token(conn, sasl, event.token)
+        assert type(event) is ProtocolViolation
+        if event.refused:
+            log.warning(
+                "closing %s on SASL listener %s: %s", conn.peer, conn.listener_name, event.reason
+            )
+        else:
+            log.warning("closing %s: %s", conn.peer, event.reason)
+        raise CloseConnection
+
     async def _answer_later(
         self,
         conn: Connection,
         event: RequestReceived[HandlerEntry],
-        deferred: DeferredResponse,
+        deferred: DeferredResponse[Response],
         throttle_ms: int,
         hand_encoded: bool,
-    ) -> list[Any] | None:
+    ) -> ResponsePieces | None:
         try:
             result = await deferred.answer
         except ConnectionError:
@@ -162,7 +174,7 @@ class RequestHandler:
 
     def _sasl_raw_token(
         self, conn: Connection, sasl: SaslSession, token: bytes
-    ) -> list[Any] | None:
+    ) -> ResponsePieces | None:
         """After SaslHandshake v0 (KIP-152's legacy form) each frame is a bare SASL token and so is
         each answer; a failure gets no answer, only the (delayed) close."""
         try:
@@ -191,7 +203,9 @@ class RequestHandler:
         return [conn.protocol.send_sasl_token(answer)]
 
 
-def _storage_error(conn: Connection, event: RequestReceived[HandlerEntry], exc: OSError) -> Any:
+def _storage_error(
+    conn: Connection, event: RequestReceived[HandlerEntry], exc: OSError
+) -> Message | None:
     """KAFKA_STORAGE_ERROR (or REQUEST_TIMED_OUT) for every entry of the request (None: no answer;
     CloseConnection when its response cannot say so)."""
     return storage_error_answer(

@@ -190,6 +190,7 @@ async def produce_record(request: web.Request) -> web.Response:
     answer = await produce.handle(context(request, PRODUCE, 9), req)
     if isinstance(answer, DeferredResponse):
         answer = await answer.answer
+    assert answer is not None  # acks=-1: produce always answers
     pr = answer.responses[0].partition_responses[0]
     if pr.error_code:
         message = pr.error_message

@@ -1,7 +1,7 @@
 """ControlledShutdown (key 7), cluster mode only, answered by the controller: move leadership off the
 broker that is shutting down and answer with the partitions it still leads.
 
-Any other broker answers NOT_CONTROLLER (the sender asks ZooKeeper who the controller is and retries).
+Every other broker answers NOT_CONTROLLER (the sender asks ZooKeeper who the controller is and retries).
 """
 
 from __future__ import annotations

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
+from collections.abc import Sequence
 
 from kafkalite.broker.context import RequestContext, SlicedResponse
 from kafkalite.broker.fastpath import (
+    FetchRequestView,
     FetchResult,
     FetchTopicResult,
+    FetchTopicView,
     decode_fetch,
     encode_fetch_response,
 )
@@ -26,7 +28,7 @@ from kafkalite.cluster.fetch_messages import (
     ReplicaSelection,
 )
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.fetch import FETCH, FetchResponse
+from kafkalite.protocol.messages.fetch import FETCH, FetchRequest, FetchResponse
 from kafkalite.security.acl import AclOperation, ResourceType
 
 API = FETCH
@@ -37,9 +39,14 @@ _SchemaPart = _SchemaTopic.PartitionData
 ZERO_UUID = uuid.UUID(int=0)
 MAX_WAIT_MS = 30_000
 
+# v4+ arrives as the fast path's view, v0-3 as the decoded message: the handler reads what both have
+Request = FetchRequest | FetchRequestView
+
 
 def _requested(
-    ctx: RequestContext, topics: list[Any], replica_id: int
+    ctx: RequestContext,
+    topics: Sequence[FetchTopicView] | Sequence[FetchRequest.FetchTopic],
+    replica_id: int,
 ) -> list[list[FetchPartition]]:
     """Each requested partition, with the error to answer when its topic is unknown or denied.
     ACLs (one attribute check when off): a follower needs CLUSTER_ACTION, a consumer READ per topic."""
@@ -53,7 +60,8 @@ def _requested(
     )
     for t in topics:
         if by_id:
-            info = cache.topic_by_id(t.topic_id)
+            topic_id = t.topic_id  # the fast view decodes one from every v13+ request
+            info = cache.topic_by_id(topic_id) if topic_id is not None else None
             name = info.name if info is not None else None
         else:
             name = t.topic
@@ -103,7 +111,7 @@ def _selection(ctx: RequestContext, client_rack: str) -> ReplicaSelection:
     return ReplicaSelection(ctx.broker.replica_selector, client_rack, rack_of, cache.is_alive)
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: Request) -> FetchResult | SlicedResponse | None:
     version = ctx.api_version
     broker = ctx.broker
     session = None
@@ -197,7 +205,7 @@ def _downconvert(blob: bytes, magic: int) -> bytes:
     return downconvert(blob, magic)
 
 
-def decode_request(buf: bytes, pos: int, version: int) -> Any:
+def decode_request(buf: bytes, pos: int, version: int) -> FetchRequestView | None:
     """Hot-path decoder for v4-16; older versions go through the schema."""
     return decode_fetch(buf, pos, version) if version >= 4 else None
 
@@ -209,7 +217,7 @@ def encode_response(out: bytearray, result: FetchResult, version: int) -> None:
         to_schema(result).encode_into(out, version)
 
 
-def to_schema(result: FetchResult) -> Any:
+def to_schema(result: FetchResult) -> FetchResponse:
     return FetchResponse(
         throttle_time_ms=result.throttle_time_ms,
         error_code=result.error_code,

@@ -6,7 +6,7 @@ By-timestamp lookups use the log's time index; max-timestamp names the record (K
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kafkalite.broker.context import RequestContext
 from kafkalite.cluster.errors import ReplicaError, UnknownTopicOrPartition
@@ -17,6 +17,9 @@ from kafkalite.protocol.messages.offsets import (
     ListOffsetsResponse,
 )
 from kafkalite.security.acl import AclOperation, ResourceType
+
+if TYPE_CHECKING:
+    from kafkalite.cluster.partition import Partition
 
 API = LIST_OFFSETS
 log = logging.getLogger("kafkalite.broker.list_offsets")
@@ -31,7 +34,7 @@ EARLIEST_LOCAL = -4
 LATEST_TIERED = -5
 
 
-def lookup(part: Any, ts: int, read_committed: bool = False) -> tuple[int, int]:
+def lookup(part: Partition, ts: int, read_committed: bool = False) -> tuple[int, int]:
     """(timestamp, offset) for a ListOffsets timestamp query; offset -1 when nothing matches. The
     latest offset of a read_committed client is the last stable offset."""
     if ts == LATEST:

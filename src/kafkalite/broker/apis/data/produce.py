@@ -8,15 +8,21 @@ produce for -1, answered once the ISR has the batch); this module keeps the hot-
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from kafkalite.broker.apis.metadata.metadata import auto_create
 from kafkalite.broker.context import DeferredResponse, RequestContext
-from kafkalite.broker.fastpath import can_encode_fast, decode_produce, encode_produce_response
+from kafkalite.broker.fastpath import (
+    PartitionData,
+    ProduceRequestView,
+    can_encode_fast,
+    decode_produce,
+    encode_produce_response,
+)
 from kafkalite.cluster.append_records import AppendOrigin, DelayedProduce, PartitionAppendResult
 from kafkalite.cluster.metadata import topic_name_error
+from kafkalite.cluster.metadata_cache import TopicMetadata
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.protocol.messages.produce import PRODUCE, ProduceResponse
+from kafkalite.protocol.messages.produce import PRODUCE, ProduceRequest, ProduceResponse
 from kafkalite.security.acl import AclOperation, ResourceType
 
 API = PRODUCE
@@ -25,6 +31,10 @@ log = logging.getLogger("kafkalite.broker.produce")
 _SchemaTopic = ProduceResponse.TopicProduceResponse
 _SchemaPart = _SchemaTopic.PartitionProduceResponse
 _SchemaRecordError = _SchemaPart.BatchIndexAndErrorMessage
+
+# v3+ arrives as the fast path's view, v0-2 as the decoded message: the handler reads what both have
+Request = ProduceRequest | ProduceRequestView
+_PartitionData = list[PartitionData] | list[ProduceRequest.TopicProduceData.PartitionProduceData]
 
 
 # a partition's answer is the ReplicaManager's result itself (plain slots, named as the wire names
@@ -47,7 +57,7 @@ class _Response:
         self.responses = responses
         self.throttle_time_ms = 0
 
-    def to_schema(self) -> Any:
+    def to_schema(self) -> ProduceResponse:
         return ProduceResponse(
             responses=[
                 _SchemaTopic(
@@ -74,7 +84,7 @@ class _Response:
         )
 
 
-def decode_request(buf: bytes | bytearray, pos: int, version: int) -> Any:
+def decode_request(buf: bytes | bytearray, pos: int, version: int) -> ProduceRequestView | None:
     """Hot-path decoder for v3-11; older versions go through the schema."""
     return decode_produce(buf, pos, version) if version >= 3 else None
 
@@ -86,7 +96,7 @@ def encode_response(out: bytearray, response: _Response, version: int) -> None:
         response.to_schema().encode_into(out, version)
 
 
-def _has_idempotent_records(request: Any) -> bool:
+def _has_idempotent_records(request: Request) -> bool:
     """Does any partition's first batch carry a producer id (v2 batch, producerId at byte 43)?"""
     for tdata in request.topic_data:
         for pdata in tdata.partition_data:
@@ -101,7 +111,7 @@ def _has_idempotent_records(request: Any) -> bool:
     return False
 
 
-def _producer_denied(ctx: RequestContext, request: Any) -> ErrorCode:
+def _producer_denied(ctx: RequestContext, request: Request) -> ErrorCode:
     """Kafka's request-level produce checks: WRITE on the transactional id; for idempotent records
     without one, IDEMPOTENT_WRITE on the cluster or WRITE on some topic."""
     txn_id = request.transactional_id if ctx.api_version >= 3 else None
@@ -120,7 +130,9 @@ def _producer_denied(ctx: RequestContext, request: Any) -> ErrorCode:
     return ErrorCode.NO_ERROR
 
 
-async def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(
+    ctx: RequestContext, request: Request
+) -> _Response | DeferredResponse[_Response] | None:
     broker = ctx.broker
     cache = broker.metadata_cache
     acks = request.acks
@@ -128,8 +140,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     checked = broker.authorizer is not None
     request_denied = _producer_denied(ctx, request) if checked else ErrorCode.NO_ERROR
     topics_out: list[_TopicResp] = []
-    entries: list[tuple[str, Any]] = []  # the topics that may be written, with their partition data
-    slots: list[tuple[_TopicResp, Any]] = []  # their answers, with their metadata
+    entries: list[
+        tuple[str, _PartitionData]
+    ] = []  # the topics that may be written, with their partition data
+    slots: list[tuple[_TopicResp, TopicMetadata | None]] = []  # their answers, with their metadata
     bad_acks = acks not in (0, 1, -1)
     for tdata in request.topic_data:
         name = tdata.name
