@@ -84,7 +84,7 @@ def walk(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Iterator[list[Frame]
     def spy_pwrite(fd: int, data: Any, pos: int) -> int:
         if threading.current_thread() is not threading.main_thread():
             stack = _kafkalite_frames(sys._getframe(1))
-            if any(m == "kafkalite.broker.apis.produce" for m, _ in stack):
+            if any(m == "kafkalite.broker.apis.data.produce" for m, _ in stack):
                 written.append(stack)
         return pwrite(fd, data, pos)
 
