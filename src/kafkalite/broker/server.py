@@ -30,12 +30,13 @@ from kafkalite.broker.config.group_configs import (
     LocalGroupConfigStore,
     ZkGroupConfigStore,
 )
+from kafkalite.broker.context import RequestContext
 from kafkalite.broker.coordinators.groups import GroupCoordinatorComponent
 from kafkalite.broker.coordinators.share_coordinator import ShareCoordinatorComponent
 from kafkalite.broker.coordinators.share_partitions import SharePartitionManager
 from kafkalite.broker.coordinators.share_persister import SharePersister
 from kafkalite.broker.coordinators.transactions import TransactionCoordinatorComponent
-from kafkalite.broker.dispatch import DispatchTable
+from kafkalite.broker.dispatch import DispatchTable, HandlerEntry
 from kafkalite.broker.fetch_session import FetchSessionCache
 from kafkalite.broker.local_logs import TopicStorageError, drop_local_logs, make_local_logs
 from kafkalite.broker.local_topics import (
@@ -85,6 +86,7 @@ from kafkalite.cluster.replica_manager import ReplicaManager
 from kafkalite.cluster.replica_selector import parse_selector
 from kafkalite.cluster.replication_quota import ReplicationQuotas
 from kafkalite.cluster.zk_metadata_store import ZkMetadataStore
+from kafkalite.protocol.server_connection import RequestReceived
 from kafkalite.security.mechanisms import SaslLogin
 from kafkalite.security.principal import SslPrincipalMapper
 from kafkalite.storage import Log, LogManager
@@ -159,7 +161,7 @@ class BrokerServer:
         except ValueError as exc:
             raise ConfigError(f"quota.window.num / quota.window.size.seconds: {exc}") from None
         # each connection's frames, answered in order (a Connection awaits handle_frame)
-        self.requests = RequestHandler.for_broker(self)
+        self.requests = RequestHandler(self.client_quotas, self._request_context)
         self.handle_frame = self.requests.handle_frame
         # replication throttles (KIP-73): the rates are dynamic broker configs, applied in start()
         try:
@@ -224,6 +226,12 @@ class BrokerServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._groups_started = False
         self._logs_open = False  # the LogManager is made in start() and shut down in stop()
+
+    def _request_context(
+        self, event: RequestReceived[HandlerEntry], conn: Connection
+    ) -> RequestContext:
+        """What a handler sees of one request: this broker, the header, the connection, and when."""
+        return RequestContext(self, event.header, event.api_version, conn, time.monotonic_ns())
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -488,7 +496,13 @@ class BrokerServer:
         )
         if self.zk_broker is None:
             try:
-                make_local_logs(self, info, range(info.partitions))
+                make_local_logs(
+                    self.replica_manager,
+                    self.log_manager,
+                    self.log_dirs,
+                    info,
+                    range(info.partitions),
+                )
             except TopicStorageError:
                 try:  # nothing of the half-made topic stays: no metadata entry, no logs
                     self.metadata_store.delete_topic(name)
@@ -525,11 +539,11 @@ class BrokerServer:
             raise MetadataError(f"Topic '{name}' does not exist")
         new = range(current.partitions, count)
         if count > current.partitions:
-            make_local_logs(self, current, new)
+            make_local_logs(self.replica_manager, self.log_manager, self.log_dirs, current, new)
         try:
             info = self.metadata_store.set_partitions(name, count, assignment)
         except (MetadataError, OSError):
-            drop_local_logs(self, name, new)
+            drop_local_logs(self.replica_manager, self.log_manager, self.log_dirs, name, new)
             raise
         self.local_topics.publish(info)
         return info
