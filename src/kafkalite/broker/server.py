@@ -50,6 +50,7 @@ from kafkalite.broker.network.connection_quotas import (
     ConnectionQuotas,
     close_least_recently_active,
 )
+from kafkalite.broker.network.inter_broker import InterBrokerSettings
 from kafkalite.broker.network.listeners import (
     Acceptor,
     ListenerRuntime,
@@ -152,6 +153,9 @@ class BrokerServer:
             self.inter_broker_sasl_login = inter_broker_login(
                 config, self.sasl_listeners[self.inter_broker_listener]
             )
+        self.inter_broker = InterBrokerSettings(
+            self.broker_id, self.inter_broker_ssl_context, self.inter_broker_sasl_login
+        )
         try:  # client quotas, read from the metadata store in start()
             self.client_quotas = ClientQuotas(
                 self.metadata_store,
@@ -189,7 +193,9 @@ class BrokerServer:
         # KIP-932 share-partition state in __share_group_state, and the client the share-partition
         # leaders use to reach it (here or on another broker)
         self.share_coordinator = ShareCoordinatorComponent(self)
-        self.share_persister = SharePersister(self)
+        self.share_persister = SharePersister(
+            self.share_coordinator, self.metadata_cache, self.inter_broker
+        )
         # KIP-932: share sessions and the share-partitions of the partitions this broker leads
         self.share_partitions = SharePartitionManager(self)
         # components above the broker (kafkalite.web's HTTP listener) started last, stopped first
