@@ -14,7 +14,8 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, overload
 
-from kafkalite.broker.config.broker_config import ConfigError
+from kafkalite.broker.config.broker_config import BrokerConfig, ConfigError
+from kafkalite.broker.config.group_configs import GroupConfigManager
 from kafkalite.broker.coordinators.coordinator_log import CoordinatorPartitions, StoredBatch, now_ms
 from kafkalite.coordinator import (
     OFFSETS_TOPIC,
@@ -215,8 +216,9 @@ class ShareSettings:
     dlq_topic: str | None = None
 
 
-def share_partition_settings(broker: BrokerServer, group_id: str) -> ShareSettings:
-    cfg = broker.config
+def share_partition_settings(
+    cfg: BrokerConfig, group_configs: GroupConfigManager, group_id: str
+) -> ShareSettings:
 
     def num(name: str, default: int) -> int:
         try:
@@ -232,7 +234,7 @@ def share_partition_settings(broker: BrokerServer, group_id: str) -> ShareSettin
         max_record_locks=num("group.share.partition.max.record.locks", 2000),
         max_size=num("group.share.max.size", 200),
     )
-    sc = broker.group_configs.share_config(group_id)
+    sc = group_configs.share_config(group_id)
     return dataclasses.replace(
         base,
         session_timeout_ms=sc.session_timeout_ms,
@@ -246,7 +248,7 @@ def share_partition_settings(broker: BrokerServer, group_id: str) -> ShareSettin
 
 
 def share_group_config(broker: BrokerServer, group_id: str) -> ShareGroupConfig:
-    s = share_partition_settings(broker, group_id)
+    s = share_partition_settings(broker.config, broker.group_configs, group_id)
     return ShareGroupConfig(s.session_timeout_ms, s.heartbeat_interval_ms, s.max_size)
 
 
