@@ -16,7 +16,12 @@ from typing import TYPE_CHECKING, overload
 
 from kafkalite.broker.config.broker_config import BrokerConfig, ConfigError
 from kafkalite.broker.config.group_configs import GroupConfigManager
-from kafkalite.broker.coordinators.coordinator_log import CoordinatorPartitions, StoredBatch, now_ms
+from kafkalite.broker.coordinators.coordinator_log import (
+    CoordinatorHost,
+    CoordinatorPartitions,
+    StoredBatch,
+    now_ms,
+)
 from kafkalite.coordinator import (
     OFFSETS_TOPIC,
     CoordinatorConfig,
@@ -34,7 +39,6 @@ from kafkalite.protocol.messages.share_groups import ShareGroupDescribeResponse
 
 if TYPE_CHECKING:
     from kafkalite.broker.context import RequestContext
-    from kafkalite.broker.server import BrokerServer
 
 log = logging.getLogger("kafkalite.broker.groups")
 
@@ -46,8 +50,7 @@ OFFSETS_TOPIC_CONFIGS = {
 }
 
 
-def coordinator_config(broker: BrokerServer, partitions: int) -> CoordinatorConfig:
-    cfg = broker.config
+def coordinator_config(cfg: BrokerConfig, partitions: int) -> CoordinatorConfig:
     defaults = CoordinatorConfig()
 
     def num(name: str, default: int) -> int:
@@ -82,9 +85,8 @@ def coordinator_config(broker: BrokerServer, partitions: int) -> CoordinatorConf
     )
 
 
-def consumer_group_config(broker: BrokerServer) -> GroupConfig:
+def consumer_group_config(cfg: BrokerConfig) -> GroupConfig:
     """group.consumer.* settings; an assignor kafkalite lacks stops startup with a clear error."""
-    cfg = broker.config
     raw = cfg.get("group.consumer.assignors") or ["uniform", "range"]
     items = raw.split(",") if isinstance(raw, str) else list(raw)
     names = tuple(str(a).strip() for a in items if str(a).strip())
@@ -114,7 +116,7 @@ class GroupCoordinatorComponent(CoordinatorPartitions):
     timeout_config = "offsets.commit.timeout.ms"
     name = "group coordinator"
 
-    def __init__(self, broker: BrokerServer) -> None:
+    def __init__(self, broker: CoordinatorHost) -> None:
         super().__init__(broker)
         self.coordinator: GroupCoordinator | None = None
 
@@ -123,9 +125,9 @@ class GroupCoordinatorComponent(CoordinatorPartitions):
         """Create `__consumer_offsets` if needed, start the coordinator and load what we lead."""
         partitions = await self._open_topic()
         coordinator = GroupCoordinator(
-            self._append, config=coordinator_config(self.broker, partitions), clock=now_ms
+            self._append, config=coordinator_config(self.broker.config, partitions), clock=now_ms
         )
-        coordinator.consumer_config = consumer_group_config(self.broker)
+        coordinator.consumer_config = consumer_group_config(self.broker.config)
         self.coordinator = coordinator
         started = time.monotonic()
         led = await self._load_led_partitions()
@@ -247,8 +249,10 @@ def share_partition_settings(
     )
 
 
-def share_group_config(broker: BrokerServer, group_id: str) -> ShareGroupConfig:
-    s = share_partition_settings(broker.config, broker.group_configs, group_id)
+def share_group_config(
+    cfg: BrokerConfig, group_configs: GroupConfigManager, group_id: str
+) -> ShareGroupConfig:
+    s = share_partition_settings(cfg, group_configs, group_id)
     return ShareGroupConfig(s.session_timeout_ms, s.heartbeat_interval_ms, s.max_size)
 
 
