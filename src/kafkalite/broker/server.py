@@ -115,7 +115,10 @@ class BrokerServer:
     metadata store, the authorizer (when `authorizer.class.name` is set), dynamic configs,
     LogManager (recovery), ReplicaManager, LocalTopics and MetadataCache, the listeners, the group
     coordinator — and stopped in the reverse order. The LogManager, ReplicaManager and LocalTopics
-    are the only ones made in start(): the log defaults need the dynamic configs read first."""
+    are the only ones made in start(): the log defaults need the dynamic configs read from the data
+    dir first, the LogManager's open-files budget comes with raising the process's limit, and the
+    other two wrap the LogManager. Components made here reach them (and the metadata store, which
+    is ZooKeeper's once started in a cluster) through the Protocols beside each component."""
 
     log_manager: LogManager
     replica_manager: ReplicaManager
