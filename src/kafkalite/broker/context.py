@@ -23,8 +23,11 @@ from kafkalite.security.acl import (
 from kafkalite.security.principal import KafkaPrincipal
 
 if TYPE_CHECKING:
+    from kafkalite.broker.config.broker_config import BrokerConfig
     from kafkalite.broker.security.sasl_auth import SaslSession
     from kafkalite.broker.server import BrokerServer
+    from kafkalite.cluster.metadata_cache import MetadataCache
+    from kafkalite.cluster.replica_manager import ReplicaManager
 
 
 class RequestConnection(Protocol):
@@ -65,6 +68,20 @@ class RequestContext:
     # fetch) is not handler time for a request quota
     quota_exempt: bool = False
     parked_ns: int = 0
+
+    # the components handlers use most, typed, read through the broker (which stays for the rest)
+    @property
+    def config(self) -> BrokerConfig:
+        return self.broker.config
+
+    @property
+    def metadata_cache(self) -> MetadataCache:
+        return self.broker.metadata_cache
+
+    @property
+    def replica_manager(self) -> ReplicaManager:
+        """The data façade (made in the broker's start(), before any request is read)."""
+        return self.broker.replica_manager
 
     @property
     def client_id(self) -> str | None:

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import logging
 import shutil
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from pathlib import Path
 
 from kafkalite.cluster.metadata import TopicInfo
-
-if TYPE_CHECKING:
-    from kafkalite.broker.server import BrokerServer
+from kafkalite.cluster.replica_manager import ReplicaManager
+from kafkalite.storage import LogManager
 
 log = logging.getLogger("kafkalite.broker")
 
@@ -30,35 +30,48 @@ class TopicStorageError(Exception):
         self.cause = cause
 
 
-def make_local_logs(broker: BrokerServer, info: TopicInfo, partitions: range) -> None:
+def make_local_logs(
+    replica_manager: ReplicaManager,
+    log_manager: LogManager,
+    log_dirs: Sequence[Path],
+    info: TopicInfo,
+    partitions: range,
+) -> None:
     """Make and lead the logs of `partitions` here. When one cannot be made the ones made here are
     deleted again, and TopicStorageError says which partition failed and why."""
     made: list[int] = []
     for part in partitions:
         try:
-            broker.replica_manager.create_local_leader(info.name, part, info.topic_id, info.configs)
+            replica_manager.create_local_leader(info.name, part, info.topic_id, info.configs)
         except OSError as exc:
-            drop_local_logs(broker, info.name, range(part, part + 1), made)
+            drop_local_logs(
+                replica_manager, log_manager, log_dirs, info.name, range(part, part + 1), made
+            )
             raise TopicStorageError(info.name, part, exc) from exc
         made.append(part)
 
 
 def drop_local_logs(
-    broker: BrokerServer, topic: str, failed: range, made: list[int] | None = None
+    replica_manager: ReplicaManager,
+    log_manager: LogManager,
+    log_dirs: Sequence[Path],
+    topic: str,
+    failed: range,
+    made: list[int] | None = None,
 ) -> None:
     """Undo `make_local_logs`: delete the logs `made` (all of `failed` when None) the way deleted
     partitions go, and remove any directory a failed open left behind."""
     for part in failed if made is None else made:
         try:
-            broker.replica_manager.stop_replica(topic, part, delete=True)
+            replica_manager.stop_replica(topic, part, delete=True)
         except OSError as exc:
             log.error("could not delete the log of %s-%d while rolling back: %s", topic, part, exc)
     for part in failed:
-        if broker.log_manager.get_log(topic, part) is not None:
+        if log_manager.get_log(topic, part) is not None:
             continue
-        if broker.log_manager.is_loading(topic, part):  # (a log on disk, not recovered yet)
+        if log_manager.is_loading(topic, part):  # (a log on disk, not recovered yet)
             continue
-        for d in broker.log_dirs:
+        for d in log_dirs:
             leftover = d / f"{topic}-{part}"
             if leftover.is_dir():
                 shutil.rmtree(leftover, ignore_errors=True)

@@ -30,12 +30,13 @@ from kafkalite.broker.config.group_configs import (
     LocalGroupConfigStore,
     ZkGroupConfigStore,
 )
+from kafkalite.broker.context import RequestContext
 from kafkalite.broker.coordinators.groups import GroupCoordinatorComponent
 from kafkalite.broker.coordinators.share_coordinator import ShareCoordinatorComponent
 from kafkalite.broker.coordinators.share_partitions import SharePartitionManager
 from kafkalite.broker.coordinators.share_persister import SharePersister
 from kafkalite.broker.coordinators.transactions import TransactionCoordinatorComponent
-from kafkalite.broker.dispatch import DispatchTable
+from kafkalite.broker.dispatch import DispatchTable, HandlerEntry
 from kafkalite.broker.fetch_session import FetchSessionCache
 from kafkalite.broker.local_logs import TopicStorageError, drop_local_logs, make_local_logs
 from kafkalite.broker.local_topics import (
@@ -49,6 +50,7 @@ from kafkalite.broker.network.connection_quotas import (
     ConnectionQuotas,
     close_least_recently_active,
 )
+from kafkalite.broker.network.inter_broker import InterBrokerSettings
 from kafkalite.broker.network.listeners import (
     Acceptor,
     ListenerRuntime,
@@ -85,6 +87,7 @@ from kafkalite.cluster.replica_manager import ReplicaManager
 from kafkalite.cluster.replica_selector import parse_selector
 from kafkalite.cluster.replication_quota import ReplicationQuotas
 from kafkalite.cluster.zk_metadata_store import ZkMetadataStore
+from kafkalite.protocol.server_connection import RequestReceived
 from kafkalite.security.mechanisms import SaslLogin
 from kafkalite.security.principal import SslPrincipalMapper
 from kafkalite.storage import Log, LogManager
@@ -112,7 +115,10 @@ class BrokerServer:
     metadata store, the authorizer (when `authorizer.class.name` is set), dynamic configs,
     LogManager (recovery), ReplicaManager, LocalTopics and MetadataCache, the listeners, the group
     coordinator — and stopped in the reverse order. The LogManager, ReplicaManager and LocalTopics
-    are the only ones made in start(): the log defaults need the dynamic configs read first."""
+    are the only ones made in start(): the log defaults need the dynamic configs read from the data
+    dir first, the LogManager's open-files budget comes with raising the process's limit, and the
+    other two wrap the LogManager. Components made here reach them (and the metadata store, which
+    is ZooKeeper's once started in a cluster) through the Protocols beside each component."""
 
     log_manager: LogManager
     replica_manager: ReplicaManager
@@ -150,6 +156,9 @@ class BrokerServer:
             self.inter_broker_sasl_login = inter_broker_login(
                 config, self.sasl_listeners[self.inter_broker_listener]
             )
+        self.inter_broker = InterBrokerSettings(
+            self.broker_id, self.inter_broker_ssl_context, self.inter_broker_sasl_login
+        )
         try:  # client quotas, read from the metadata store in start()
             self.client_quotas = ClientQuotas(
                 self.metadata_store,
@@ -159,7 +168,7 @@ class BrokerServer:
         except ValueError as exc:
             raise ConfigError(f"quota.window.num / quota.window.size.seconds: {exc}") from None
         # each connection's frames, answered in order (a Connection awaits handle_frame)
-        self.requests = RequestHandler.for_broker(self)
+        self.requests = RequestHandler(self.client_quotas, self._request_context)
         self.handle_frame = self.requests.handle_frame
         # replication throttles (KIP-73): the rates are dynamic broker configs, applied in start()
         try:
@@ -187,7 +196,9 @@ class BrokerServer:
         # KIP-932 share-partition state in __share_group_state, and the client the share-partition
         # leaders use to reach it (here or on another broker)
         self.share_coordinator = ShareCoordinatorComponent(self)
-        self.share_persister = SharePersister(self)
+        self.share_persister = SharePersister(
+            self.share_coordinator, self.metadata_cache, self.inter_broker
+        )
         # KIP-932: share sessions and the share-partitions of the partitions this broker leads
         self.share_partitions = SharePartitionManager(self)
         # components above the broker (kafkalite.web's HTTP listener) started last, stopped first
@@ -224,6 +235,12 @@ class BrokerServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._groups_started = False
         self._logs_open = False  # the LogManager is made in start() and shut down in stop()
+
+    def _request_context(
+        self, event: RequestReceived[HandlerEntry], conn: Connection
+    ) -> RequestContext:
+        """What a handler sees of one request: this broker, the header, the connection, and when."""
+        return RequestContext(self, event.header, event.api_version, conn, time.monotonic_ns())
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -488,7 +505,13 @@ class BrokerServer:
         )
         if self.zk_broker is None:
             try:
-                make_local_logs(self, info, range(info.partitions))
+                make_local_logs(
+                    self.replica_manager,
+                    self.log_manager,
+                    self.log_dirs,
+                    info,
+                    range(info.partitions),
+                )
             except TopicStorageError:
                 try:  # nothing of the half-made topic stays: no metadata entry, no logs
                     self.metadata_store.delete_topic(name)
@@ -525,11 +548,11 @@ class BrokerServer:
             raise MetadataError(f"Topic '{name}' does not exist")
         new = range(current.partitions, count)
         if count > current.partitions:
-            make_local_logs(self, current, new)
+            make_local_logs(self.replica_manager, self.log_manager, self.log_dirs, current, new)
         try:
             info = self.metadata_store.set_partitions(name, count, assignment)
         except (MetadataError, OSError):
-            drop_local_logs(self, name, new)
+            drop_local_logs(self.replica_manager, self.log_manager, self.log_dirs, name, new)
             raise
         self.local_topics.publish(info)
         return info

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from kafkalite.cluster import zk_data as zd
-from kafkalite.cluster.channel import BrokerChannel, ChannelError, ChannelManager
+from kafkalite.cluster.channel import BrokerChannel, ChannelError
 from kafkalite.cluster.controller.leader_balance import LeaderBalanceConfig
 from kafkalite.cluster.kafka_controller import KafkaController
 from kafkalite.cluster.metadata_cache import BrokerEndpoint, PartitionMetadata, TopicMetadata
@@ -34,7 +34,7 @@ from kafkalite.protocol.messages.cluster import (
 from kafkalite.protocol.schema import Request, Response
 
 if TYPE_CHECKING:
-    from kafkalite.broker.server import BrokerServer
+    from kafkalite.broker.zk_host import ZkHost
 
 log = logging.getLogger("kafkalite.broker.zk_broker")
 
@@ -60,10 +60,10 @@ class ControllerRequestCheck:
 class ZkBroker:
     """Everything a broker does only in cluster mode, started after the listeners are up."""
 
-    def __init__(self, server: BrokerServer, zookeeper_connect: str) -> None:
+    def __init__(self, server: ZkHost, zookeeper_connect: str) -> None:
         self.server = server
         cfg = server.config
-        self.broker_id = server.broker_id
+        self.broker_id = server.inter_broker.broker_id
         session_ms = int(cfg.get("zookeeper.session.timeout.ms"))
         conn_ms = cfg.get("zookeeper.connection.timeout.ms")
         self.zk = KafkaZkClient(
@@ -76,17 +76,10 @@ class ZkBroker:
         self.controller_epoch = -1
         # one connection per purpose, as Kafka: a follower's fetch parked in the leader's purgatory
         # (replica.fetch.wait.max.ms) must not hold up the controller's requests behind it
-        # TLS context: the inter-broker listener is SSL / SASL_SSL; login: it is SASL
-        tls, login = server.inter_broker_ssl_context, server.inter_broker_sasl_login
-        self.fetcher_channels = ChannelManager(
-            client_id=f"broker-{self.broker_id}-fetcher", ssl_context=tls, sasl_login=login
-        )
-        self.controller_channels = ChannelManager(
-            client_id=f"broker-{self.broker_id}-controller", ssl_context=tls, sasl_login=login
-        )
-        self.to_controller_channels = ChannelManager(
-            client_id=f"broker-{self.broker_id}-to-controller", ssl_context=tls, sasl_login=login
-        )
+        # (each with the inter-broker listener's TLS context and SASL login, when it has them)
+        self.fetcher_channels = server.inter_broker.channels("fetcher")
+        self.controller_channels = server.inter_broker.channels("controller")
+        self.to_controller_channels = server.inter_broker.channels("to-controller")
         self.fetchers: ReplicaFetcherManager | None = None
         self.controller: KafkaController | None = None
         self._tasks: list[asyncio.Task[None]] = []

@@ -15,18 +15,18 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from kafkalite.broker.config.broker_config import BrokerConfig
 from kafkalite.cluster.append_records import AppendEntry, AppendOrigin
-from kafkalite.cluster.replica_manager import LeadershipChange
+from kafkalite.cluster.metadata import MetadataStore, TopicInfo
+from kafkalite.cluster.metadata_cache import MetadataCache
+from kafkalite.cluster.replica_manager import LeadershipChange, ReplicaManager
 from kafkalite.coordinator import Deferred
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.exceptions import DecodeError
 from kafkalite.records import iter_batches
 from kafkalite.records.control import parse_end_txn_marker
-
-if TYPE_CHECKING:
-    from kafkalite.broker.server import BrokerServer
 
 log = logging.getLogger("kafkalite.broker.coordinator")
 
@@ -48,9 +48,36 @@ class StoredBatch:
     marker_commit: bool | None = None
 
 
-def read_partition(broker: BrokerServer, topic: str, partition: int) -> list[StoredBatch]:
+class CoordinatorHost(Protocol):
+    """What a coordinator's partitions read of the broker (BrokerServer is one): the static config,
+    whether it is in a cluster, the ReplicaManager (made in its start()), the metadata cache and the
+    metadata store (ZooKeeper's once started in a cluster), and topic creation on a single node."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def cluster_mode(self) -> bool: ...
+
+    @property
+    def replica_manager(self) -> ReplicaManager: ...
+
+    @property
+    def metadata_cache(self) -> MetadataCache: ...
+
+    @property
+    def metadata_store(self) -> MetadataStore: ...
+
+    def create_topic(
+        self, name: str, partitions: int | None, configs: dict[str, str] | None
+    ) -> TopicInfo: ...
+
+
+def read_partition(
+    replica_manager: ReplicaManager, topic: str, partition: int
+) -> list[StoredBatch]:
     """Every batch of one coordinator partition, oldest first (runs in a worker thread)."""
-    part = broker.replica_manager.get_partition(topic, partition)
+    part = replica_manager.get_partition(topic, partition)
     out: list[StoredBatch] = []
     if part is None:
         return out
@@ -93,7 +120,7 @@ class CoordinatorPartitions:
     timeout_config: str = ""  # e.g. offsets.commit.timeout.ms
     name: str = "coordinator"
 
-    def __init__(self, broker: BrokerServer) -> None:
+    def __init__(self, broker: CoordinatorHost) -> None:
         self.broker = broker
         self._ticker: asyncio.Task[None] | None = None
         self._loads: dict[int, asyncio.Task[None]] = {}
@@ -129,7 +156,7 @@ class CoordinatorPartitions:
         broker = self.broker
         wanted = int(broker.config.get(self.partitions_config) or 50)
         info = await asyncio.to_thread(broker.metadata_store.get, self.topic)
-        if info is None and broker.zk_broker is None and create:
+        if info is None and not broker.cluster_mode and create:
             info = broker.create_topic(self.topic, wanted, dict(self.topic_configs))
         if info is not None and info.partitions != wanted:
             log.warning(
@@ -173,7 +200,7 @@ class CoordinatorPartitions:
         """Cluster mode: create the topic in ZooKeeper (in the background) when it does not exist
         and enough brokers are alive for its replication factor."""
         broker = self.broker
-        if broker.zk_broker is None or self._creating is not None:
+        if not broker.cluster_mode or self._creating is not None:
             return
         rf = int(broker.config.get(self.replication_config))
         alive = len(broker.metadata_cache.alive_brokers())
@@ -222,7 +249,9 @@ class CoordinatorPartitions:
     async def _load(self, partition: int) -> None:
         part = self.broker.replica_manager.get_partition(self.topic, partition)
         self._begin_loading(partition, part.leader_epoch if part is not None else 0)
-        batches = await asyncio.to_thread(read_partition, self.broker, self.topic, partition)
+        batches = await asyncio.to_thread(
+            read_partition, self.broker.replica_manager, self.topic, partition
+        )
         part = self.broker.replica_manager.get_partition(self.topic, partition)
         if part is None or not part.is_leader:
             return  # leadership moved on while we read

@@ -7,21 +7,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol
 
+from kafkalite.broker.network.inter_broker import InterBrokerSettings
 from kafkalite.cluster.append_records import AppendEntry, AppendOrigin
 from kafkalite.cluster.channel import ChannelManager
+from kafkalite.cluster.metadata import TopicInfo
+from kafkalite.cluster.metadata_cache import MetadataCache
 from kafkalite.cluster.partition import Partition
+from kafkalite.cluster.replica_manager import ReplicaManager
 from kafkalite.coordinator.share_partition import DeadLetter
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.records import iter_batches
 from kafkalite.records.batch import Record
 from kafkalite.records.builder import RecordBatchBuilder
-
-if TYPE_CHECKING:
-    from kafkalite.broker.server import BrokerServer
-
 
 log = logging.getLogger("kafkalite.broker.share")
 E = ErrorCode
@@ -84,8 +84,25 @@ def _read_records(part: Partition, offsets: Iterable[int]) -> dict[int, Record]:
     return out
 
 
+class DeadLetterHost(Protocol):
+    """What writing dead letters reads of the broker (BrokerServer is one): the ReplicaManager (made
+    in its start()), the metadata cache, topic creation, and how to reach the other brokers."""
+
+    @property
+    def replica_manager(self) -> ReplicaManager: ...
+
+    @property
+    def metadata_cache(self) -> MetadataCache: ...
+
+    @property
+    def inter_broker(self) -> InterBrokerSettings: ...
+
+    def create_topic(self, name: str) -> TopicInfo: ...
+
+
 async def write_dead_letters(
-    broker: BrokerServer,
+    broker: DeadLetterHost,
+    channels: Callable[[], ChannelManager],
     dlq_topic: str,
     group_id: str,
     topic: str,
@@ -115,10 +132,16 @@ async def write_dead_letters(
     if info is None or not info.partitions:
         raise RuntimeError(f"dead-letter topic {dlq_topic} does not exist and could not be created")
     target = partition % len(info.partitions)
-    await _produce(broker, dlq_topic, target, blob)
+    await _produce(broker, channels, dlq_topic, target, blob)
 
 
-async def _produce(broker: BrokerServer, topic: str, partition: int, blob: bytes) -> None:
+async def _produce(
+    broker: DeadLetterHost,
+    channels: Callable[[], ChannelManager],
+    topic: str,
+    partition: int,
+    blob: bytes,
+) -> None:
     """acks=all append: locally when this broker leads the partition, else a Produce to its leader."""
     part = broker.replica_manager.get_partition(topic, partition)
     if part is not None and part.is_leader:
@@ -141,14 +164,6 @@ async def _produce(broker: BrokerServer, topic: str, partition: int, blob: bytes
         raise RuntimeError(f"{topic}-{partition} has no leader")
     from kafkalite.protocol.messages.produce import ProduceRequest
 
-    manager = broker.share_partitions
-    channels = manager.channels
-    if channels is None:
-        channels = manager.channels = ChannelManager(
-            client_id=f"broker-{broker.broker_id}-dead-letters",
-            ssl_context=broker.inter_broker_ssl_context,
-            sasl_login=broker.inter_broker_sasl_login,
-        )
     T = ProduceRequest.TopicProduceData
     request = ProduceRequest(
         transactional_id=None,
@@ -158,7 +173,7 @@ async def _produce(broker: BrokerServer, topic: str, partition: int, blob: bytes
             T(name=topic, partition_data=[T.PartitionProduceData(index=partition, records=blob)])
         ],
     )
-    channel = channels.get(meta.leader, endpoint.host, endpoint.port)
+    channel = channels().get(meta.leader, endpoint.host, endpoint.port)
     response = await channel.send(request, 8)
     for t in response.responses:
         for p in t.partition_responses:

@@ -14,8 +14,14 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, overload
 
-from kafkalite.broker.config.broker_config import ConfigError
-from kafkalite.broker.coordinators.coordinator_log import CoordinatorPartitions, StoredBatch, now_ms
+from kafkalite.broker.config.broker_config import BrokerConfig, ConfigError
+from kafkalite.broker.config.group_configs import GroupConfigManager
+from kafkalite.broker.coordinators.coordinator_log import (
+    CoordinatorHost,
+    CoordinatorPartitions,
+    StoredBatch,
+    now_ms,
+)
 from kafkalite.coordinator import (
     OFFSETS_TOPIC,
     CoordinatorConfig,
@@ -33,7 +39,6 @@ from kafkalite.protocol.messages.share_groups import ShareGroupDescribeResponse
 
 if TYPE_CHECKING:
     from kafkalite.broker.context import RequestContext
-    from kafkalite.broker.server import BrokerServer
 
 log = logging.getLogger("kafkalite.broker.groups")
 
@@ -45,8 +50,7 @@ OFFSETS_TOPIC_CONFIGS = {
 }
 
 
-def coordinator_config(broker: BrokerServer, partitions: int) -> CoordinatorConfig:
-    cfg = broker.config
+def coordinator_config(cfg: BrokerConfig, partitions: int) -> CoordinatorConfig:
     defaults = CoordinatorConfig()
 
     def num(name: str, default: int) -> int:
@@ -81,9 +85,8 @@ def coordinator_config(broker: BrokerServer, partitions: int) -> CoordinatorConf
     )
 
 
-def consumer_group_config(broker: BrokerServer) -> GroupConfig:
+def consumer_group_config(cfg: BrokerConfig) -> GroupConfig:
     """group.consumer.* settings; an assignor kafkalite lacks stops startup with a clear error."""
-    cfg = broker.config
     raw = cfg.get("group.consumer.assignors") or ["uniform", "range"]
     items = raw.split(",") if isinstance(raw, str) else list(raw)
     names = tuple(str(a).strip() for a in items if str(a).strip())
@@ -113,7 +116,7 @@ class GroupCoordinatorComponent(CoordinatorPartitions):
     timeout_config = "offsets.commit.timeout.ms"
     name = "group coordinator"
 
-    def __init__(self, broker: BrokerServer) -> None:
+    def __init__(self, broker: CoordinatorHost) -> None:
         super().__init__(broker)
         self.coordinator: GroupCoordinator | None = None
 
@@ -122,9 +125,9 @@ class GroupCoordinatorComponent(CoordinatorPartitions):
         """Create `__consumer_offsets` if needed, start the coordinator and load what we lead."""
         partitions = await self._open_topic()
         coordinator = GroupCoordinator(
-            self._append, config=coordinator_config(self.broker, partitions), clock=now_ms
+            self._append, config=coordinator_config(self.broker.config, partitions), clock=now_ms
         )
-        coordinator.consumer_config = consumer_group_config(self.broker)
+        coordinator.consumer_config = consumer_group_config(self.broker.config)
         self.coordinator = coordinator
         started = time.monotonic()
         led = await self._load_led_partitions()
@@ -215,8 +218,9 @@ class ShareSettings:
     dlq_topic: str | None = None
 
 
-def share_partition_settings(broker: BrokerServer, group_id: str) -> ShareSettings:
-    cfg = broker.config
+def share_partition_settings(
+    cfg: BrokerConfig, group_configs: GroupConfigManager, group_id: str
+) -> ShareSettings:
 
     def num(name: str, default: int) -> int:
         try:
@@ -232,7 +236,7 @@ def share_partition_settings(broker: BrokerServer, group_id: str) -> ShareSettin
         max_record_locks=num("group.share.partition.max.record.locks", 2000),
         max_size=num("group.share.max.size", 200),
     )
-    sc = broker.group_configs.share_config(group_id)
+    sc = group_configs.share_config(group_id)
     return dataclasses.replace(
         base,
         session_timeout_ms=sc.session_timeout_ms,
@@ -245,8 +249,10 @@ def share_partition_settings(broker: BrokerServer, group_id: str) -> ShareSettin
     )
 
 
-def share_group_config(broker: BrokerServer, group_id: str) -> ShareGroupConfig:
-    s = share_partition_settings(broker, group_id)
+def share_group_config(
+    cfg: BrokerConfig, group_configs: GroupConfigManager, group_id: str
+) -> ShareGroupConfig:
+    s = share_partition_settings(cfg, group_configs, group_id)
     return ShareGroupConfig(s.session_timeout_ms, s.heartbeat_interval_ms, s.max_size)
 
 

@@ -12,7 +12,12 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from kafkalite.broker.coordinators.coordinator_log import CoordinatorPartitions, StoredBatch, now_ms
+from kafkalite.broker.coordinators.coordinator_log import (
+    CoordinatorHost,
+    CoordinatorPartitions,
+    StoredBatch,
+    now_ms,
+)
 from kafkalite.coordinator.records import encode_batch
 from kafkalite.coordinator.runtime import group_store_error
 from kafkalite.coordinator.share_records import (
@@ -24,7 +29,7 @@ from kafkalite.coordinator.share_state import Outcome, ShareStateManager, ShareS
 from kafkalite.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from kafkalite.broker.server import BrokerServer
+    pass
 
 log = logging.getLogger("kafkalite.broker.share_coordinator")
 
@@ -44,13 +49,13 @@ class ShareCoordinatorComponent(CoordinatorPartitions):
     timeout_config = "share.coordinator.write.timeout.ms"
     name = "share coordinator"
 
-    def __init__(self, broker: BrokerServer) -> None:
+    def __init__(self, broker: CoordinatorHost) -> None:
         super().__init__(broker)
         self.manager: ShareStateManager | None = None
         self._locks: dict[int, asyncio.Lock] = {}
         self._create_lock = asyncio.Lock()
         cfg = broker.config
-        rf = 1 if broker.zk_broker is None else int(cfg.get(self.replication_config))
+        rf = 1 if not broker.cluster_mode else int(cfg.get(self.replication_config))
         self.topic_configs = {
             "cleanup.policy": "compact",
             "segment.bytes": str(cfg.get("share.coordinator.state.topic.segment.bytes")),
@@ -85,7 +90,7 @@ class ShareCoordinatorComponent(CoordinatorPartitions):
         manager = self.manager
         if manager is None:
             return
-        if broker.zk_broker is not None:
+        if broker.cluster_mode:
             if self.topic not in broker.metadata_cache:
                 self.ensure_topic()
             return

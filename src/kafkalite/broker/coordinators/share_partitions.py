@@ -13,12 +13,15 @@ import os
 import uuid
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from kafkalite.broker.coordinators.dead_letters import write_dead_letters
+from kafkalite.broker.config.broker_config import BrokerConfig
+from kafkalite.broker.config.group_configs import GroupConfigManager
+from kafkalite.broker.coordinators.dead_letters import DeadLetterHost, write_dead_letters
 from kafkalite.broker.coordinators.share_persister import PersisterStateBatch, SharePersister
 from kafkalite.broker.coordinators.share_sessions import ShareSession, ShareSessionCache, now_ms
 from kafkalite.cluster.channel import ChannelManager
+from kafkalite.cluster.delayed_operations import DelayedOperations
 from kafkalite.cluster.partition import Partition
 from kafkalite.coordinator.share_partition import (
     AckBatch,
@@ -33,7 +36,7 @@ from kafkalite.records import iter_batches
 from kafkalite.records.header import parse_batch_header, read_magic
 
 if TYPE_CHECKING:
-    from kafkalite.broker.server import BrokerServer
+    from kafkalite.broker.coordinators.groups import ShareSettings
 
 log = logging.getLogger("kafkalite.broker.share")
 E = ErrorCode
@@ -109,10 +112,28 @@ def batch_spans(
     return out, end_offset
 
 
+class SharePartitionHost(DeadLetterHost, Protocol):
+    """What the share-partition leader side reads of the broker (BrokerServer is one), beside what
+    dead letters need: the static and group configs, the delayed operations a change wakes, and the
+    persister of share-partition state."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def group_configs(self) -> GroupConfigManager: ...
+
+    @property
+    def delayed(self) -> DelayedOperations: ...
+
+    @property
+    def share_persister(self) -> SharePersister: ...
+
+
 class SharePartitionManager:
     """Every share-partition of the topic partitions this broker leads, and the share sessions."""
 
-    def __init__(self, broker: BrokerServer) -> None:
+    def __init__(self, broker: SharePartitionHost) -> None:
         self.broker = broker
         self.sessions = ShareSessionCache()
         self.partitions: dict[Key, LoadedSharePartition] = {}
@@ -178,10 +199,16 @@ class SharePartitionManager:
                 self._spawn(self.persist(lp))
 
     # -- configuration -----------------------------------------------------------------------------
-    def config_of(self, group_id: str) -> SharePartitionConfig:
+    def _settings(self, group_id: str) -> ShareSettings:
         from kafkalite.broker.coordinators import groups as _groups
 
-        sc = _groups.share_partition_settings(self.broker, group_id)
+        return _groups.share_partition_settings(
+            self.broker.config, self.broker.group_configs, group_id
+        )
+
+    def config_of(self, group_id: str) -> SharePartitionConfig:
+
+        sc = self._settings(group_id)
         return SharePartitionConfig(
             lock_duration_ms=sc.record_lock_duration_ms,
             delivery_count_limit=sc.delivery_count_limit,
@@ -259,9 +286,8 @@ class SharePartitionManager:
 
     async def _initial_offset(self, group_id: str, part: Partition) -> int:
         """share.auto.offset.reset: latest (default), earliest, or by_duration:<ISO-8601>."""
-        from kafkalite.broker.coordinators import groups as _groups
 
-        policy = _groups.share_partition_settings(self.broker, group_id).auto_offset_reset
+        policy = self._settings(group_id).auto_offset_reset
         if policy == "earliest":
             return int(part.log_start_offset)
         if policy.startswith("by_duration:"):
@@ -324,10 +350,15 @@ class SharePartitionManager:
         return lp.last_error if lp.persisted >= wanted else E.NO_ERROR
 
     # -- dead letters ------------------------------------------------------------------------------
-    async def _dead_letter(self, lp: LoadedSharePartition, letters: Sequence[DeadLetter]) -> None:
-        from kafkalite.broker.coordinators import groups as _groups
+    def _dead_letter_channels(self) -> ChannelManager:
+        """Channels to dead-letter partitions led elsewhere, opened on first need."""
+        if self.channels is None:
+            self.channels = self.broker.inter_broker.channels("dead-letters")
+        return self.channels
 
-        topic = _groups.share_partition_settings(self.broker, lp.key[0]).dlq_topic
+    async def _dead_letter(self, lp: LoadedSharePartition, letters: Sequence[DeadLetter]) -> None:
+
+        topic = self._settings(lp.key[0]).dlq_topic
         for letter in letters:
             log.info(
                 "share group %s: %s-%d offset %d archived (%s, delivery count %d)%s",
@@ -339,7 +370,13 @@ class SharePartitionManager:
         for attempt in range(_DLQ_ATTEMPTS):
             try:
                 await write_dead_letters(
-                    self.broker, topic, lp.key[0], lp.topic, lp.key[2], letters
+                    self.broker,
+                    self._dead_letter_channels,
+                    topic,
+                    lp.key[0],
+                    lp.topic,
+                    lp.key[2],
+                    letters,
                 )
                 return
             except Exception as exc:
@@ -356,9 +393,8 @@ class SharePartitionManager:
     def _limit(self, lp: LoadedSharePartition, part: Partition) -> tuple[int, bool]:
         """How far share consumers may read: the high watermark, or with share.isolation.level
         read_committed the last stable offset; and whether it is read_committed."""
-        from kafkalite.broker.coordinators import groups as _groups
 
-        level = _groups.share_partition_settings(self.broker, lp.key[0]).isolation_level
+        level = self._settings(lp.key[0]).isolation_level
         if level == "read_committed":
             return int(part.last_stable_offset), True
         return int(part.high_watermark), False

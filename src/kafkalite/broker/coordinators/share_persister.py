@@ -12,7 +12,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from kafkalite.broker.network.inter_broker import InterBrokerSettings
 from kafkalite.cluster.channel import ChannelError, ChannelManager
+from kafkalite.cluster.metadata_cache import MetadataCache
 from kafkalite.coordinator.share_records import (
     DEFAULT_STATE_EPOCH,
     SHARE_GROUP_STATE_TOPIC,
@@ -35,7 +37,6 @@ from kafkalite.protocol.schema import Message
 
 if TYPE_CHECKING:
     from kafkalite.broker.coordinators.share_coordinator import ShareCoordinatorComponent
-    from kafkalite.broker.server import BrokerServer
 
 log = logging.getLogger("kafkalite.broker.share_persister")
 
@@ -126,8 +127,17 @@ class SharePersister:
     unreachable brokers are retried with backoff for `retry_timeout_s`; then the last error is
     returned."""
 
-    def __init__(self, broker: BrokerServer, *, retry_timeout_s: float = RETRY_TIMEOUT_S) -> None:
-        self.broker = broker
+    def __init__(
+        self,
+        share_coordinator: ShareCoordinatorComponent,
+        metadata_cache: MetadataCache,
+        inter_broker: InterBrokerSettings,
+        *,
+        retry_timeout_s: float = RETRY_TIMEOUT_S,
+    ) -> None:
+        self.share_coordinator = share_coordinator
+        self.metadata_cache = metadata_cache
+        self.inter_broker = inter_broker
         self.retry_timeout_s = retry_timeout_s
         self._channels: ChannelManager | None = None
 
@@ -287,8 +297,7 @@ class SharePersister:
         request: Message,
         parse: Callable[[P], ShareStateResult],
     ) -> ShareStateResult:
-        broker = self.broker
-        coordinator = broker.share_coordinator
+        coordinator = self.share_coordinator
         manager = coordinator.manager
         if manager is None:
             return ShareStateResult(
@@ -298,24 +307,20 @@ class SharePersister:
         partition = manager.partition_for(key)
         if coordinator.leads(key):
             return await local(coordinator)
-        meta = broker.metadata_cache.partition(SHARE_GROUP_STATE_TOPIC, partition)
+        meta = self.metadata_cache.partition(SHARE_GROUP_STATE_TOPIC, partition)
         leader = meta.leader if meta is not None else -1
         if leader < 0:
             return ShareStateResult(
                 E.COORDINATOR_NOT_AVAILABLE,
                 f"{SHARE_GROUP_STATE_TOPIC}-{partition} has no leader",
             )
-        if leader == broker.broker_id:  # leadership is arriving here: not loaded yet
+        if leader == self.inter_broker.broker_id:  # leadership is arriving here: not loaded yet
             return ShareStateResult(E.NOT_COORDINATOR)
-        endpoint = broker.metadata_cache.broker(leader)
+        endpoint = self.metadata_cache.broker(leader)
         if endpoint is None:
             return ShareStateResult(E.COORDINATOR_NOT_AVAILABLE, f"broker {leader} is unknown")
         if self._channels is None:
-            self._channels = ChannelManager(
-                client_id=f"broker-{broker.broker_id}-share-persister",
-                ssl_context=broker.inter_broker_ssl_context,
-                sasl_login=broker.inter_broker_sasl_login,
-            )
+            self._channels = self.inter_broker.channels("share-persister")
         try:
             channel = self._channels.get(leader, endpoint.host, endpoint.port)
             # the response of `request`, whose partition answers `parse` reads

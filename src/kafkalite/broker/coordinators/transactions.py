@@ -10,11 +10,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from kafkalite.broker.apis.txn.init_producer_id import next_producer_id
-from kafkalite.broker.coordinators.coordinator_log import CoordinatorPartitions, StoredBatch, now_ms
-from kafkalite.broker.coordinators.txn_markers import TransactionMarkerChannelManager
+from kafkalite.broker.config.broker_config import BrokerConfig
+from kafkalite.broker.coordinators.coordinator_log import (
+    CoordinatorHost,
+    CoordinatorPartitions,
+    StoredBatch,
+    now_ms,
+)
+from kafkalite.broker.coordinators.txn_markers import MarkerHost, TransactionMarkerChannelManager
 from kafkalite.coordinator import (
     OFFSETS_TOPIC,
     TRANSACTION_STATE_TOPIC,
@@ -28,13 +34,12 @@ from kafkalite.coordinator.txn_types import TxnConfig, TxnMarkerRequest
 from kafkalite.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from kafkalite.broker.server import BrokerServer
+    from kafkalite.broker.zk_broker import ZkBroker
 
 log = logging.getLogger("kafkalite.broker.transactions")
 
 
-def txn_config(broker: BrokerServer, partitions: int) -> TxnConfig:
-    cfg = broker.config
+def txn_config(cfg: BrokerConfig, partitions: int) -> TxnConfig:
     return TxnConfig(
         transaction_state_log_num_partitions=partitions,
         transaction_max_timeout_ms=int(cfg.get("transaction.max.timeout.ms")),
@@ -48,6 +53,14 @@ def txn_config(broker: BrokerServer, partitions: int) -> TxnConfig:
     )
 
 
+class TransactionHost(CoordinatorHost, MarkerHost, Protocol):
+    """What the transaction coordinator reads of the broker (BrokerServer is one), beside its
+    partitions' and its markers' needs: ZooKeeper's producer id blocks in a cluster."""
+
+    @property
+    def zk_broker(self) -> ZkBroker | None: ...
+
+
 class TransactionCoordinatorComponent(CoordinatorPartitions):
     """The transaction coordinator of one broker, following leadership of `__transaction_state`."""
 
@@ -57,15 +70,16 @@ class TransactionCoordinatorComponent(CoordinatorPartitions):
     timeout_config = "offsets.commit.timeout.ms"
     name = "transaction coordinator"
 
-    def __init__(self, broker: BrokerServer) -> None:
+    def __init__(self, broker: TransactionHost) -> None:
         super().__init__(broker)
+        self.host = broker
         self.coordinator: TransactionCoordinator | None = None
         self.markers = TransactionMarkerChannelManager(
             broker, self._markers_written, self._still_wanted
         )
         cfg = broker.config
         # Kafka's topic configs for __transaction_state; min.insync.replicas never above the RF
-        rf = 1 if broker.zk_broker is None else int(cfg.get(self.replication_config))
+        rf = 1 if not broker.cluster_mode else int(cfg.get(self.replication_config))
         self.topic_configs = {
             "cleanup.policy": "compact",
             "segment.bytes": str(cfg.get("transaction.state.log.segment.bytes")),
@@ -79,7 +93,7 @@ class TransactionCoordinatorComponent(CoordinatorPartitions):
     # -- lifecycle ---------------------------------------------------------------------------------
     async def start(self) -> None:
         partitions = await self._open_topic()
-        groups = self.broker.groups
+        groups = self.host.groups
 
         def offsets_partition_for(group_id: str) -> TopicPartition:
             gc = groups.coordinator
@@ -88,7 +102,7 @@ class TransactionCoordinatorComponent(CoordinatorPartitions):
 
         coordinator = TransactionCoordinator(
             self._append,
-            config=txn_config(self.broker, partitions),
+            config=txn_config(self.broker.config, partitions),
             clock=now_ms,
             new_producer_id=self._new_producer_id,
             send_markers=self.markers.send,
@@ -139,7 +153,7 @@ class TransactionCoordinatorComponent(CoordinatorPartitions):
         return self.append(partition, encode_batch(records, now_ms()))
 
     def _new_producer_id(self) -> Deferred[int]:
-        zk = self.broker.zk_broker
+        zk = self.host.zk_broker
         if zk is None:
             return Deferred.completed(next_producer_id())
         d: Deferred[int] = Deferred()

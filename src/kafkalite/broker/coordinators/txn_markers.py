@@ -11,17 +11,20 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
+from kafkalite.broker.network.inter_broker import InterBrokerSettings
 from kafkalite.cluster.append_records import AppendEntry, AppendOrigin, EndTxnMarker
 from kafkalite.cluster.channel import ChannelError, ChannelManager
+from kafkalite.cluster.metadata_cache import MetadataCache
+from kafkalite.cluster.replica_manager import ReplicaManager
 from kafkalite.coordinator import OFFSETS_TOPIC, TopicPartition
 from kafkalite.coordinator.txn_types import TxnMarkerRequest
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.txn import WriteTxnMarkersRequest
 
 if TYPE_CHECKING:
-    from kafkalite.broker.server import BrokerServer
+    from kafkalite.broker.coordinators.groups import GroupCoordinatorComponent
 
 log = logging.getLogger("kafkalite.broker.txn_markers")
 
@@ -33,8 +36,26 @@ _DONE = frozenset({E.NO_ERROR, E.INVALID_PRODUCER_EPOCH})
 _MARKER_TIMEOUT_MS = 30_000
 
 
+class MarkerHost(Protocol):
+    """What writing markers reads of the broker (BrokerServer is one): the ReplicaManager (made in
+    its start()), the metadata cache, the group coordinator whose pending TxnOffsetCommits a
+    `__consumer_offsets` marker completes, and how to reach the other brokers."""
+
+    @property
+    def replica_manager(self) -> ReplicaManager: ...
+
+    @property
+    def metadata_cache(self) -> MetadataCache: ...
+
+    @property
+    def groups(self) -> GroupCoordinatorComponent: ...
+
+    @property
+    def inter_broker(self) -> InterBrokerSettings: ...
+
+
 async def write_markers_locally(
-    broker: BrokerServer,
+    broker: MarkerHost,
     producer_id: int,
     producer_epoch: int,
     coordinator_epoch: int,
@@ -74,7 +95,7 @@ class TransactionMarkerChannelManager:
 
     def __init__(
         self,
-        broker: BrokerServer,
+        broker: MarkerHost,
         on_complete: Callable[[TxnMarkerRequest], None],
         still_wanted: Callable[[TxnMarkerRequest], bool],
     ) -> None:
@@ -120,7 +141,7 @@ class TransactionMarkerChannelManager:
                 if leader >= 0:
                     by_leader.setdefault(leader, []).append(tp)
             for leader, tps in by_leader.items():
-                if leader == broker.broker_id:
+                if leader == broker.inter_broker.broker_id:
                     results = await write_markers_locally(
                         broker, req.producer_id, req.producer_epoch, req.coordinator_epoch,
                         req.commit, tps,
@@ -153,11 +174,7 @@ class TransactionMarkerChannelManager:
         if endpoint is None:
             return dict.fromkeys(tps, E.NOT_LEADER_OR_FOLLOWER)
         if self._channels is None:
-            self._channels = ChannelManager(
-                client_id=f"broker-{self.broker.broker_id}-txn-markers",
-                ssl_context=self.broker.inter_broker_ssl_context,
-                sasl_login=self.broker.inter_broker_sasl_login,
-            )
+            self._channels = self.broker.inter_broker.channels("txn-markers")
         by_topic: dict[str, list[int]] = {}
         for tp in tps:
             by_topic.setdefault(tp.topic, []).append(tp.partition)

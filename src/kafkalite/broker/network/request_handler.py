@@ -8,9 +8,8 @@ is protocol.server_connection's; this module only decides what to do with each e
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafkalite.broker.config.log_config import log_request, request_log
 from kafkalite.broker.context import DeferredResponse, RequestContext, ResponsePieces
@@ -35,9 +34,6 @@ from kafkalite.protocol.server_connection import (
 )
 from kafkalite.security.sasl import IllegalSaslStateError, SaslAuthenticationError
 
-if TYPE_CHECKING:
-    from kafkalite.broker.server import BrokerServer
-
 log = logging.getLogger("kafkalite.broker")
 
 # what a connection gets for a frame: pieces to write, pieces to write later, or nothing
@@ -60,15 +56,6 @@ class RequestHandler:
     ) -> None:
         self.quotas = quotas
         self.context = context
-
-    @classmethod
-    def for_broker(cls, broker: BrokerServer) -> RequestHandler:
-        def context(event: RequestReceived[HandlerEntry], conn: Connection) -> RequestContext:
-            return RequestContext(
-                broker, event.header, event.api_version, conn, time.monotonic_ns()
-            )
-
-        return cls(broker.client_quotas, context)
 
     async def handle_frame(self, conn: Connection, frame: bytes | bytearray) -> Answer:
         """One frame through the protocol state; a request is handled here, in this frame (no

@@ -24,7 +24,7 @@ _V1_TYPES = frozenset({0, 1, 2, 3})  # GAP, ACCEPT, RELEASE, REJECT
 
 
 def settings(ctx: RequestContext, group_id: str) -> ShareSettings:
-    return _groups.share_partition_settings(ctx.broker, group_id)
+    return _groups.share_partition_settings(ctx.broker.config, ctx.broker.group_configs, group_id)
 
 
 def invalid(request: ShareFetchRequest | ShareAcknowledgeRequest, *, fetch: bool) -> str | None:

@@ -60,7 +60,9 @@ def _invalid(request: ShareGroupHeartbeatRequest) -> str | None:
 async def handle(
     ctx: RequestContext, request: ShareGroupHeartbeatRequest
 ) -> ShareGroupHeartbeatResponse:
-    config = _groups.share_group_config(ctx.broker, request.group_id or "")
+    config = _groups.share_group_config(
+        ctx.broker.config, ctx.broker.group_configs, request.group_id or ""
+    )
     interval = config.heartbeat_interval_ms
     if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
         return _answer(ShareHeartbeatResult(ErrorCode.GROUP_AUTHORIZATION_FAILED), interval)
