@@ -1,5 +1,13 @@
 """Fault tests of the exactly-once sink: SIGKILL a streaming query (child process) or a standalone cluster's
-executor mid-batch, let it recover, and check with read_committed that each input record appears once."""
+executor mid-batch, let it recover, and check with read_committed that each input record appears once.
+
+The suite runs the short version: two SIGKILLs of the driver (three driver JVMs) over five micro-batches,
+and five on the standalone cluster. KAFKALITE_SPARK_FAULT_ROUNDS=N (N >= 3) runs the long one: N kills of
+the driver over ten micro-batches or more, the third killing a run that has just aborted the open
+transactions of the one before, and ten micro-batches on the standalone cluster:
+
+    KAFKALITE_SPARK_FAULT_ROUNDS=6 pytest tests/spark/test_exactly_once_faults.py
+"""
 
 from __future__ import annotations
 
@@ -119,18 +127,34 @@ def check_exactly_once(broker, sink: str, n: int) -> None:
     assert sum(got.values()) == n
 
 
+# how many times the driver is SIGKILLed (the module docstring says what a longer run adds)
+FAULT_ROUNDS = max(2, int(os.environ.get("KAFKALITE_SPARK_FAULT_ROUNDS", "2")))
+
+
+def fault_plan(rounds: int) -> list[tuple[str, int, float]]:
+    """The kills for `rounds` rounds: rows written but not committed (first batch); a random moment of a
+    later batch; rows written but not committed again, right after a restart that had open transactions
+    to abort; then, for longer runs, a random moment of a batch after one more commit and rows written
+    but not committed, in turn."""
+    plan = [("txn", 0, 0.05), ("batch", 2, 0.5), ("txn", 0, 0.1)]
+    plan += [("batch", 1, 0.5) if i % 2 else ("txn", 0, 0.1) for i in range(rounds - len(plan))]
+    return plan[:rounds]
+
+
+@pytest.mark.timeout(300 + 120 * (FAULT_ROUNDS - 2))
 def test_sigkill_and_restart_gives_each_record_once(broker, topic, tmp_path):
-    n, per_trigger = 2000, 200  # about ten micro-batches
+    # five micro-batches: the first killed, two committed, the fourth killed, the rest after a restart;
+    # longer runs get ten and more (two more batches per round past the third)
+    per_trigger = 200
+    n = 1000 if FAULT_ROUNDS == 2 else per_trigger * max(10, 2 * FAULT_ROUNDS + 4)
     source, sink = topic + "-in", topic + "-out"
     broker.create_topic(source, 2)
     broker.create_topic(sink, 2)
     produce(broker, source, [{"value": b"%d" % i, "partition": i % 2} for i in range(n)])
     ckpt = tmp_path / "ckpt"
     args = [broker.bootstrap_servers, source, sink, str(ckpt), str(per_trigger)]
-    # rows written but not committed (first batch); a random moment of a later batch; rows written
-    # but not committed again, right after a restart that had open transactions to abort
-    kills = [("txn", 0, 0.05), ("batch", 2, 0.5), ("txn", 0, 0.1)]
-    runs, killed = run_until_done(broker, args, ckpt, kills)
+    kills = fault_plan(FAULT_ROUNDS)
+    runs, killed = run_until_done(broker, args, ckpt, kills, timeout=400 + 60 * len(kills))
     print(f"{runs} runs, {killed} SIGKILLs")
     assert killed >= 2
     check_exactly_once(broker, sink, n)
@@ -233,7 +257,8 @@ def test_executor_killed_mid_batch_on_a_standalone_cluster(
     from kafkalite.client import KafkaAdminClient
 
     url, worker = standalone_cluster
-    n, per_trigger = 2000, 200
+    # five micro-batches (ten in the long version): the two kills come in the first ones
+    n, per_trigger = (1000 if FAULT_ROUNDS == 2 else 2000), 200
     source, sink = topic + "-in", topic + "-out"
     broker.create_topic(source, 2)
     broker.create_topic(sink, 2)
