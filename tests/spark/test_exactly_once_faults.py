@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from spark_support import consume_all, consume_committed, produce
+from standalone_support import descendants
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -160,103 +161,14 @@ def test_sigkill_and_restart_gives_each_record_once(broker, topic, tmp_path):
     check_exactly_once(broker, sink, n)
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _descendants(pid: int) -> list[tuple[int, int, str]]:
-    """(pid, parent pid, command line) of every process below `pid` (from /proc)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    out: list[tuple[int, int, str]] = []
-    todo = [(c, pid) for c in children.get(pid, [])]
-    while todo:
-        p, parent = todo.pop()
-        try:
-            with open(f"/proc/{p}/cmdline", "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        out.append((p, parent, cmd))
-        todo.extend((c, p) for c in children.get(p, []))
-    return out
-
-
-@pytest.fixture
-def standalone_cluster(tmp_path):
-    """A Spark standalone master and one worker (2 cores, 2g) on 127.0.0.1; yields (url, worker)."""
-    import pyspark
-
-    spark_class = Path(pyspark.__file__).parent / "bin" / "spark-class"
-    port = _free_port()
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_WORKER_DIR": str(tmp_path / "work")}
-    started = []
-    try:
-        master = subprocess.Popen(
-            [
-                str(spark_class),
-                "org.apache.spark.deploy.master.Master",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--webui-port",
-                str(_free_port()),
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        started.append(master)
-        url = f"spark://127.0.0.1:{port}"
-        worker = subprocess.Popen(
-            [
-                str(spark_class),
-                "org.apache.spark.deploy.worker.Worker",
-                url,
-                "--cores",
-                "2",
-                "--memory",
-                "2g",
-                "--host",
-                "127.0.0.1",
-                "--webui-port",
-                str(_free_port()),
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        started.append(worker)
-        yield url, worker
-    finally:
-        for proc in reversed(started):
-            _kill_group(proc)
-
-
-def test_executor_killed_mid_batch_on_a_standalone_cluster(
-    broker, topic, tmp_path, standalone_cluster
-):
-    """SIGKILL the executor JVM while its tasks hold open transactions, then a Python worker the same
-    way: Spark re-runs the lost tasks on a new executor, whose init_transactions fences the old attempts;
-    the driver (not restarted) commits only the new ones."""
+def test_executor_killed_mid_batch_on_a_standalone_cluster(broker, topic, tmp_path, standalone):
+    """SIGKILL an executor JVM of the session's standalone cluster (two workers, see conftest.py) while
+    its tasks hold open transactions, then a Python worker the same way: Spark re-runs the lost tasks on
+    another executor, whose init_transactions fences the old attempts; the driver (not restarted) commits
+    only the new ones."""
     from kafkalite.client import KafkaAdminClient
 
-    url, worker = standalone_cluster
+    url = standalone.url
     # five micro-batches (ten in the long version): the two kills come in the first ones
     n, per_trigger = (1000 if FAULT_ROUNDS == 2 else 2000), 200
     source, sink = topic + "-in", topic + "-out"
@@ -273,7 +185,7 @@ def test_executor_killed_mid_batch_on_a_standalone_cluster(
         while proc.poll() is None:
             assert time.monotonic() < deadline, "the query did not finish in time"
             if targets and _open_transactions(admin, "kafkalite-spark-"):
-                procs = _descendants(worker.pid)
+                procs = [p for w in standalone.workers for p in descendants(w.pid)]
                 victims = [p for p, _, c in procs if targets[0] in c]
                 if targets[0] == "pyspark":  # a Python worker: forked by pyspark.daemon
                     daemons = {p for p, _, c in procs if "pyspark.daemon" in c}
