@@ -18,6 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from spark_support import SPARK_TEST_JAVA_OPTIONS
+
 EXECUTOR_CLASS = "CoarseGrainedExecutorBackend"
 
 
@@ -148,6 +150,7 @@ def standalone_cluster(
         **os.environ,
         "SPARK_LOCAL_IP": "127.0.0.1",
         "SPARK_DAEMON_MEMORY": "256m",
+        "SPARK_DAEMON_JAVA_OPTS": SPARK_TEST_JAVA_OPTIONS,
         "SPARK_WORKER_DIR": str(work_dir / "worker"),
     }
     if python_path is not None:
@@ -288,6 +291,7 @@ def connect_server(
         ("spark.ui.enabled", "false"),
         ("spark.sql.shuffle.partitions", "2"),
         ("spark.sql.session.timeZone", "UTC"),
+        ("spark.driver.extraJavaOptions", SPARK_TEST_JAVA_OPTIONS),
     ):
         cmd += ["--conf", f"{key}={value}"]
     log = work_dir / "connect-server.log"
