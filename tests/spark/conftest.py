@@ -1,5 +1,6 @@
-"""Fixtures for the PySpark connector tests: one local[2] SparkSession and one kafkalite broker for the
-whole test session (a cold SparkSession takes seconds), plus producing and topic helpers.
+"""Fixtures for the PySpark connector tests: one local[2] SparkSession, one kafkalite broker and one Spark
+standalone cluster for the whole test session (a cold SparkSession or cluster takes seconds), plus topic
+helpers.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ import os
 import sys
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -46,6 +48,30 @@ def spark() -> Iterator[Any]:
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
     with Broker(tmp_path_factory.mktemp("spark-broker")) as b:
         yield b
+
+
+@pytest.fixture(scope="session")
+def shared_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A standalone master with two workers (1 core, 1g each) whose executors import the kafkalite under
+    test; the tests take it through `standalone`."""
+    from standalone_support import standalone_cluster
+
+    import kafkalite
+
+    src = str(Path(kafkalite.__file__).resolve().parents[1])
+    python_path = os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))
+    work = tmp_path_factory.mktemp("standalone")
+    with standalone_cluster(work, workers=2, cores=1, python_path=python_path) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def standalone(shared_standalone: Any) -> Iterator[Any]:
+    """The session's standalone cluster, all workers registered; a worker the test killed is restarted
+    afterwards (the executors of the test's application go with its driver)."""
+    shared_standalone.restart_dead_workers()
+    yield shared_standalone
+    shared_standalone.restart_dead_workers()
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ def main(argv: list[str]) -> int:
     bootstrap, source, sink, checkpoint, max_offsets = argv[:5]
     master = argv[5] if len(argv) > 5 else "local[2]"
     from pyspark.sql import SparkSession
+    from spark_support import SPARK_TEST_JAVA_OPTIONS
 
     import kafkalite.spark
 
@@ -21,10 +22,12 @@ def main(argv: list[str]) -> int:
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.memory", "512m")
+        .config("spark.driver.extraJavaOptions", SPARK_TEST_JAVA_OPTIONS)
     )
     if not master.startswith("local"):
         builder = (
             builder.config("spark.executor.memory", "512m")
+            .config("spark.executor.extraJavaOptions", SPARK_TEST_JAVA_OPTIONS)
             .config("spark.task.maxFailures", "8")
             .config("spark.executorEnv.PYTHONPATH", os.environ.get("PYTHONPATH", ""))
         )

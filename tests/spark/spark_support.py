@@ -7,6 +7,14 @@ from typing import Any
 
 from kafkalite.testing import Broker
 
+# Java options for the short-lived Spark JVMs with little to compute that the tests start in other
+# processes (the exactly-once fault tests' drivers and executors, the standalone master and workers, the
+# Connect server): the client JIT only. On a small machine the optimising compiler's threads cost them
+# more CPU than they give back (a cold local session starts and runs its first queries in about half the
+# time). Not for JVMs that run the stateful clickstream pipeline (the session of conftest.py, the
+# pipeline's driver and executors): those were no faster with it. Nothing the tests check depends on it.
+SPARK_TEST_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+
 
 def produce(broker: Broker, topic: str, records: list[dict[str, Any]]) -> list[Any]:
     """Send records ({value, key?, partition?, headers?, timestamp_ms?}); returns their RecordMetadata."""

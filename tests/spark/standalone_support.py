@@ -11,12 +11,14 @@ import socket
 import subprocess
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import unquote, urlparse
+
+from spark_support import SPARK_TEST_JAVA_OPTIONS
 
 EXECUTOR_CLASS = "CoarseGrainedExecutorBackend"
 
@@ -79,14 +81,42 @@ class StandaloneCluster:
     web_url: str
     master: subprocess.Popen[bytes]
     workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    # starts worker i (a new process each call) and returns it with the port of its web UI
+    start_worker: Callable[[int], tuple[subprocess.Popen[bytes], int]] | None = None
+    worker_web_ports: list[int] = field(default_factory=list)
 
-    def alive_workers(self) -> int:
+    def _master_workers(self) -> list[dict[str, object]]:
         try:
             with urllib.request.urlopen(self.web_url + "/json/", timeout=2) as r:
                 doc = json.load(r)
         except OSError:
-            return 0
-        return sum(1 for w in doc.get("workers", []) if w.get("state") == "ALIVE")
+            return []
+        return list(doc.get("workers", []))
+
+    def alive_workers(self) -> int:
+        return sum(1 for w in self._master_workers() if w.get("state") == "ALIVE")
+
+    def registered(self, worker: int) -> bool:
+        """The master lists this worker process (found by its web UI port) as ALIVE."""
+        suffix = f":{self.worker_web_ports[worker]}"
+        return any(
+            w.get("state") == "ALIVE" and str(w.get("webuiaddress", "")).endswith(suffix)
+            for w in self._master_workers()
+        )
+
+    def restart_dead_workers(self, timeout: float = 90) -> list[int]:
+        """Start a new process for every worker that has exited (a test killed it) and wait until the
+        master has registered it; returns their indexes."""
+        assert self.start_worker is not None
+        dead = [i for i, proc in enumerate(self.workers) if proc.poll() is not None]
+        for i in dead:
+            self.workers[i], self.worker_web_ports[i] = self.start_worker(i)
+        deadline = time.monotonic() + timeout
+        while not all(self.registered(i) for i in dead):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"restarted workers {dead} did not register in {timeout} s")
+            time.sleep(0.3)
+        return dead
 
     def executors(self, worker: int) -> list[int]:
         """Pids of the executor JVMs this worker launched (there while an application runs)."""
@@ -120,6 +150,7 @@ def standalone_cluster(
         **os.environ,
         "SPARK_LOCAL_IP": "127.0.0.1",
         "SPARK_DAEMON_MEMORY": "256m",
+        "SPARK_DAEMON_JAVA_OPTS": SPARK_TEST_JAVA_OPTIONS,
         "SPARK_WORKER_DIR": str(work_dir / "worker"),
     }
     if python_path is not None:
@@ -149,25 +180,22 @@ def standalone_cluster(
         "master.log",
     )
     cluster = StandaloneCluster(f"spark://127.0.0.1:{port}", f"http://127.0.0.1:{web_port}", master)
+    starts: dict[int, int] = {}
+
+    def start_worker(i: int) -> tuple[subprocess.Popen[bytes], int]:
+        ui_port = free_port()
+        starts[i] = starts.get(i, 0) + 1
+        args = ["org.apache.spark.deploy.worker.Worker", cluster.url, "--host", "127.0.0.1"]
+        args += ["--cores", str(cores), "--memory", memory, "--webui-port", str(ui_port)]
+        suffix = "" if starts[i] == 1 else f"-{starts[i]}"
+        return start(args, f"worker-{i}{suffix}.log"), ui_port
+
+    cluster.start_worker = start_worker
     try:
         for i in range(workers):
-            cluster.workers.append(
-                start(
-                    [
-                        "org.apache.spark.deploy.worker.Worker",
-                        cluster.url,
-                        "--host",
-                        "127.0.0.1",
-                        "--cores",
-                        str(cores),
-                        "--memory",
-                        memory,
-                        "--webui-port",
-                        str(free_port()),
-                    ],
-                    f"worker-{i}.log",
-                )
-            )
+            proc, ui_port = start_worker(i)
+            cluster.workers.append(proc)
+            cluster.worker_web_ports.append(ui_port)
         deadline = time.monotonic() + timeout
         while cluster.alive_workers() < workers:
             for proc in [master, *cluster.workers]:
@@ -263,6 +291,7 @@ def connect_server(
         ("spark.ui.enabled", "false"),
         ("spark.sql.shuffle.partitions", "2"),
         ("spark.sql.session.timeZone", "UTC"),
+        ("spark.driver.extraJavaOptions", SPARK_TEST_JAVA_OPTIONS),
     ):
         cmd += ["--conf", f"{key}={value}"]
     log = work_dir / "connect-server.log"

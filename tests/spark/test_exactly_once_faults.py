@@ -1,5 +1,13 @@
 """Fault tests of the exactly-once sink: SIGKILL a streaming query (child process) or a standalone cluster's
-executor mid-batch, let it recover, and check with read_committed that each input record appears once."""
+executor mid-batch, let it recover, and check with read_committed that each input record appears once.
+
+The suite runs the short version: two SIGKILLs of the driver (three driver JVMs) over five micro-batches,
+and five on the standalone cluster. KAFKALITE_SPARK_FAULT_ROUNDS=N (N >= 3) runs the long one: N kills of
+the driver over ten micro-batches or more, the third killing a run that has just aborted the open
+transactions of the one before, and ten micro-batches on the standalone cluster:
+
+    KAFKALITE_SPARK_FAULT_ROUNDS=6 pytest tests/spark/test_exactly_once_faults.py
+"""
 
 from __future__ import annotations
 
@@ -14,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from spark_support import consume_all, consume_committed, produce
+from standalone_support import descendants
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -119,121 +128,49 @@ def check_exactly_once(broker, sink: str, n: int) -> None:
     assert sum(got.values()) == n
 
 
+# how many times the driver is SIGKILLed (the module docstring says what a longer run adds)
+FAULT_ROUNDS = max(2, int(os.environ.get("KAFKALITE_SPARK_FAULT_ROUNDS", "2")))
+
+
+def fault_plan(rounds: int) -> list[tuple[str, int, float]]:
+    """The kills for `rounds` rounds: rows written but not committed (first batch); a random moment of a
+    later batch; rows written but not committed again, right after a restart that had open transactions
+    to abort; then, for longer runs, a random moment of a batch after one more commit and rows written
+    but not committed, in turn."""
+    plan = [("txn", 0, 0.05), ("batch", 2, 0.5), ("txn", 0, 0.1)]
+    plan += [("batch", 1, 0.5) if i % 2 else ("txn", 0, 0.1) for i in range(rounds - len(plan))]
+    return plan[:rounds]
+
+
+@pytest.mark.timeout(300 + 120 * (FAULT_ROUNDS - 2))
 def test_sigkill_and_restart_gives_each_record_once(broker, topic, tmp_path):
-    n, per_trigger = 2000, 200  # about ten micro-batches
+    # five micro-batches: the first killed, two committed, the fourth killed, the rest after a restart;
+    # longer runs get ten and more (two more batches per round past the third)
+    per_trigger = 200
+    n = 1000 if FAULT_ROUNDS == 2 else per_trigger * max(10, 2 * FAULT_ROUNDS + 4)
     source, sink = topic + "-in", topic + "-out"
     broker.create_topic(source, 2)
     broker.create_topic(sink, 2)
     produce(broker, source, [{"value": b"%d" % i, "partition": i % 2} for i in range(n)])
     ckpt = tmp_path / "ckpt"
     args = [broker.bootstrap_servers, source, sink, str(ckpt), str(per_trigger)]
-    # rows written but not committed (first batch); a random moment of a later batch; rows written
-    # but not committed again, right after a restart that had open transactions to abort
-    kills = [("txn", 0, 0.05), ("batch", 2, 0.5), ("txn", 0, 0.1)]
-    runs, killed = run_until_done(broker, args, ckpt, kills)
+    kills = fault_plan(FAULT_ROUNDS)
+    runs, killed = run_until_done(broker, args, ckpt, kills, timeout=400 + 60 * len(kills))
     print(f"{runs} runs, {killed} SIGKILLs")
     assert killed >= 2
     check_exactly_once(broker, sink, n)
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _descendants(pid: int) -> list[tuple[int, int, str]]:
-    """(pid, parent pid, command line) of every process below `pid` (from /proc)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    out: list[tuple[int, int, str]] = []
-    todo = [(c, pid) for c in children.get(pid, [])]
-    while todo:
-        p, parent = todo.pop()
-        try:
-            with open(f"/proc/{p}/cmdline", "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        out.append((p, parent, cmd))
-        todo.extend((c, p) for c in children.get(p, []))
-    return out
-
-
-@pytest.fixture
-def standalone_cluster(tmp_path):
-    """A Spark standalone master and one worker (2 cores, 2g) on 127.0.0.1; yields (url, worker)."""
-    import pyspark
-
-    spark_class = Path(pyspark.__file__).parent / "bin" / "spark-class"
-    port = _free_port()
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_WORKER_DIR": str(tmp_path / "work")}
-    started = []
-    try:
-        master = subprocess.Popen(
-            [
-                str(spark_class),
-                "org.apache.spark.deploy.master.Master",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--webui-port",
-                str(_free_port()),
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        started.append(master)
-        url = f"spark://127.0.0.1:{port}"
-        worker = subprocess.Popen(
-            [
-                str(spark_class),
-                "org.apache.spark.deploy.worker.Worker",
-                url,
-                "--cores",
-                "2",
-                "--memory",
-                "2g",
-                "--host",
-                "127.0.0.1",
-                "--webui-port",
-                str(_free_port()),
-            ],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        started.append(worker)
-        yield url, worker
-    finally:
-        for proc in reversed(started):
-            _kill_group(proc)
-
-
-def test_executor_killed_mid_batch_on_a_standalone_cluster(
-    broker, topic, tmp_path, standalone_cluster
-):
-    """SIGKILL the executor JVM while its tasks hold open transactions, then a Python worker the same
-    way: Spark re-runs the lost tasks on a new executor, whose init_transactions fences the old attempts;
-    the driver (not restarted) commits only the new ones."""
+def test_executor_killed_mid_batch_on_a_standalone_cluster(broker, topic, tmp_path, standalone):
+    """SIGKILL an executor JVM of the session's standalone cluster (two workers, see conftest.py) while
+    its tasks hold open transactions, then a Python worker the same way: Spark re-runs the lost tasks on
+    another executor, whose init_transactions fences the old attempts; the driver (not restarted) commits
+    only the new ones."""
     from kafkalite.client import KafkaAdminClient
 
-    url, worker = standalone_cluster
-    n, per_trigger = 2000, 200
+    url = standalone.url
+    # five micro-batches (ten in the long version): the two kills come in the first ones
+    n, per_trigger = (1000 if FAULT_ROUNDS == 2 else 2000), 200
     source, sink = topic + "-in", topic + "-out"
     broker.create_topic(source, 2)
     broker.create_topic(sink, 2)
@@ -248,7 +185,7 @@ def test_executor_killed_mid_batch_on_a_standalone_cluster(
         while proc.poll() is None:
             assert time.monotonic() < deadline, "the query did not finish in time"
             if targets and _open_transactions(admin, "kafkalite-spark-"):
-                procs = _descendants(worker.pid)
+                procs = [p for w in standalone.workers for p in descendants(w.pid)]
                 victims = [p for p, _, c in procs if targets[0] in c]
                 if targets[0] == "pyspark":  # a Python worker: forked by pyspark.daemon
                     daemons = {p for p, _, c in procs if "pyspark.daemon" in c}
