@@ -8,6 +8,7 @@ with.
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
@@ -28,7 +29,7 @@ QUIET = {"log_level": 0}
 TOPIC = "chaos"
 PARTITIONS = 3
 # 0: each of the three faults once; more: random faults after them until this many seconds have passed
-CHAOS_SECONDS = int(__import__("os").environ.get("KAFKALITE_CHAOS_SECONDS", "0"))
+CHAOS_SECONDS = int(os.environ.get("KAFKALITE_CHAOS_SECONDS", "0"))
 
 
 @pytest.fixture
