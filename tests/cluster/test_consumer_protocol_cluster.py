@@ -73,15 +73,16 @@ def _survive_coordinator_kill(cluster: LocalCluster) -> tuple[set[tuple[int, int
     acked = producer.acked
     workers = [Worker(bs, group, topic, f"c{i}", "consumer") for i in range(3)]
     try:
-        # the group is formed: the three members share the six partitions and are consuming
+        # the group has settled: each member holds its two of the six partitions (so no revocation
+        # is pending: a kill during reconciliation is another scenario) and they are consuming
         _wait_for(
             lambda: (
                 set().union(*(w.assigned() for w in workers)) == set(range(6))
-                and all(w.assigned() for w in workers)
+                and all(len(w.assigned()) == 2 for w in workers)
                 and len(set().union(*(w.consumed() for w in workers))) >= 100
             ),
             60,
-            "the three members to share the partitions and consume",
+            "the three members to settle on two partitions each and consume",
         )
         victim = _coordinator(admin, group)
         cluster.brokers[victim].kill()
