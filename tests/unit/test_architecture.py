@@ -41,6 +41,8 @@ ALLOWED: dict[str, set[str]] = {
         "local_cluster",
         "zkserver",
     },
+    # the fault benches drive clusters from outside, as a user would: processes, the wire, the CLI
+    "jepsen": {"protocol", "records", "client", "cli", "local_cluster", "zkserver", "testing_tls"},
 }
 
 
