@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from kafkalite.cli.wire import CliError
+from kafkalite.cli.wire import EXIT_ERROR, CliError
 
 
 def add_parser(subparsers: Any) -> None:
@@ -146,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
         import pyspark  # noqa: F401
     except ImportError:
         print("error: the pipeline needs PySpark: pip install 'kafkalite[spark]'", file=sys.stderr)
-        return 1
+        return EXIT_ERROR
     from kafkalite.client import (
         KafkaAdminClient,
         KafkaConsumer,
