@@ -166,14 +166,18 @@ class LocalCluster:
         chroot: str = "/kafkalite",
         ssl_listener: bool = False,
         broker_config: Mapping[int, Mapping[str, Any]] | None = None,
+        ports: list[int] | None = None,
+        zookeeper_port: int = 0,
     ) -> None:
         """`ssl_listener`: every broker also listens with SSL on a port of its own (pass the ssl.*
         settings, and inter.broker.listener.name=SSL for TLS between brokers, in `config`).
-        `broker_config`: settings of one broker (by id) over `config`, e.g. its broker.rack."""
+        `broker_config`: settings of one broker (by id) over `config`, e.g. its broker.rack.
+        `ports`: broker i's PLAINTEXT port is ports[i - 1] (default: free ports); `zookeeper_port`:
+        the client port of the ZooKeeper it starts (default a free one)."""
         self.base_dir = Path(base_dir)
         self.base_dir.mkdir(parents=True, exist_ok=True)
         self._own_zk = zookeeper is None
-        self.zookeeper = zookeeper or ZooKeeperServer(self.base_dir / "zookeeper")
+        self.zookeeper = zookeeper or ZooKeeperServer(self.base_dir / "zookeeper", zookeeper_port)
         self.chroot = chroot
         self.config = {k: _prop(v) for k, v in (config or {}).items()}
         self.broker_config = {
@@ -184,7 +188,7 @@ class LocalCluster:
             self.brokers[i] = BrokerProcess(
                 i,
                 self.base_dir / f"broker-{i}" / "data",
-                free_port(),
+                ports[i - 1] if ports else free_port(),
                 {},
                 free_port() if ssl_listener else None,
             )

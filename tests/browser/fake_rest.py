@@ -211,6 +211,7 @@ class FakeRest:
                     "state": "STABLE",
                     "partition_assignor": "range",
                     "is_simple": False,
+                    "protocol_type": "consumer",
                 }
             ],
         )

@@ -88,7 +88,7 @@ def _cancel_a_move_held_in_flight(
         out = _cli(capsys, "reassign", "verify", *args)
         assert f"Reassignment of partition {TOPIC}-{p['partition']} is still in progress." in out
         code = main(["reassign", "execute", *args])
-        assert code == 1 and "--additional" in capsys.readouterr().err
+        assert code == 2 and "--additional" in capsys.readouterr().err
         # (throttle configs are left alone: clearing them asks every broker, the held one too)
         out = _cli(capsys, "reassign", "cancel", *args, "--preserve-throttles")
         assert (

@@ -90,7 +90,7 @@ def test_list_describe_abort(
     code, out, err = _cli(
         capsys, bs, "abort", "--topic", topic, "--partition", "0", "--start-offset", "1"
     )
-    assert code == 1 and "no open transaction starts at offset 1" in err and "2" in err
+    assert code == 2 and "no open transaction starts at offset 1" in err and "2" in err
 
     code, out, err = _cli(
         capsys, bs, "abort", "--topic", topic, "--partition", "0", "--start-offset", "2"
@@ -107,6 +107,6 @@ def test_list_describe_abort(
 def test_errors_are_sentences(broker: Any, capsys: pytest.CaptureFixture[str]) -> None:
     bs = broker.bootstrap_servers
     code, _, err = _cli(capsys, bs, "describe", "--transactional-id", "no-such-txn")
-    assert code == 1 and "does not exist" in err and "Traceback" not in err
+    assert code == 2 and "does not exist" in err and "Traceback" not in err
     code, _, err = _cli(capsys, bs, "abort", "--topic", "t", "--partition", "0")
-    assert code == 1 and "--start-offset" in err
+    assert code == 2 and "--start-offset" in err

@@ -409,6 +409,6 @@ def test_users_cli(env: Env, capsys: pytest.CaptureFixture[str]) -> None:
     )
     assert main(["users", "delete", "dora", *login]) == 0
     assert (
-        main(["users", "list", *dora, "--sasl-username", "dora", "--sasl-password", "dora-pw"]) == 1
+        main(["users", "list", *dora, "--sasl-username", "dora", "--sasl-password", "dora-pw"]) == 2
     )
     assert "Authentication failed" in capsys.readouterr().err

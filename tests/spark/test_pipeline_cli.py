@@ -29,5 +29,5 @@ def test_pipeline_runs_twice_on_one_broker(
         assert svg.exists() and "<polyline" in svg.read_text()
         assert str(run) in out
     assert "total" in out  # the summary table, not a page per window
-    assert cli([*args, "--run-id", runs[0].name]) == 1  # a run id is not reused
+    assert cli([*args, "--run-id", runs[0].name]) == 2  # a run id is not reused
     assert "already has results" in capsys.readouterr().err

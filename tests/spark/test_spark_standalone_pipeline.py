@@ -90,6 +90,6 @@ def test_pipeline_conf_must_be_key_value(tmp_path, capsys):
     from kafkalite.cli.main import main as cli
 
     args = ["pipeline", "--work-dir", str(tmp_path), "--conf", "spark.executor.memory"]
-    assert cli(args) == 1
+    assert cli(args) == 2
     assert "--conf takes KEY=VALUE" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())  # refused before a broker or a session was started

@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from kafkalite.cli.group_ops import Cluster
-from kafkalite.cli.wire import CliError, WireClient
+from kafkalite.cli.wire import EXIT_ERROR, CliError, WireClient
 from kafkalite.security.mechanisms import SaslLogin
 
-EXIT_ERROR = 2
 _JAAS_FIELD = re.compile(r"""(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|'([^']*)'|([^\s;]+))""")
 _JAAS_MECHANISMS = {"PlainLoginModule": "PLAIN", "ScramLoginModule": "SCRAM-SHA-256"}
 
@@ -45,6 +44,15 @@ def one_line_usage_errors(p: argparse.ArgumentParser) -> argparse.ArgumentParser
 
     setattr(p, "error", error)  # noqa: B010 (an instance attribute, not a method override)
     return p
+
+
+class OneLineErrorParser(argparse.ArgumentParser):
+    """The `kafkalite` parser and, through add_subparsers, every subcommand's: a bad flag or value is one
+    `error:` line naming the command (not the usage block) and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"error: {self.prog}: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(EXIT_ERROR)
 
 
 def read_properties(path: str) -> dict[str, str]:

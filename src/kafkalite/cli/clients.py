@@ -17,7 +17,7 @@ def add_parsers(sub: Any) -> None:
         "produce",
         help="produce lines from stdin or a file (as kafka-console-producer)",
         description="Each input line is one record. Prints 'N records sent, M failed' to stderr at the "
-        "end; exits 0 when all were sent, 1 when some failed, 130 on Ctrl-C.",
+        "end; exits 0 when all were sent, 2 when some failed, 130 on Ctrl-C.",
     )
     p.add_argument("--bootstrap-server", default="127.0.0.1:9092")
     p.add_argument("--topic", required=True)
@@ -96,7 +96,8 @@ def add_parsers(sub: Any) -> None:
         "--timeout-ms",
         type=int,
         default=0,
-        help="stop when no record came for this long (0: never)",
+        help="stop when no record came for this long (0: never); as Kafka's console consumer, "
+        "it says so on stderr, prints the count and exits 0",
     )
     q.add_argument("--isolation-level", choices=["read_committed", "read_uncommitted"])
     q.add_argument(

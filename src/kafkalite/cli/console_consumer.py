@@ -20,7 +20,7 @@ from kafkalite.cli.client_options import (
     client_config,
     parse_pairs,
 )
-from kafkalite.cli.wire import CliError
+from kafkalite.cli.wire import EXIT_ERROR, CliError
 
 
 def json_bytes(v: bytes | None) -> Any:
@@ -249,4 +249,4 @@ def run(a: argparse.Namespace) -> int:
         print(f"Processed a total of {count} messages", file=sys.stderr)
     if interrupted:
         return EXIT_INTERRUPTED
-    return 1 if failure else 0
+    return EXIT_ERROR if failure else 0

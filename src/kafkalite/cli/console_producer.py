@@ -20,7 +20,7 @@ from kafkalite.cli.client_options import (
     client_config,
     parse_pairs,
 )
-from kafkalite.cli.wire import CliError
+from kafkalite.cli.wire import EXIT_ERROR, CliError
 
 
 class LineReader:
@@ -224,7 +224,7 @@ def run(a: argparse.Namespace) -> int:
         if stream is not stdin:
             stream.close()
     if producer is None:
-        return EXIT_INTERRUPTED if interrupted else 1
+        return EXIT_INTERRUPTED if interrupted else EXIT_ERROR
     for err in counts.errors:
         print(f"error: {err}", file=sys.stderr)
     sent = counts.sent
@@ -232,4 +232,4 @@ def run(a: argparse.Namespace) -> int:
     print(f"{sent} records sent, {failed} failed", file=sys.stderr)
     if interrupted:
         return EXIT_INTERRUPTED
-    return 1 if failed else 0
+    return EXIT_ERROR if failed else 0

@@ -25,7 +25,7 @@ from kafkalite.cli.perf_common import (
     Progress,
     pick_client,
 )
-from kafkalite.cli.wire import CliError
+from kafkalite.cli.wire import EXIT_ERROR, CliError
 
 
 class _ConsumeRun:
@@ -198,7 +198,7 @@ def run(a: argparse.Namespace) -> int:
             except Exception:
                 pass
     if consumer is None:
-        return EXIT_INTERRUPTED if interrupted else 1
+        return EXIT_INTERRUPTED if interrupted else EXIT_ERROR
     if timed_out:
         print(
             f"error: no record for {a.timeout} ms: stopped after {run.records} of {a.messages} records",
@@ -220,4 +220,4 @@ def run(a: argparse.Namespace) -> int:
         print(json.dumps(s), flush=True)
     if interrupted:
         return EXIT_INTERRUPTED
-    return 1 if timed_out else 0
+    return EXIT_ERROR if timed_out else 0

@@ -19,7 +19,7 @@ from kafkalite.cli.admin_common import (
     print_json,
     split_list,
 )
-from kafkalite.cli.wire import CliError
+from kafkalite.cli.wire import EXIT_ERROR, CliError
 from kafkalite.protocol.exceptions import DecodeError
 from kafkalite.records.batch import RecordBatch, decode_batch
 from kafkalite.records.header import ATTRIBUTES_OFFSET, HEADER_SIZE, LOG_OVERHEAD, MAGIC_OFFSET
@@ -318,7 +318,7 @@ def _run(a: argparse.Namespace) -> int:
         docs.append(doc)
     if a.output == "json":
         print_json(docs)
-    return 1 if bad else 0
+    return EXIT_ERROR if bad else 0
 
 
 def add_parser(sub: Any) -> None:

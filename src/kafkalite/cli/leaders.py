@@ -19,7 +19,7 @@ from kafkalite.cli.admin_common import (
     print_json,
 )
 from kafkalite.cli.group_ops import Cluster
-from kafkalite.cli.wire import CliError, WireClient
+from kafkalite.cli.wire import EXIT_ERROR, CliError, WireClient
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.leaders import (
     ELECTION_PREFERRED,
@@ -162,7 +162,7 @@ def _elect(a: argparse.Namespace) -> int:
     else:
         _text(a.election_type, results)
     failed = [c for c, _ in results.values() if c not in (0, ErrorCode.ELECTION_NOT_NEEDED)]
-    return 2 if failed else 0
+    return EXIT_ERROR if failed else 0
 
 
 def add_parser(sub: Any) -> None:

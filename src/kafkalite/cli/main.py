@@ -11,11 +11,11 @@ import gc
 import sys
 from typing import Any
 
-from kafkalite.cli.wire import CliError
+from kafkalite.cli.wire import EXIT_ERROR, CliError
 
 
 class StartupError(Exception):
-    """An expected reason a broker cannot start, said in one line (exit status 2, no traceback)."""
+    """An expected reason a broker cannot start, said in one line (exit status EXIT_ERROR, no traceback)."""
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -128,9 +128,12 @@ def build_parser() -> argparse.ArgumentParser:
         transactions,
         users,
     )
+    from kafkalite.cli.admin_common import OneLineErrorParser
 
-    parser = argparse.ArgumentParser(
-        prog="kafkalite", description="A Kafka-compatible broker in Python."
+    parser = OneLineErrorParser(
+        prog="kafkalite",
+        description="A Kafka-compatible broker in Python. Every subcommand exits 0 on success, 2 on an "
+        "error (one 'error:' line on stderr) and 130 on Ctrl-C.",
     )
     parser.add_argument("--version", action="version", version=f"kafkalite {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -213,10 +216,10 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except CliError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_ERROR
     except StartupError as exc:
         print(f"kafkalite: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_ERROR
     except BrokenPipeError:
         return 0
     except KeyboardInterrupt:

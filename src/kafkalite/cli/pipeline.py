@@ -12,12 +12,13 @@ import os
 import secrets
 import shutil
 import sys
+import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from kafkalite.cli.wire import CliError
+from kafkalite.cli.wire import EXIT_ERROR, CliError
 
 
 def add_parser(subparsers: Any) -> None:
@@ -28,10 +29,12 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--events", type=int, default=2000, help="page views per phase (default 2000)")
     p.add_argument("--minutes", type=int, default=10, help="event-time span per phase (default 10)")
     p.add_argument(
+        "--out",
         "--work-dir",
-        default="kafkalite-pipeline",
+        dest="work_dir",
+        default=default_work_dir(),
         help="where each run keeps its checkpoints, Parquet table and chart, in a folder named by "
-        "its run id (default ./kafkalite-pipeline)",
+        f"its run id (default {default_work_dir()}; the path is printed)",
     )
     p.add_argument(
         "--run-id", help="name of this run (default: the time and a random suffix); topics, "
@@ -58,6 +61,20 @@ def add_parser(subparsers: Any) -> None:
         "--verbose", action="store_true", help="print every window, not only the summary"
     )
     p.set_defaults(func=run)
+
+
+def default_work_dir() -> str:
+    """Under the system's temp directory, never the current one (a repo checkout would show it as
+    untracked files)."""
+    return str(Path(tempfile.gettempdir()) / "kafkalite-pipeline")
+
+
+def chart_note(charts: list[Path]) -> str:
+    """The chart line of the summary: the files written, and why there is no PNG when there is none."""
+    note = f"chart: {', '.join(str(c) for c in charts)}"
+    if not any(c.suffix == ".png" for c in charts):
+        note += " (SVG only: matplotlib is not installed; pip install matplotlib for a PNG too)"
+    return note
 
 
 def _spark_conf(pairs: list[str]) -> dict[str, str]:
@@ -146,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
         import pyspark  # noqa: F401
     except ImportError:
         print("error: the pipeline needs PySpark: pip install 'kafkalite[spark]'", file=sys.stderr)
-        return 1
+        return EXIT_ERROR
     from kafkalite.client import (
         KafkaAdminClient,
         KafkaConsumer,
@@ -237,11 +254,16 @@ def run(args: argparse.Namespace) -> int:
         send([*second, flush])
         t0 = time.monotonic()
         run_available_now(spark, cfg)
-        print(f"phase 2: {len(second) + 1} page views processed in {time.monotonic() - t0:.1f} s")
+        print(
+            f"phase 2: {len(second)} page views and 1 flush event processed in "
+            f"{time.monotonic() - t0:.1f} s (the flush event, an hour of event time later, moves the "
+            "watermark past phase 2's windows so they are written; its own window stays open, so it "
+            "is in no table below)"
+        )
         table = read_parquet_aggregates(spark, cfg.parquet_path)
         if args.verbose:
             _print_table(table, "Parquet table after phase 2")
-        _print_summary(table, "Parquet table")
+        _print_summary(table, "Parquet table, phases 1 and 2 (the flush event is in no window yet)")
 
         with (
             KafkaConsumer(  # the sink is transactional: what an aborted attempt wrote is not output
@@ -268,7 +290,7 @@ def run(args: argparse.Namespace) -> int:
             f"\n{len(values)} aggregate records in topic {output_topic!r}; "
             f"Parquet and topic {'match' if ok else 'DO NOT match'} the expected aggregates"
         )
-        print(f"chart: {', '.join(str(c) for c in charts)}")
+        print(chart_note(charts))
         print(f"table: {work / 'table'} (Parquet); checkpoints: {work / 'checkpoints'}")
         return 0 if ok else 2
     finally:

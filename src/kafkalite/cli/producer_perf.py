@@ -28,7 +28,7 @@ from kafkalite.cli.perf_common import (
     percentile,
     pick_client,
 )
-from kafkalite.cli.wire import CliError
+from kafkalite.cli.wire import EXIT_ERROR, CliError
 
 
 class ProduceStats:
@@ -326,7 +326,7 @@ def run(a: argparse.Namespace) -> int:
             except Exception:
                 pass
     if sender is None:
-        return EXIT_INTERRUPTED if interrupted else 1
+        return EXIT_INTERRUPTED if interrupted else EXIT_ERROR
     summary = stats.summary(time.perf_counter() - stats.started, client, a.record_size)
     for err in stats.errors:
         print(f"error: {err}", file=sys.stderr)
@@ -346,4 +346,4 @@ def run(a: argparse.Namespace) -> int:
         print(json.dumps(summary), flush=True)
     if interrupted:
         return EXIT_INTERRUPTED
-    return 1 if stats.failed else 0
+    return EXIT_ERROR if stats.failed else 0

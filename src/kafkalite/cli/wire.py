@@ -24,8 +24,11 @@ _RECV_MIN = 1 << 16  # a receive asks for at least this much (a response's lengt
 _RECV_MAX = 1 << 20
 
 
+EXIT_ERROR = 2  # every kafkalite subcommand's exit status for an error (0 success, 130 Ctrl-C)
+
+
 class CliError(Exception):
-    """An error to print for a person (no traceback)."""
+    """An error to print for a person (no traceback): one `error:` line on stderr, exit status 2."""
 
 
 def parse_bootstrap(servers: str) -> tuple[str, int]:

@@ -293,7 +293,7 @@ class ShareStateManager:
         if partition not in self.loading_partitions:
             return
         self.loading_partitions.discard(partition)
-        log.info(
+        log.debug(  # the broker's share coordinator sums up a start at INFO
             "%s-%d loaded at coordinator epoch %d: %d share-partition(s)",
             SHARE_GROUP_STATE_TOPIC,
             partition,

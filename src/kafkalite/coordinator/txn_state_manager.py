@@ -255,7 +255,8 @@ class TransactionStateManager:
             elif metadata.state in (_S.PREPARE_EPOCH_FENCE, _S.DEAD):
                 # Kafka never writes these; like Kafka, leave the id as loaded (its requests will fail)
                 log.error("loaded %r in state %s", metadata.transactional_id, metadata.state)
-        log.info("__transaction_state-%d loaded at coordinator epoch %d", partition, epoch)
+        # one line per partition at DEBUG: the broker says at INFO what a whole start loaded
+        log.debug("__transaction_state-%d loaded at coordinator epoch %d", partition, epoch)
         return unfinished
 
     def unload(self, partition: int) -> None:

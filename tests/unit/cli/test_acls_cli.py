@@ -58,5 +58,5 @@ def test_add_list_remove(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
         assert len(b.server.authorizer.index) == 1
     # without an authorizer the broker says so
     with Broker(tmp_path / "plain") as b:
-        assert main(["acls", "list", "--bootstrap-server", b.bootstrap_servers]) == 1
+        assert main(["acls", "list", "--bootstrap-server", b.bootstrap_servers]) == 2
         assert "SECURITY_DISABLED" in capsys.readouterr().err

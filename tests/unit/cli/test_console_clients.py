@@ -169,7 +169,7 @@ def test_produce_bad_line_counts_as_failed(
         "key.separator=:",
     )
     err = capsys.readouterr().err
-    assert rc == 1
+    assert rc == 2
     assert "line 2" in err and "2 records sent, 1 failed" in err
 
 
@@ -265,10 +265,10 @@ def test_consume_partition_and_offset(
         bs, topic, capsys, "--partition", "1", "--offset", "latest", "--timeout-ms", "500"
     )
     assert docs == []
-    assert main(["consume", "--bootstrap-server", bs, "--topic", topic, "--partition", "5"]) == 1
+    assert main(["consume", "--bootstrap-server", bs, "--topic", topic, "--partition", "5"]) == 2
     assert "partitions 0..1" in capsys.readouterr().err
     argv = ["consume", "--bootstrap-server", bs, "--topic", topic, "--partition", "1"]
-    assert main([*argv, "--offset", "9"]) == 1
+    assert main([*argv, "--offset", "9"]) == 2
     err = capsys.readouterr().err
     assert "offset 9 is out of range" in err and "valid offsets are 0 to 4" in err
     assert "Traceback" not in err
@@ -468,6 +468,6 @@ def test_pipeline_without_java_says_so(
     pytest.importorskip("pyspark")
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))  # no java on it
-    assert main(["pipeline", "--work-dir", str(tmp_path)]) == 1
+    assert main(["pipeline", "--work-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "Spark needs a Java runtime" in err and "Traceback" not in err

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from kafkalite.cli import groups
-from kafkalite.cli.wire import CliError, WireClient
+from kafkalite.cli.wire import EXIT_ERROR, CliError, WireClient
 from kafkalite.protocol.schema import APIS
 from kafkalite.records.batch import build_batch
 from kafkalite.testing import Broker
@@ -68,7 +68,7 @@ def cli(b: Broker, *argv: str) -> tuple[int, str]:
     try:
         return int(a.func(a) or 0), ""
     except CliError as exc:
-        return 1, str(exc)
+        return EXIT_ERROR, str(exc)
 
 
 def committed(b: Broker, group: str) -> dict[tuple[str, int], int]:
@@ -128,19 +128,19 @@ def test_standalone_group_lag_and_errors(
     assert "state Empty" in out and "Total lag: 7" in out and "has no active members" in out
 
     rc, err = cli(broker, "describe", "--group", "no-such-group")
-    assert rc == 1 and "'no-such-group' does not exist" in err
+    assert rc == 2 and "'no-such-group' does not exist" in err
     rc, err = cli(broker, "delete", "--group", "no-such-group")
-    assert rc == 1 and "GROUP_ID_NOT_FOUND" in err
+    assert rc == 2 and "GROUP_ID_NOT_FOUND" in err
     rc, err = cli(broker, "reset-offsets", "--group", group, "--topic", "nope", "--to-earliest")
-    assert rc == 1 and "topic 'nope' does not exist" in err
+    assert rc == 2 and "topic 'nope' does not exist" in err
     rc, err = cli(
         broker, "reset-offsets", "--group", group, "--topic", f"{topic}:7", "--to-earliest"
     )
-    assert rc == 1 and "no partition 7" in err
+    assert rc == 2 and "no partition 7" in err
     rc, err = cli(
         broker, "reset-offsets", "--group", "fresh-group", "--all-topics", "--to-earliest"
     )
-    assert rc == 1 and "no committed offsets" in err
+    assert rc == 2 and "no committed offsets" in err
     rc, err = cli(
         broker, "reset-offsets", "--group", group, "--all-topics", "--shift-by", "1", "--execute"
     )
@@ -149,7 +149,7 @@ def test_standalone_group_lag_and_errors(
     rc, err = cli(
         broker, "reset-offsets", "--group", group, "--topic", f"{topic}:1", "--shift-by", "1"
     )
-    assert rc == 1 and "no committed offset" in err
+    assert rc == 2 and "no committed offset" in err
 
     assert cli(broker, "delete", "--group", group) == (0, "")
     assert not describe(broker, group).exists
@@ -205,12 +205,12 @@ def test_real_group_describe_delete_and_reset(
         assert cli(broker, "list", "--state", "stable") == (0, "")
         assert group in capsys.readouterr().out
         rc, err = cli(broker, "list", "--state", "Sleepy")
-        assert rc == 1 and "unknown group state" in err
+        assert rc == 2 and "unknown group state" in err
 
         rc, err = cli(broker, "delete", "--group", group)
-        assert rc == 1 and "NON_EMPTY_GROUP" in err
+        assert rc == 2 and "NON_EMPTY_GROUP" in err
         rc, err = cli(broker, "reset-offsets", "--group", group, "--all-topics", "--to-earliest")
-        assert rc == 1 and "it is Stable" in err
+        assert rc == 2 and "it is Stable" in err
         assert committed(broker, group) == {(topic, 0): 4, (topic, 1): 15}
     finally:
         consumer.close()  # LeaveGroup: the group becomes Empty with its offsets kept

@@ -469,7 +469,7 @@ def test_dump_log_of_a_stopped_broker(
         translate("kafka-dump-log.sh --files " + SEG + ".index --verify-index-only", "", **paths)
     )
     out = capsys.readouterr().out
-    assert code == 1
+    assert code == 2
     assert f"Mismatches in {index}:" in out
     assert "  Index position: 12345 has no batch in the log" in out
 

@@ -71,25 +71,25 @@ def test_generate_prints_current_and_proposed_in_kafkas_json(
     )
 
 
-def test_reassign_bad_input_is_one_line_and_exit_1(
+def test_reassign_bad_input_is_one_line_and_exit_2(
     broker: Broker, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bs = broker.bootstrap_servers
     topics = tmp_path / "topics.json"
     topics.write_text(json.dumps({"topics": [{"topic": TOPIC}], "version": 1}))
     gen = ["reassign", "generate", "--bootstrap-server", bs, "--topics-to-move-json-file"]
-    assert "cannot read" in one_error(capsys, 1, *gen, str(tmp_path / "nope.json"),
+    assert "cannot read" in one_error(capsys, 2, *gen, str(tmp_path / "nope.json"),
                                       "--broker-list", "0")  # fmt: skip
     assert "unknown broker id(s) 7" in one_error(
-        capsys, 1, *gen, str(topics), "--broker-list", "0,7"
+        capsys, 2, *gen, str(topics), "--broker-list", "0,7"
     )
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
-    assert "not valid JSON" in one_error(capsys, 1, *gen, str(bad), "--broker-list", "0")
+    assert "not valid JSON" in one_error(capsys, 2, *gen, str(bad), "--broker-list", "0")
     ghost = tmp_path / "ghost.json"
     ghost.write_text(json.dumps({"topics": [{"topic": "ghost"}], "version": 1}))
     assert "topic ghost does not exist" in one_error(
-        capsys, 1, *gen, str(ghost), "--broker-list", "0"
+        capsys, 2, *gen, str(ghost), "--broker-list", "0"
     )
 
     def plan_file(name: str, parts: list[dict[str, Any]]) -> str:
@@ -99,18 +99,18 @@ def test_reassign_bad_input_is_one_line_and_exit_1(
 
     exe = ["reassign", "execute", "--bootstrap-server", bs, "--reassignment-json-file"]
     no_part = plan_file("p1.json", [{"topic": TOPIC, "partition": 9, "replicas": [0]}])
-    assert "UNKNOWN_TOPIC_OR_PARTITION" in one_error(capsys, 1, *exe, no_part)
+    assert "UNKNOWN_TOPIC_OR_PARTITION" in one_error(capsys, 2, *exe, no_part)
     no_broker = plan_file("p2.json", [{"topic": TOPIC, "partition": 0, "replicas": [0, 5]}])
-    assert "unknown broker id(s) 5" in one_error(capsys, 1, *exe, no_broker)
+    assert "unknown broker id(s) 5" in one_error(capsys, 2, *exe, no_broker)
     dup = plan_file("p3.json", [{"topic": TOPIC, "partition": 0, "replicas": [0, 0]}])
-    assert "duplicates" in one_error(capsys, 1, *exe, dup)
-    assert "duplicates" in one_error(capsys, 1, "reassign", "verify", "--bootstrap-server",
+    assert "duplicates" in one_error(capsys, 2, *exe, dup)
+    assert "duplicates" in one_error(capsys, 2, "reassign", "verify", "--bootstrap-server",
                                      "127.0.0.1:1", "--reassignment-json-file", dup)  # fmt: skip
     fine = plan_file("p4.json", [{"topic": TOPIC, "partition": 0, "replicas": [0]}])
     # one broker without ZooKeeper does not serve KIP-455: said so, not a traceback
-    assert "needs a cluster" in one_error(capsys, 1, *exe, fine)
+    assert "needs a cluster" in one_error(capsys, 2, *exe, fine)
     for action in ("verify", "cancel"):
-        line = one_error(capsys, 1, "reassign", action, "--bootstrap-server", bs,
+        line = one_error(capsys, 2, "reassign", action, "--bootstrap-server", bs,
                          "--reassignment-json-file", fine)  # fmt: skip
         assert "ListPartitionReassignments" in line
 
@@ -137,7 +137,7 @@ def test_brokers_list_and_describe(broker: Broker, capsys: pytest.CaptureFixture
         (i, True, True) for i in range(3)
     ]
     assert "broker 4 is not in the cluster" in one_error(
-        capsys, 1, "brokers", "describe", "--bootstrap-server", bs, "--broker", "4"
+        capsys, 2, "brokers", "describe", "--bootstrap-server", bs, "--broker", "4"
     )
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kafkalite.cli import groups
-from kafkalite.cli.wire import CliError, WireClient
+from kafkalite.cli.wire import EXIT_ERROR, CliError, WireClient
 from kafkalite.protocol.schema import APIS
 from kafkalite.records.builder import build_batch
 from kafkalite.testing import Broker
@@ -42,7 +42,7 @@ def cli(b: Broker, *argv: str) -> tuple[int, str]:
     try:
         return int(a.func(a) or 0), ""
     except CliError as exc:
-        return 1, str(exc)
+        return EXIT_ERROR, str(exc)
 
 
 def share_group_with_acks(b: Broker, c: WireClient) -> tuple[str, str, uuid.UUID, str]:
@@ -144,9 +144,9 @@ def test_share_group_list_describe_reset_and_delete_offsets(
 
         # a member is in the group: the reset is refused before anything is planned
         rc, err = cli(broker, "reset-offsets", "--group", group, "--all-topics", "--to-latest")
-        assert rc == 1 and "stop its consumers" in err
+        assert rc == 2 and "stop its consumers" in err
         rc, err = cli(broker, "delete-offsets", "--group", group, "--topic", topic)
-        assert rc == 1 and "NON_EMPTY_GROUP" in err
+        assert rc == 2 and "NON_EMPTY_GROUP" in err
 
         leave(c, group, member)
 
@@ -182,4 +182,4 @@ def test_share_group_list_describe_reset_and_delete_offsets(
     assert "no active members" in out and "no share-partition state yet" in out
 
     rc, err = cli(broker, "delete-offsets", "--group", "not-a-share-group", "--topic", topic)
-    assert rc == 1 and "is not a share group" in err
+    assert rc == 2 and "is not a share group" in err

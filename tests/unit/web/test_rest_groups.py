@@ -160,6 +160,9 @@ def test_group_members_assignments_and_lags(broker: Broker, protocol: str) -> No
         return call("GET", v3(broker, "consumer-groups", group))[1].get("state") == "EMPTY"
 
     assert wait_for(empty)
+    # an empty group keeps its protocol type: not "simple" (the CLI's "protocol type consumer" agrees)
+    g = call("GET", v3(broker, "consumer-groups", group))[1]
+    assert g["is_simple"] is False and g["protocol_type"] == "consumer", g
     url = v3(broker, "consumer-groups", group, "reset-offsets")
     status, dry = call("POST", url, {"topic": topic, "to": "earliest", "dry_run": True})
     assert status == 200 and dry["dry_run"] is True
@@ -195,6 +198,7 @@ def test_reset_by_timestamp_creates_offsets(broker: Broker) -> None:
     assert lag[0] == 200 and lag[1]["lag"] == 2
     status, g = call("GET", v3(broker, "consumer-groups", "g-new"))
     assert status == 200 and g["state"] == "EMPTY" and g["is_simple"] is True
+    assert g["protocol_type"] == ""  # committed offsets only: AdminClient's isSimpleConsumerGroup
 
 
 @pytest.mark.parametrize(

@@ -112,8 +112,9 @@ class TransactionCoordinatorComponent(CoordinatorPartitions):
         started = time.monotonic()
         led = await self._load_led_partitions()
         log.info(
-            "transaction coordinator loaded %d %s partition(s) in %.0f ms",
+            "transaction coordinator loaded %d %s partition(s) in %.0f ms: %d transactional id(s)",
             led, self.topic, (time.monotonic() - started) * 1000,
+            sum(len(ids) for ids in coordinator.transactions.values()),
         )  # fmt: skip
         self._start_timers(coordinator.tick, coordinator.next_deadline)
 

@@ -48,11 +48,14 @@ class Group:
     state: str
     assignor: str
     coordinator: int
+    protocol_type: str = "consumer"  # "" for a group that only commits offsets (assign() users)
     members: list[Member] = field(default_factory=list)
 
     @property
     def is_simple(self) -> bool:
-        return self.group_type == "CLASSIC" and not self.assignor and not self.members
+        """As Kafka's AdminClient decides isSimpleConsumerGroup: a classic group with no protocol type
+        (offsets committed by a consumer that never joined). An empty group keeps its protocol type."""
+        return self.group_type == "CLASSIC" and not self.protocol_type
 
     def owner_of(self, topic: str, partition: int) -> Member | None:
         for m in self.members:
@@ -109,7 +112,14 @@ def describe(request: web.Request, gid: str) -> Group:
     if classic.error == ErrorCode.NO_ERROR:
         if classic.state == "Dead":
             raise not_found(f"Consumer group {gid} cannot be found.")
-        g = Group(gid, "CLASSIC", state_name(classic.state), classic.protocol_data, owner)
+        g = Group(
+            gid,
+            "CLASSIC",
+            state_name(classic.state),
+            classic.protocol_data,
+            owner,
+            classic.protocol_type,
+        )
         for m in classic.members:
             parts: list[tuple[str, int]] = []
             if classic.protocol_type == "consumer" and m.assignment:
@@ -151,6 +161,7 @@ def group_body(request: web.Request, cid: str, g: Group) -> dict[str, object]:
             "cluster_id": cid,
             "consumer_group_id": g.group_id,
             "is_simple": g.is_simple,
+            "protocol_type": g.protocol_type,  # kafkalite's: what kafka-consumer-groups shows
             "partition_assignor": g.assignor,
             "state": g.state,
             "type": g.group_type,

@@ -20,6 +20,13 @@ async function loadGroups() {
   }));
 }
 
+// the protocol type as kafka-consumer-groups shows it: "consumer" for every consumer group (an empty one
+// keeps it); a simple group (offsets committed without joining, AdminClient's isSimpleConsumerGroup) has none
+function protocolLabel(g) {
+  if (g.is_simple) return html`<span class="badge">simple</span>`;
+  return g.protocol_type || html`<span class="muted">–</span>`;
+}
+
 export function GroupsPage() {
   const { data, error } = usePoll(loadGroups, []);
   const groups = data ? [...data].sort((a, b) => a.consumer_group_id.localeCompare(b.consumer_group_id)) : [];
@@ -28,17 +35,17 @@ export function GroupsPage() {
     <${ErrorBox} error=${error} />
     <div class="panel">
       <table id="groups">
-        <thead><tr><th>Group</th><th>State</th><th>Assignor</th><th class="num">Total lag</th>
-          <th class="num">Max lag</th><th></th></tr></thead>
+        <thead><tr><th>Group</th><th>State</th><th>Protocol</th><th>Assignor</th><th class="num">Total lag</th>
+          <th class="num">Max lag</th></tr></thead>
         <tbody>
           ${groups.map(
             (g) => html`<tr data-group=${g.consumer_group_id}>
               <td><a href=${"#/groups/" + enc(g.consumer_group_id)}>${g.consumer_group_id}</a></td>
               <td>${stateBadge(g.state)}</td>
+              <td class="protocol">${protocolLabel(g)}</td>
               <td>${g.partition_assignor || html`<span class="muted">–</span>`}</td>
               <td class="num">${g.summary ? fmtNum(g.summary.total_lag) : "–"}</td>
               <td class="num">${g.summary ? fmtNum(g.summary.max_lag) : "–"}</td>
-              <td>${g.is_simple && html`<span class="badge">simple</span>`}</td>
             </tr>`
           )}
         </tbody>
