@@ -1,4 +1,4 @@
-"""`kafkalite cluster up`: a real ZooKeeper and N brokers on loopback with their data under one directory;
+"""`kafkalite cluster up`: a real ZooKeeper (or an ensemble) and N brokers on loopback with their data under one directory;
 prints the bootstrap servers and stops everything on Ctrl-C (SIGTERM: controlled shutdowns first).
 """
 
@@ -25,7 +25,9 @@ def _up(a: argparse.Namespace) -> int:
         if not sep:
             raise CliError(f"--override {item!r} must look like key=value")
         config[key.strip()] = value.strip()
-    cluster = LocalCluster(base, a.brokers, config=config)
+    if a.zookeepers < 1:
+        raise CliError("--zookeepers must be at least 1")
+    cluster = LocalCluster(base, a.brokers, config=config, zookeepers=a.zookeepers)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -62,6 +64,12 @@ def add_parser(sub: Any) -> None:
     csub = c.add_subparsers(dest="cluster_command", required=True)
     up = csub.add_parser("up", help="start ZooKeeper and N brokers; Ctrl-C stops them")
     up.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
+    up.add_argument(
+        "--zookeepers",
+        type=int,
+        default=1,
+        help="ZooKeeper servers: 1 standalone (default), 3 or more an ensemble with a quorum",
+    )
     up.add_argument("--dir", help="base directory for data and logs (default: a new temp dir)")
     up.add_argument(
         "--override", action="append", metavar="KEY=VALUE", help="a broker property (repeatable)"

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 
 CLONE_NEWNET = 0x40000000
 _TABLE = "kljepsen"
-BENCH_RANGE = ipaddress.ip_network("198.18.0.0/15")
+BENCH_RANGE = ipaddress.IPv4Network("198.18.0.0/15")
 
 
 class NetnsUnavailable(RuntimeError):
@@ -49,7 +49,7 @@ def run(*args: str, ns: str | None = None, stdin: str | None = None, check: bool
 def _free_subnet() -> ipaddress.IPv4Network:
     """A /24 of the benchmarking range no interface here uses, starting from one the pid picks."""
     used = [
-        ipaddress.ip_interface(w).network
+        ipaddress.IPv4Interface(w).network
         for w in run("ip", "-o", "-4", "addr", "show").split()
         if w[:1].isdigit() and "/" in w
     ]
@@ -145,7 +145,9 @@ class Network:
             run("ip", "link", "del", self._veths[n], check=False)
         run("ip", "link", "del", self.bridge, check=False)
         if self.subnet is not None:
-            run("ip", "route", "del", "unreachable", str(self.subnet), "metric", "4000", check=False)
+            run(
+                "ip", "route", "del", "unreachable", str(self.subnet), "metric", "4000", check=False
+            )
 
     def __enter__(self) -> Network:
         return self.create()
