@@ -13,6 +13,7 @@ from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
+from kazoo.retry import KazooRetry
 
 from kafkalite.jepsen.netns import Network
 from kafkalite.local_cluster import BrokerProcess, LocalCluster
@@ -142,7 +143,8 @@ class NetnsCluster:
 
     def _znode(self, path: str) -> Any:
         try:
-            return json.loads(self._zk().get(path)[0])
+            zk = self._zk()  # retried: a flapping bridge cuts this client off for a while
+            return json.loads(KazooRetry(max_tries=-1, deadline=60)(zk.get, path)[0])
         except NoNodeError:
             return None
 

@@ -79,6 +79,7 @@ class Network:
         self.addresses: dict[str, str] = {}
         self.root_address = ""
         self._blocked: dict[str, set[str]] = {n: set() for n in self.nodes}
+        self._loss = 0  # percent of packets every node drops on input
         self._closed = True
         self._lock = threading.Lock()
 
@@ -192,9 +193,22 @@ class Network:
     def blocked(self) -> dict[str, set[str]]:
         return {n: set(s) for n, s in self._blocked.items() if s}
 
+    def set_loss(self, percent: int) -> None:
+        """Every node drops `percent` % of the packets it receives, at random (0: none)."""
+        if not 0 <= percent <= 100:
+            raise ValueError(f"loss must be 0..100 %, not {percent}")
+        self._loss = percent
+        self._apply(self.nodes)
+
     def _apply(self, nodes: Iterable[str]) -> None:
         for n in nodes:
-            rules = "".join(
+            loss = self._loss
+            rules = (
+                f"add rule inet {_TABLE} input numgen random mod 100 < {loss} drop\n"
+                if loss
+                else ""
+            )
+            rules += "".join(
                 f"add rule inet {_TABLE} input ip saddr {self.addresses[peer]} drop\n"
                 for peer in sorted(self._blocked[n])
             )
