@@ -60,7 +60,7 @@ def test_partitions_lose_nothing_and_heal(tmp_path: Path) -> None:
         "replica.lag.time.max.ms": LAG_MS,
         "min.insync.replicas": 2,
     }
-    cluster = NetnsCluster(tmp_path, brokers=3, zookeepers=3, config=config)
+    cluster = NetnsCluster(tmp_path, brokers=3, zookeepers=3, config=config, log=print)
     began = time.monotonic()
     with cluster:
         print(f"\n  cluster up in {time.monotonic() - began:.1f} s: {cluster.bootstrap_servers}")

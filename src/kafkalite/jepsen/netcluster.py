@@ -7,7 +7,9 @@ Node names: `zk1..zkN` and `b1..bN` (broker id i); ZooKeeper on 2181/2888/3888, 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +37,9 @@ class NetnsCluster:
         zookeepers: int = 3,
         *,
         config: Mapping[str, Any] | None = None,
+        log: Callable[[str], Any] = lambda _: None,
     ) -> None:
+        self.log = log
         self.base_dir = Path(base_dir)
         self.broker_ids = list(range(1, brokers + 1))
         self.zk_ids = list(range(1, zookeepers + 1))
@@ -72,7 +76,9 @@ class NetnsCluster:
                 host=net.addresses["zk1"],
                 prefix=net.exec_prefix("zk1"),
             )
+        began = time.monotonic()
         self.zookeeper.start()
+        self.log(f"ZooKeeper up in {time.monotonic() - began:.1f} s")
         # LocalCluster's defaults (internal topics' RF, fast shutdowns) under the given config
         shape = LocalCluster(self.base_dir, len(self.broker_ids), config=self.config)
         shape.chroot = CHROOT
@@ -90,8 +96,22 @@ class NetnsCluster:
             )
             self.brokers[i] = b
             shape.brokers[i] = b
-        for b in self.brokers.values():
-            b.start()
+        errors: list[BaseException] = []
+
+        def start(b: BrokerProcess) -> None:
+            try:
+                b.start()
+            except BaseException as exc:  # raised below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=start, args=(b,)) for b in self.brokers.values()]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
+        self.log(f"brokers up in {time.monotonic() - began:.1f} s")
         shape.wait_for_controller()
 
     def stop(self) -> None:
