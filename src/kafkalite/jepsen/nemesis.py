@@ -27,6 +27,7 @@ PARTITION_KINDS = (
 )
 PROCESS_KINDS = (
     "kill-leader",
+    "kill-others",  # every broker but one (a leader, or the target) at once: it is left alone
     "kill-controller",
     "kill-zookeeper",
     "pause-leader",
@@ -89,6 +90,7 @@ class Nemesis:
         self._heal: Callable[[], None] | None = None
         self._current: FaultRecord | None = None
         self._after_probes: Callable[[], None] | None = None
+        self._target: str | None = None
 
     def now(self) -> float:
         return time.monotonic() - self.t0
@@ -102,6 +104,8 @@ class Nemesis:
         return [f"zk{i}" for i in self.cluster.zk_ids]
 
     def _a_leader(self) -> int:
+        if self._target is not None:
+            return int(self._target.removeprefix("b"))
         leaders = [self.cluster.leader(self.topic, p) for p in range(self.partitions)]
         known = [x for x in leaders if x is not None]
         if not known:
@@ -116,12 +120,17 @@ class Nemesis:
 
     # -- start / heal -------------------------------------------------------------------------
 
-    def start(self, kind: str) -> FaultRecord:
+    def start(self, kind: str, target: str | None = None) -> FaultRecord:
+        """Start a fault; `target` (a broker such as "b2") replaces the leader it would pick."""
         if self._current is not None:
             raise RuntimeError(f"fault {self._current.kind} is still in force")
         if kind not in ALL_KINDS:
             raise ValueError(f"unknown fault {kind!r}; known: {', '.join(ALL_KINDS)}")
-        rec = getattr(self, "_start_" + kind.replace("-", "_"))()
+        self._target = target
+        try:
+            rec = getattr(self, "_start_" + kind.replace("-", "_"))()
+        finally:
+            self._target = None
         assert isinstance(rec, FaultRecord)
         self._current = rec
         self.faults.append(rec)
@@ -137,7 +146,7 @@ class Nemesis:
         if rec is None:
             return None
         if self._heal is not None:
-            self._heal()
+            self._heal()  # a killed process: once it has started again
             self._heal = None
         rec.healed = self.now()
         self._emit("stop", rec)
@@ -248,6 +257,22 @@ class Nemesis:
         i = self._a_leader()
         return self._process("kill-leader", f"b{i}", self.cluster.brokers[i])
 
+    def _start_kill_others(self) -> FaultRecord:
+        keep = self._a_leader()
+        others = [self.cluster.brokers[i] for i in self.cluster.broker_ids if i != keep]
+        for b in others:
+            b.kill()
+
+        def heal() -> None:
+            threads = [threading.Thread(target=b.start) for b in others]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+
+        self._heal = heal
+        return FaultRecord("kill-others", {"kill": [f"b{b.broker_id}" for b in others]}, self.now())
+
     def _start_kill_controller(self) -> FaultRecord:
         i = self._controller()
         return self._process("kill-controller", f"b{i}", self.cluster.brokers[i])
@@ -335,14 +360,19 @@ class Nemesis:
 
     def run_schedule(
         self,
-        schedule: Iterable[tuple[str, float]],
+        schedule: Iterable[tuple[str, float] | tuple[str, float, str | None]],
         recovered: Callable[[float], bool] | None = None,
         recovery_timeout: float = 30.0,
     ) -> None:
-        """Each (kind, seconds): start it, hold it, heal it; then wait until `recovered(heal_time)`
-        says the cluster took writes again (or `recovery_timeout` passes) before the next."""
-        for kind, hold in schedule:
-            self.start(kind)
+        """Each (kind, seconds[, target]): start it, hold it, heal it; then wait until
+        `recovered(heal_time)` says the cluster took writes again (or `recovery_timeout` passes)."""
+        for kind, hold, *target in schedule:
+            try:
+                self.start(kind, target[0] if target else None)
+            except RuntimeError as exc:  # e.g. no leader or controller to aim at just now
+                self.log(f"  {self.now():6.1f} s nemesis cannot start {kind}: {exc}")
+                time.sleep(1)
+                continue
             time.sleep(hold)  # the fault's duration is the point: nothing to wait for
             rec = self.heal()
             if recovered is not None and rec is not None and rec.healed is not None:

@@ -7,6 +7,7 @@ Node names: `zk1..zkN` and `b1..bN` (broker id i); ZooKeeper on 2181/2888/3888, 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -24,6 +25,8 @@ from kafkalite.zkserver import ZooKeeperEnsemble, ZooKeeperServer
 BROKER_PORT = 9092
 ZK_PORT = 2181
 CHROOT = "/kafkalite"
+_QUIET_KAZOO = logging.getLogger("kafkalite.jepsen.kazoo")
+_QUIET_KAZOO.setLevel(logging.ERROR)
 
 
 class NetnsCluster:
@@ -155,7 +158,10 @@ class NetnsCluster:
         if self._zk_client is None:
             assert self.zookeeper is not None
             zk = KazooClient(
-                hosts=self.zookeeper.connect_string + CHROOT, timeout=10, connection_retry=None
+                hosts=self.zookeeper.connect_string + CHROOT,
+                timeout=10,
+                connection_retry=None,
+                logger=_QUIET_KAZOO,  # its connection drops are the nemesis at work
             )
             zk.start(timeout=15)
             self._zk_client = zk
