@@ -1,7 +1,9 @@
 """Network partitions, Jepsen-style: 3 brokers and 3 ZooKeeper servers each in a network namespace of its
 own, RF=3, min.insync.replicas=2, an idempotent acks=all producer on six partitions while a nemesis runs
 every partition kind once by a fixed schedule (a leader cut from its followers, a zombie leader cut from
-ZooKeeper, a majority/minority split of brokers and ZooKeeper together, a flapping bridge).
+ZooKeeper, a majority/minority split of brokers and ZooKeeper together, a flapping bridge), then kills every
+broker but the former zombie at once. That first and last step replay the stall of issue 36 (before the
+fix in zk_broker's AlterPartition sender no partition took a write again after the last heal).
 
 It checks that each partition bit (probes across the cut fail during it, succeed after the heal), that every
 acknowledged record is read back exactly once at its offset, and liveness: after each heal every partition
