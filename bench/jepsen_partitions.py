@@ -10,6 +10,7 @@ prints the fault log, the per-heal table and a summary, and exits 1 if any check
 
 Usage: python bench/jepsen_partitions.py [--seconds 600] [--seed 36] [--kinds leader-zookeeper,...]
        [--schedule kind:hold,kind:hold,...]   (a fixed schedule instead of random faults)
+       [--history nemesis.jsonl]   (the fault log in jepsen.history's format)
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from kafkalite.jepsen.acks import (
     recovery_after_heals,
     recovery_table,
 )
+from kafkalite.jepsen.history import History
 from kafkalite.jepsen.nemesis import ALL_KINDS, Nemesis
 from kafkalite.jepsen.netcluster import NetnsCluster
 from kafkalite.jepsen.netns import unavailable_reason
@@ -49,6 +51,7 @@ def main() -> int:
     ap.add_argument("--lag-ms", type=int, default=3000)
     ap.add_argument("--recovery", type=float, default=60, help="max wait for writes after a heal")
     ap.add_argument("--dir", help="keep data and logs here (default: a temp dir, removed)")
+    ap.add_argument("--history", help="save the nemesis' start/stop ops here (JSON lines)")
     a = ap.parse_args()
     reason = unavailable_reason()
     if reason:
@@ -71,7 +74,8 @@ def main() -> int:
         writer.start()
         while not writer.acked_since(0):
             time.sleep(0.1)
-        nemesis = Nemesis(cluster, TOPIC, a.partitions, seed=a.seed)
+        history = History()  # the nemesis' ops; the writer keeps its own acks (see jepsen.acks)
+        nemesis = Nemesis(cluster, TOPIC, a.partitions, seed=a.seed, on_event=history.nemesis)
         if a.schedule:
             schedule = [(k, float(h)) for k, h in (x.split(":") for x in a.schedule.split(","))]
             nemesis.run_schedule(schedule, writer.acked_since, a.recovery)
@@ -89,6 +93,8 @@ def main() -> int:
         writer.join(150)
         got = read_all(cluster.bootstrap_servers, TOPIC, a.partitions)
     left = cluster.net.leftovers()
+    if a.history:
+        history.save(a.history)
     if not a.dir:
         shutil.rmtree(base, ignore_errors=True)
 
