@@ -30,8 +30,10 @@ def test_ensemble_keeps_serving_with_a_majority(tmp_path: Path) -> None:
     except ZooKeeperMissing as exc:
         pytest.skip(str(exc))
     try:
-        modes = _modes(ensemble)
-        assert sorted(modes.values()) == ["follower", "follower", "leader"], modes
+        deadline = time.monotonic() + 30  # start() returns once a majority serves; the third joins
+        while sorted((modes := _modes(ensemble)).values()) != ["follower", "follower", "leader"]:
+            assert time.monotonic() < deadline, modes
+            time.sleep(0.1)
         zk = KazooClient(hosts=ensemble.connect_string, timeout=10)
         zk.start(timeout=15)
         zk.create("/ensemble", b"one")
