@@ -14,11 +14,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from kafkalite.zkserver import ZooKeeperServer
+from kafkalite.zkserver import ZooKeeperEnsemble, ZooKeeperServer
 
 _READY = re.compile(r"kafkalite broker (\d+) ready on ([^:\s]+):(\d+)")
 
@@ -39,8 +39,15 @@ class BrokerProcess:
         port: int,
         props: Mapping[str, str],
         ssl_port: int | None = None,
+        *,
+        host: str = "127.0.0.1",
+        prefix: Sequence[str] = (),
     ) -> None:
+        """`host`: the address its listeners bind and advertise; `prefix`: an argv prefix for its
+        command (e.g. `ip netns exec NS`, which execs: the pid stays the broker's own)."""
         self.broker_id = broker_id
+        self.host = host
+        self.prefix = list(prefix)
         self.data_dir = data_dir
         self.port = port
         # set: a second listener, SSL, on this port (its ssl.* settings come with the props)
@@ -52,16 +59,16 @@ class BrokerProcess:
 
     @property
     def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     @property
     def ssl_bootstrap(self) -> str:
-        return f"127.0.0.1:{self.ssl_port}"
+        return f"{self.host}:{self.ssl_port}"
 
     @property
     def listeners(self) -> str:
-        plain = f"PLAINTEXT://127.0.0.1:{self.port}"
-        return plain if self.ssl_port is None else f"{plain},SSL://127.0.0.1:{self.ssl_port}"
+        plain = f"PLAINTEXT://{self.host}:{self.port}"
+        return plain if self.ssl_port is None else f"{plain},SSL://{self.host}:{self.ssl_port}"
 
     @property
     def running(self) -> bool:
@@ -72,6 +79,7 @@ class BrokerProcess:
             return
         self.data_dir.mkdir(parents=True, exist_ok=True)
         args = [
+            *self.prefix,
             sys.executable,
             "-m",
             "kafkalite.cli.main",
@@ -162,22 +170,28 @@ class LocalCluster:
         brokers: int = 3,
         *,
         config: Mapping[str, Any] | None = None,
-        zookeeper: ZooKeeperServer | None = None,
+        zookeeper: ZooKeeperServer | ZooKeeperEnsemble | None = None,
         chroot: str = "/kafkalite",
         ssl_listener: bool = False,
         broker_config: Mapping[int, Mapping[str, Any]] | None = None,
         ports: list[int] | None = None,
         zookeeper_port: int = 0,
+        zookeepers: int = 1,
     ) -> None:
         """`ssl_listener`: every broker also listens with SSL on a port of its own (pass the ssl.*
         settings, and inter.broker.listener.name=SSL for TLS between brokers, in `config`).
         `broker_config`: settings of one broker (by id) over `config`, e.g. its broker.rack.
         `ports`: broker i's PLAINTEXT port is ports[i - 1] (default: free ports); `zookeeper_port`:
-        the client port of the ZooKeeper it starts (default a free one)."""
+        the client port of the ZooKeeper it starts (default a free one; an ensemble takes free ones).
+        `zookeepers`: more than one starts an ensemble of that many (unless `zookeeper` is given)."""
         self.base_dir = Path(base_dir)
         self.base_dir.mkdir(parents=True, exist_ok=True)
         self._own_zk = zookeeper is None
-        self.zookeeper = zookeeper or ZooKeeperServer(self.base_dir / "zookeeper", zookeeper_port)
+        self.zookeeper: ZooKeeperServer | ZooKeeperEnsemble = zookeeper or (
+            ZooKeeperEnsemble(self.base_dir, zookeepers)
+            if zookeepers > 1
+            else ZooKeeperServer(self.base_dir / "zookeeper", zookeeper_port)
+        )
         self.chroot = chroot
         self.config = {k: _prop(v) for k, v in (config or {}).items()}
         self.broker_config = {

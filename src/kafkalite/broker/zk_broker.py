@@ -474,8 +474,11 @@ class ZkBroker:
                 continue
             try:
                 await self._send_alter_partition()
-            except (TimeoutError, ChannelError, OSError) as exc:
-                log.warning("AlterPartition to the controller failed: %s; retrying", exc)
+            except Exception as exc:
+                # any failure is retried, also ZooKeeper's while it looks up the controller
+                # (unreachable from a zombie leader): a sender that died here left every later
+                # ISR change pending, so a leader alone in the ISR never grew it (issue 36)
+                log.warning("AlterPartition to the controller failed: %r; retrying", exc)
                 self.controller_id = -1  # ask ZooKeeper who the controller is now
                 await asyncio.sleep(0.5)
                 self._alter_wake.set()

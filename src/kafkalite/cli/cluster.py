@@ -1,4 +1,4 @@
-"""`kafkalite cluster up`: a real ZooKeeper and N brokers on loopback with their data under one directory,
+"""`kafkalite cluster up`: a real ZooKeeper (or an ensemble) and N brokers on loopback with their data under one directory,
 on fixed ports when free (ZooKeeper 2181, broker i on 9092 + i); prints the bootstrap servers and stops
 everything on Ctrl-C (SIGTERM: controlled shutdowns first).
 """
@@ -64,11 +64,20 @@ def _up(a: argparse.Namespace) -> int:
     ports, note = choose_ports(a.first_port, a.brokers, port_is_free, free_port)
     if note:
         print(note, flush=True)
+    if a.zookeepers < 1:
+        raise CliError("--zookeepers must be at least 1")
     zk_port = a.zookeeper_port
     if zk_port and not port_is_free(zk_port):
         print(f"port {zk_port} in use: ZooKeeper listens on a free port instead", flush=True)
         zk_port = 0
-    cluster = LocalCluster(base, a.brokers, config=config, ports=ports, zookeeper_port=zk_port)
+    cluster = LocalCluster(
+        base,
+        a.brokers,
+        config=config,
+        ports=ports,
+        zookeeper_port=zk_port,
+        zookeepers=a.zookeepers,
+    )
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -105,6 +114,12 @@ def add_parser(sub: Any) -> None:
     csub = c.add_subparsers(dest="cluster_command", required=True)
     up = csub.add_parser("up", help="start ZooKeeper and N brokers; Ctrl-C stops them")
     up.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
+    up.add_argument(
+        "--zookeepers",
+        type=int,
+        default=1,
+        help="ZooKeeper servers: 1 standalone (default), 3 or more an ensemble with a quorum",
+    )
     up.add_argument("--dir", help="base directory for data and logs (default: a new temp dir)")
     up.add_argument(
         "--first-port",

@@ -1,0 +1,122 @@
+"""Network partitions, Jepsen-style: 3 brokers and 3 ZooKeeper servers each in a network namespace of its
+own, RF=3, min.insync.replicas=2, an idempotent acks=all producer on six partitions while a nemesis runs
+every partition kind once by a fixed schedule (a leader cut from its followers, a zombie leader cut from
+ZooKeeper, a majority/minority split of brokers and ZooKeeper together, a flapping bridge), then kills every
+broker but the former zombie at once. That first and last step replay the stall of issue 36 (before the
+fix in zk_broker's AlterPartition sender no partition took a write again after the last heal).
+
+It checks that each partition bit (probes across the cut fail during it, succeed after the heal), that every
+acknowledged record is read back exactly once at its offset, and liveness: after each heal every partition
+takes acks=all writes again within zookeeper.session.timeout.ms + replica.lag.time.max.ms + 5 s.
+Skips (saying why) without root, `ip` or `nft`. The longer run is bench/jepsen_partitions.py.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from kafkalite.jepsen.netns import unavailable_reason
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+TOPIC = "jepsen"
+PARTITIONS = 6
+ZK_SESSION_MS = 3000
+LAG_MS = 3000
+BOUND_S = (ZK_SESSION_MS + LAG_MS) / 1000 + 5
+
+
+def schedule(zombie: str) -> list[tuple[str, float, str | None]]:
+    """The fixed schedule. Its first and last faults replay the stall of issue 36: `zombie`, a leader
+    (not the controller), cut from ZooKeeper long enough to be declared dead and then to shrink its
+    ISR (AlterPartition answered STALE_BROKER_EPOCH, so it asks ZooKeeper for the controller, which it
+    cannot reach); at the end every other broker is killed at once, leaving it the only ISR member
+    of every partition, and restarted: the zombie must grow the ISR again for acks=all to pass."""
+    return [
+        ("leader-zookeeper", 12.0, zombie),
+        ("leader-followers", 4.0, None),
+        ("majority-minority", 5.0, None),
+        ("bridge-flap", 5.0, None),  # down/up cycles begun once the probes ran
+        ("kill-others", 1.0, zombie),
+    ]
+
+
+def _skip_reason() -> str | None:
+    reason = unavailable_reason()
+    if reason is None and subprocess.run(["ip", "netns", "list"], capture_output=True).returncode:
+        reason = "`ip netns` does not work here"
+    return reason
+
+
+@pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
+def test_partitions_lose_nothing_and_heal(tmp_path: Path) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from kafkalite.jepsen.acks import (
+        AckedWriter,
+        exactly_once,
+        read_all,
+        recovery_after_heals,
+        recovery_table,
+    )
+    from kafkalite.jepsen.nemesis import PARTITION_KINDS, Nemesis
+    from kafkalite.jepsen.netcluster import NetnsCluster
+
+    config = {
+        "zookeeper.session.timeout.ms": ZK_SESSION_MS,
+        "replica.lag.time.max.ms": LAG_MS,
+        "min.insync.replicas": 2,
+    }
+    cluster = NetnsCluster(tmp_path, brokers=3, zookeepers=3, config=config, log=print)
+    began = time.monotonic()
+    with cluster:
+        print(f"\n  cluster up in {time.monotonic() - began:.1f} s: {cluster.bootstrap_servers}")
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)])[TOPIC].result(30)
+        writer = AckedWriter(cluster.bootstrap_servers, TOPIC, PARTITIONS)
+        writer.start()
+        deadline = time.monotonic() + 30
+        while not writer.acked_since(0):
+            assert time.monotonic() < deadline, "the writer got no acks before any fault"
+            time.sleep(0.1)
+        nemesis = Nemesis(cluster, TOPIC, PARTITIONS, seed=36)
+        controller = cluster.controller()
+        leaders = {cluster.leader(TOPIC, p) for p in range(PARTITIONS)}
+        zombie = f"b{min(b for b in leaders if b is not None and b != controller)}"
+        nemesis.run_schedule(schedule(zombie), writer.acked_since, recovery_timeout=BOUND_S + 5)
+        end = time.monotonic()
+        writer.stop.set()
+        writer.join(150)
+        got = read_all(cluster.bootstrap_servers, TOPIC, PARTITIONS)
+    assert cluster.net.leftovers() == [], "namespaces or links left behind"
+    assert (
+        cluster.net.prefix
+        not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    )
+
+    # the nemesis bit: every probe across a cut failed while it held and connected after the heal
+    kinds = {f.kind for f in nemesis.faults}
+    assert kinds == set(PARTITION_KINDS) - {"controller-isolated"} | {"kill-others"}
+    for f in nemesis.faults:
+        if f.kind == "kill-others":
+            continue
+        print(f"  {f.kind}: {len(f.probes)} probes, bit: {f.bit()}")
+        assert f.probes and f.bit(), [p for p in f.probes if p.during or not p.after]
+
+    lost, duplicated, misplaced = exactly_once(writer.acked, got)
+    print(
+        f"  acknowledged {len(writer.acked)}, lost {len(lost)}, duplicated {len(duplicated)}, "
+        f"misplaced {len(misplaced)}; not acknowledged {writer.failed} {writer.errors}"
+    )
+    recoveries = recovery_after_heals(writer.ack_times, nemesis.faults, nemesis.t0, end)
+    print(recovery_table(recoveries))
+    print(f"  liveness bound {BOUND_S:.0f} s; run {time.monotonic() - began:.0f} s")
+    assert not lost and not duplicated and not misplaced
+    assert len(writer.acked) > 1000
+    for r in recoveries:
+        for p, first in r.first_ack.items():
+            assert first is not None and first <= BOUND_S, f"partition {p} after {r.kind}: {first}"
