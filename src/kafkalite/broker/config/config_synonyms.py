@@ -113,3 +113,12 @@ def broker_synonyms(name: str) -> tuple[str, ...]:
         if name in group:
             return group
     return (name,)
+
+
+def described_synonyms(name: str) -> tuple[str, ...]:
+    """The names DescribeConfigs looks up for `name`'s synonyms (Kafka's brokerConfigSynonyms): its
+    unit spellings, and for log.flush.interval.ms the setting that stands in when it is unset,
+    log.flush.scheduler.interval.ms (which is not an alias: it keeps its own meaning elsewhere)."""
+    if name == "log.flush.interval.ms":
+        return (name, "log.flush.scheduler.interval.ms")
+    return broker_synonyms(name)

@@ -33,6 +33,7 @@ from kafkalite.broker.config.broker_config import (
     is_read_only_broker_config,
     listener_override_def,
 )
+from kafkalite.broker.config.config_synonyms import described_synonyms
 from kafkalite.broker.network.connection_quotas import ConnectionLimits
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.storage.config import LogConfig
@@ -211,7 +212,7 @@ class DynamicBrokerConfig:
 
     def synonyms(self, name: str, per_broker: bool = True) -> list[Synonym]:
         """Where `name`'s value can come from, highest precedence first (Kafka's synonym order)."""
-        names = broker_synonyms(name)
+        names = described_synonyms(name)
         layers: list[tuple[Mapping[str, str], int]] = [
             (self.cluster_default, SOURCE_DYNAMIC_DEFAULT_BROKER),
         ]
