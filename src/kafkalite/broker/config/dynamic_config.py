@@ -19,12 +19,6 @@ from kafkalite.broker.config.broker_config import (
     SOURCE_DYNAMIC_BROKER,
     SOURCE_DYNAMIC_DEFAULT_BROKER,
     SOURCE_STATIC_BROKER,
-    T_BOOLEAN,
-    T_DOUBLE,
-    T_INT,
-    T_LIST,
-    T_LONG,
-    T_SHORT,
     BrokerConfig,
     ConfigError,
     broker_synonyms,
@@ -48,15 +42,6 @@ CONFIG_DIR = "broker-configs"
 CLUSTER_DEFAULT_FILE = "cluster-default.properties"
 
 Synonym = tuple[str, str | None, int]
-
-_TYPE_NAMES = {
-    T_BOOLEAN: "BOOLEAN",
-    T_INT: "INT",
-    T_SHORT: "SHORT",
-    T_LONG: "LONG",
-    T_DOUBLE: "DOUBLE",
-    T_LIST: "LIST",
-}
 
 
 class DynamicConfigError(Exception):
@@ -246,12 +231,10 @@ class DynamicBrokerConfig:
             if defn is None:
                 continue
             try:
-                coerce(defn.type, v)
-            except (TypeError, ValueError):
-                kind = _TYPE_NAMES.get(defn.type, "STRING")
+                coerce(defn.type, v, defn.allowed())
+            except (TypeError, ValueError) as exc:
                 raise DynamicConfigError(
-                    ErrorCode.INVALID_REQUEST,
-                    f"Invalid value {v} for configuration {k}: Not a value of type {kind}",
+                    ErrorCode.INVALID_REQUEST, f"Invalid value {v} for configuration {k}: {exc}"
                 ) from None
             try:
                 check_value(defn, v)

@@ -16,6 +16,7 @@ from kafkalite.broker.config.broker_config import (
     is_read_only_broker_config,
 )
 from kafkalite.broker.config.config_defs import is_sensitive_config
+from kafkalite.broker.config.config_synonyms import DEPRECATED_IGNORED_CONFIGS
 from kafkalite.broker.config.dynamic_config import dynamic_configs
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
@@ -136,6 +137,17 @@ def apply_topic_overrides(broker: BrokerServer, topic: str, overrides: dict[str,
     """Persist new overrides (metadata store and log manager) and apply them to the topic's logs."""
     broker.metadata_store.set_configs(topic, overrides)
     broker.log_manager.set_topic_config(topic, overrides)
+    warn_ignored_topic_configs(topic, overrides)
+
+
+def warn_ignored_topic_configs(topic: str, overrides: dict[str, str]) -> None:
+    """A topic created or altered with a deprecated setting Kafka 3.x accepts and ignores
+    (message.format.version): one warning, as Kafka logs."""
+    for name, value in overrides.items():
+        if name in DEPRECATED_IGNORED_CONFIGS:
+            log.warning(
+                DEPRECATED_IGNORED_CONFIGS[name].format(name=name, value=value, topic=topic)
+            )
 
 
 def config_access_denied(
