@@ -7,6 +7,7 @@ broker's CreateTopics / DescribeConfigs / AlterConfigs paths.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -200,24 +201,48 @@ class _Spec:
     show: Callable[[Any], str]
 
 
-def _parse_int(name: str, raw: str) -> int:
-    try:
-        return int(str(raw).strip())
-    except ValueError as e:
-        raise InvalidConfig(f"{name}={raw!r} is not an integer") from e
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def _parse_int(name: str, raw: str, kind: str = "LONG") -> int:
+    text = str(raw).strip()
+    if not _INTEGER.fullmatch(text):
+        raise InvalidConfig(
+            f"Invalid value {raw} for configuration {name}: Not a number of type {kind} "
+            "(expected a whole number)"
+        )
+    return int(text)
+
+
+def _parse_int32(name: str, raw: str) -> int:
+    value = _parse_int(name, raw, "INT")
+    if not -(2**31) <= value < 2**31:
+        raise InvalidConfig(
+            f"Invalid value {raw} for configuration {name}: Not a number of type INT "
+            f"(expected a whole number in {-(2**31)}..{2**31 - 1})"
+        )
+    return value
 
 
 def _parse_float(name: str, raw: str) -> float:
     try:
-        return float(str(raw).strip())
-    except ValueError as e:
-        raise InvalidConfig(f"{name}={raw!r} is not a number") from e
+        value = float(str(raw).strip())
+    except ValueError:
+        value = math.nan
+    if math.isnan(value):
+        raise InvalidConfig(
+            f"Invalid value {raw} for configuration {name}: Not a number of type DOUBLE "
+            "(expected a number)"
+        )
+    return value
 
 
 def _parse_bool(name: str, raw: str) -> bool:
     v = str(raw).strip().lower()
     if v not in ("true", "false"):
-        raise InvalidConfig(f"{name}={raw!r} is not true/false")
+        raise InvalidConfig(
+            f"Invalid value {raw} for configuration {name}: Expected value to be either true or false"
+        )
     return v == "true"
 
 
@@ -236,7 +261,9 @@ def _show_bool(v: Any) -> str:
 def _spec(field: str, kind: str, doc: str) -> _Spec:
     parse: Callable[[str, str], Any]
     show: Callable[[Any], str] = str
-    if kind in ("int", "long"):
+    if kind == "int":
+        parse = _parse_int32
+    elif kind == "long":
         parse = _parse_int
     elif kind == "double":
         parse = _parse_float

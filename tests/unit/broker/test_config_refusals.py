@@ -217,8 +217,12 @@ def _refused(proc: subprocess.CompletedProcess[str], needle: str) -> None:
         ),
         (("--override", "listeners=SSL://127.0.0.1:0"), "no key store"),
         (("--log-level", "LOUD"), "--log-level LOUD"),
+        (
+            ("--override", "num.partitions=abc"),
+            "num.partitions=abc: Not a number of type INT (expected a whole number >= 1)",
+        ),
     ],
-    ids=["retention", "advertised-any", "ssl-no-keystore", "log-level"],
+    ids=["retention", "advertised-any", "ssl-no-keystore", "log-level", "not-a-number"],
 )
 def test_cli_refuses_with_one_line_and_status_2(
     tmp_path: Path, args: tuple[str, ...], needle: str

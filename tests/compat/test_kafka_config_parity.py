@@ -1,4 +1,4 @@
-"""DescribeConfigs with synonyms says what Kafka says (issue 31): each synonym carries its own name, unit
+"""Config views and values as Kafka has them (issue 31). DescribeConfigs with synonyms says what Kafka says: each synonym carries its own name, unit
 and value, and the sources follow Kafka's rules (DEFAULT_CONFIG, STATIC_BROKER_CONFIG,
 DYNAMIC_DEFAULT_BROKER_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_TOPIC_CONFIG), through confluent-kafka's
 describe_configs (which asks for synonyms) and kafka-python's (which keeps repeated synonym names).
@@ -10,11 +10,15 @@ name are dropped. A topic setting starts with its own override, then the synonym
 setting's most specific spelling: so while only log.retention.minutes is set, a topic's retention.ms
 is reported as DEFAULT_CONFIG with no synonyms, its value still the one the minutes give (Kafka does
 the same).
+
+Also: message.format.version accepted and ignored as ZooKeeper-mode Kafka 3.x does, and config values
+of the wrong type refused in Kafka's words, saying what was expected.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 from kafka import KafkaAdminClient
@@ -48,6 +52,9 @@ def cluster(tmp_path_factory):
     with Broker(tmp_path_factory.mktemp("synonyms"), config=STATIC, num_partitions=1) as b:
         admin = AdminClient({"bootstrap.servers": b.bootstrap_servers})
         kp = KafkaAdminClient(bootstrap_servers=b.bootstrap_servers)
+        own = {"retention.ms": "60000", "min.insync.replicas": "1"}
+        for topic in (NewTopic("syn-plain", 1, 1), NewTopic("syn-own", 1, 1, config=own)):
+            admin.create_topics([topic])[topic.topic].result(30)
         yield b, admin, kp
         kp.close()
 
@@ -110,10 +117,6 @@ def _cli(bootstrap: str, *args: str) -> None:
 
 def test_synonyms_and_sources_at_each_level(cluster, capsys):
     b, admin, _ = cluster
-    admin.create_topics([NewTopic("syn-plain", 1, 1)])["syn-plain"].result(30)
-    admin.create_topics(
-        [NewTopic("syn-own", 1, 1, config={"retention.ms": "60000", "min.insync.replicas": "1"})]
-    )["syn-own"].result(30)
 
     # 1. broker defaults and server.properties (log.retention.minutes=120, log.roll.hours=24)
     broker = {
@@ -196,3 +199,104 @@ def test_synonyms_and_sources_at_each_level(cluster, capsys):
         "min.insync.replicas": ("1", T, [("min.insync.replicas", "1", T), *isr]),
     }
     _check(cluster, broker, "syn-own", own)
+
+
+def _create(admin, topic: str, **config: str):
+    """CreateTopics' answer for one topic: None, or the KafkaError it was refused with."""
+    try:
+        admin.create_topics([NewTopic(topic, 1, 1, config=config)])[topic].result(30)
+    except confluent_kafka.KafkaException as exc:
+        return exc.args[0]
+    return None
+
+
+def _alter(admin, rtype, name: str, **settings: str):
+    res = ConfigResource(
+        rtype,
+        name,
+        incremental_configs=[
+            ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
+            for k, v in settings.items()
+        ],
+    )
+    try:
+        admin.incremental_alter_configs([res])[res].result(30)
+    except confluent_kafka.KafkaException as exc:
+        return exc.args[0]
+    return None
+
+
+def test_message_format_version_is_accepted_and_ignored_as_kafka_3_does(cluster, caplog):
+    """ZooKeeper-mode Kafka 3.x: deprecated, accepted, ignored (inter.broker.protocol.version is
+    3.0 or later) with a warning; a value that names no Kafka release is INVALID_CONFIG. Kafka 4
+    refuses the setting (documented in docs/configuration.md)."""
+    b, admin, kp = cluster
+    with caplog.at_level(logging.WARNING, logger="kafkalite.broker.configs"):
+        assert _create(admin, "mfv", **{"message.format.version": "2.8"}) is None
+        assert (
+            _alter(admin, ConfigResource.Type.TOPIC, "mfv", **{"message.format.version": "3.0-IV1"})
+            is None
+        )
+    warned = [r.getMessage() for r in caplog.records if "message.format.version" in r.getMessage()]
+    assert len(warned) == 2 and "of mfv is ignored: it is deprecated" in warned[0]
+    got = _kp_view(kp, KType.TOPIC, "mfv", ["message.format.version"])
+    assert got == {
+        "message.format.version": (
+            "3.0-IV1",
+            T,
+            [
+                ("message.format.version", "3.0-IV1", T),
+                ("log.message.format.version", "3.0-IV1", D),
+            ],
+        )
+    }
+    err = _create(admin, "mfv-bad", **{"message.format.version": "latest"})
+    assert err.code() == confluent_kafka.KafkaError.INVALID_CONFIG
+    assert "Version `latest` is not a valid version" in err.str()
+    # the broker's log.message.format.version is read-only, as in Kafka (DynamicLogConfig excludes it)
+    err = _alter(
+        admin,
+        ConfigResource.Type.BROKER,
+        str(b.server.broker_id),
+        **{"log.message.format.version": "2.8"},
+    )
+    assert err.code() == confluent_kafka.KafkaError.INVALID_REQUEST
+    assert "Cannot update these configs dynamically: log.message.format.version" in err.str()
+
+
+# a setting -> the value -> what the answer says (Kafka's words and what was expected)
+BAD_VALUES = [
+    ("retention.ms", "abc", "Not a number of type LONG (expected a whole number)"),
+    ("segment.bytes", "1.5", "Not a number of type INT (expected a whole number)"),
+    ("preallocate", "yes", "Expected value to be either true or false"),
+    ("min.cleanable.dirty.ratio", "half", "Not a number of type DOUBLE (expected a number)"),
+]
+
+
+@pytest.mark.parametrize(("name", "value", "why"), BAD_VALUES)
+def test_a_topic_config_of_the_wrong_type_says_what_was_expected(cluster, name, value, why):
+    _, admin, _ = cluster
+    for err in (
+        _create(admin, "bad-value", **{name: value}),
+        _alter(admin, ConfigResource.Type.TOPIC, "syn-plain", **{name: value}),
+    ):
+        assert err is not None and err.code() == confluent_kafka.KafkaError.INVALID_CONFIG
+        assert f"Invalid value {value} for configuration {name}: {why}" in err.str()
+        assert "invalid literal" not in err.str()
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "why"),
+    [
+        ("log.retention.ms", "abc", "Not a number of type LONG (expected a whole number >= -1)"),
+        ("log.preallocate", "maybe", "Expected value to be either true or false"),
+        ("min.insync.replicas", "two", "Not a number of type INT (expected a whole number >= 1)"),
+    ],
+)
+def test_a_dynamic_broker_config_of_the_wrong_type_says_what_was_expected(
+    cluster, name, value, why
+):
+    b, admin, _ = cluster
+    err = _alter(admin, ConfigResource.Type.BROKER, str(b.server.broker_id), **{name: value})
+    assert err is not None and err.code() == confluent_kafka.KafkaError.INVALID_REQUEST
+    assert f"Invalid value {value} for configuration {name}: {why}" in err.str()
