@@ -127,3 +127,24 @@ def test_confluent_elect_leaders(broker, two_partitions):
     }
     # every partition: none needed an election, so none is named
     assert admin.elect_leaders(ElectionType.UNCLEAN, None).result(30) == {}
+
+
+def test_delegation_token_apis_answer_as_kafka_with_tokens_disabled(broker):
+    """A one-broker Kafka serves the delegation-token APIs; on a PLAINTEXT connection every one is
+    DELEGATION_TOKEN_REQUEST_NOT_ALLOWED (no client library here has them: the wire client asks)."""
+    from kafkalite.cli.wire import WireClient
+    from kafkalite.protocol.messages import delegation_tokens as dt
+
+    with WireClient(broker.bootstrap_servers, timeout=10) as c:
+        refused = ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED
+        create = c.send(dt.CreateDelegationTokenRequest(renewers=[], max_lifetime_ms=-1))
+        assert (create.error_code, create.principal_name, create.hmac) == (
+            refused,
+            "ANONYMOUS",
+            b"",
+        )
+        renew = c.send(dt.RenewDelegationTokenRequest(hmac=b"x", renew_period_ms=1000))
+        expire = c.send(dt.ExpireDelegationTokenRequest(hmac=b"x", expiry_time_period_ms=-1))
+        assert renew.error_code == expire.error_code == refused
+        described = c.send(dt.DescribeDelegationTokenRequest(owners=None))
+        assert (described.error_code, described.tokens) == (refused, [])
