@@ -7,6 +7,7 @@ broker's CreateTopics / DescribeConfigs / AlterConfigs paths.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -50,6 +51,8 @@ class LogConfig:
     unclean_leader_election_enable: bool = False
     preallocate: bool = False
     message_downconversion_enable: bool = True
+    # deprecated in Kafka 3.x and ignored once inter.broker.protocol.version is 3.0 or later, as here
+    message_format_version: str = "3.0-IV1"
     # KIP-73 replication throttles: "partition:broker,..." or "*" (read by cluster.replication_quota)
     leader_replication_throttled_replicas: str = ""
     follower_replication_throttled_replicas: str = ""
@@ -142,6 +145,12 @@ class LogConfig:
             raise InvalidConfig(f"compression.type {self.compression_type!r}")
         if self.min_insync_replicas < 1:
             raise InvalidConfig("min.insync.replicas must be at least 1")
+        if not is_message_format_version(self.message_format_version):
+            raise InvalidConfig(
+                f"message.format.version={self.message_format_version!r}: Version "
+                f"`{self.message_format_version}` is not a valid version (a Kafka release such "
+                "as 2.8 or 3.0-IV1)"
+            )
         for name in (LEADER_THROTTLED_REPLICAS, FOLLOWER_THROTTLED_REPLICAS):
             value = getattr(self, _SPECS[name].field)
             if not valid_throttled_replicas(value):
@@ -149,6 +158,18 @@ class LogConfig:
                     f"{name}={value!r}: {name} must be the literal '*' or a list of replicas in "
                     "the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],..."
                 )
+
+
+# Kafka's release versions a message.format.version may name (MetadataVersion's strings), each also
+# with an internal version suffix such as "-IV1"
+_RELEASES = re.compile(
+    r"(0\.8\.[0-2]|0\.9\.0|0\.10\.[0-2]|0\.11\.0|1\.[01]|2\.[0-8]|3\.[0-9])(\.\d+)?(-IV\d+)?"
+)
+
+
+def is_message_format_version(value: str) -> bool:
+    """Whether `value` names a Kafka release as message.format.version accepts it (Kafka 3.x)."""
+    return _RELEASES.fullmatch(value.strip()) is not None
 
 
 def _policies(value: str) -> list[str]:
@@ -180,24 +201,48 @@ class _Spec:
     show: Callable[[Any], str]
 
 
-def _parse_int(name: str, raw: str) -> int:
-    try:
-        return int(str(raw).strip())
-    except ValueError as e:
-        raise InvalidConfig(f"{name}={raw!r} is not an integer") from e
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def _parse_int(name: str, raw: str, kind: str = "LONG") -> int:
+    text = str(raw).strip()
+    if not _INTEGER.fullmatch(text):
+        raise InvalidConfig(
+            f"Invalid value {raw} for configuration {name}: Not a number of type {kind} "
+            "(expected a whole number)"
+        )
+    return int(text)
+
+
+def _parse_int32(name: str, raw: str) -> int:
+    value = _parse_int(name, raw, "INT")
+    if not -(2**31) <= value < 2**31:
+        raise InvalidConfig(
+            f"Invalid value {raw} for configuration {name}: Not a number of type INT "
+            f"(expected a whole number in {-(2**31)}..{2**31 - 1})"
+        )
+    return value
 
 
 def _parse_float(name: str, raw: str) -> float:
     try:
-        return float(str(raw).strip())
-    except ValueError as e:
-        raise InvalidConfig(f"{name}={raw!r} is not a number") from e
+        value = float(str(raw).strip())
+    except ValueError:
+        value = math.nan
+    if math.isnan(value):
+        raise InvalidConfig(
+            f"Invalid value {raw} for configuration {name}: Not a number of type DOUBLE "
+            "(expected a number)"
+        )
+    return value
 
 
 def _parse_bool(name: str, raw: str) -> bool:
     v = str(raw).strip().lower()
     if v not in ("true", "false"):
-        raise InvalidConfig(f"{name}={raw!r} is not true/false")
+        raise InvalidConfig(
+            f"Invalid value {raw} for configuration {name}: Expected value to be either true or false"
+        )
     return v == "true"
 
 
@@ -216,7 +261,9 @@ def _show_bool(v: Any) -> str:
 def _spec(field: str, kind: str, doc: str) -> _Spec:
     parse: Callable[[str, str], Any]
     show: Callable[[Any], str] = str
-    if kind in ("int", "long"):
+    if kind == "int":
+        parse = _parse_int32
+    elif kind == "long":
         parse = _parse_int
     elif kind == "double":
         parse = _parse_float
@@ -297,6 +344,12 @@ _SPECS: dict[str, _Spec] = {
     "message.downconversion.enable": _spec(
         "message_downconversion_enable", "boolean", "Down-convert for old fetch versions."
     ),
+    "message.format.version": _spec(
+        "message_format_version",
+        "string",
+        "Deprecated (Kafka 3.x): accepted and ignored, as Kafka ignores it once "
+        "inter.broker.protocol.version is 3.0 or later; batches are kept as the producer sent them.",
+    ),
     LEADER_THROTTLED_REPLICAS: _spec(
         "leader_replication_throttled_replicas",
         "list",
@@ -320,6 +373,7 @@ TOPIC_CONFIG_TYPES: dict[str, str] = {k: s.kind for k, s in _SPECS.items()}
 # broker (server.properties) name -> (topic property, multiplier); later entries win
 _BROKER_NAMES: dict[str, tuple[str, int]] = {
     "log.segment.bytes": ("segment.bytes", 1),
+    "log.message.format.version": ("message.format.version", 1),
     "log.roll.hours": ("segment.ms", 3600 * 1000),
     "log.roll.ms": ("segment.ms", 1),
     "log.roll.jitter.hours": ("segment.jitter.ms", 3600 * 1000),

@@ -215,3 +215,26 @@ def test_properties_round_trip_escapes(tmp_path: Path) -> None:
     path = tmp_path / "p.properties"
     write_properties_atomically(path, props)
     assert read_properties(path) == props
+
+
+def test_log_flush_interval_ms_is_described_with_the_scheduler_interval_behind_it(
+    tmp_path: Path,
+) -> None:
+    """Kafka's brokerConfigSynonyms: log.flush.interval.ms, when unset, falls back to
+    log.flush.scheduler.interval.ms; the synonyms ahead of the described name are dropped."""
+    from kafkalite.broker.config.broker_config import BrokerConfig
+    from kafkalite.broker.config.dynamic_config import DynamicBrokerConfig
+
+    def synonyms(props: dict[str, str], name: str) -> list[tuple[str, str | None, int]]:
+        static = BrokerConfig({"log.dirs": str(tmp_path), **props})
+        return DynamicBrokerConfig(static, tmp_path).synonyms(name)
+
+    most = "9223372036854775807"
+    assert synonyms({}, "log.flush.interval.ms") == []
+    assert synonyms({"log.flush.interval.ms": "1000"}, "log.flush.interval.ms") == [
+        ("log.flush.interval.ms", "1000", 4),
+        ("log.flush.scheduler.interval.ms", most, 5),
+    ]
+    assert synonyms({}, "log.flush.scheduler.interval.ms") == [
+        ("log.flush.scheduler.interval.ms", most, 5)
+    ]

@@ -49,6 +49,10 @@ EXPECTED_APIS: list[tuple[str, int, int, int]] = [
     ("DescribeLogDirs", 35, 0, 4),
     ("SaslAuthenticate", 36, 0, 2),
     ("CreatePartitions", 37, 0, 3),
+    ("CreateDelegationToken", 38, 0, 2),
+    ("RenewDelegationToken", 39, 0, 2),
+    ("ExpireDelegationToken", 40, 0, 2),
+    ("DescribeDelegationToken", 41, 0, 2),
     ("DeleteGroups", 42, 0, 2),
     ("ElectLeaders", 43, 0, 2),  # KIP-460 (issue 19)
     ("IncrementalAlterConfigs", 44, 0, 1),

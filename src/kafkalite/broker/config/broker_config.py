@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from kafkalite.broker.config.config_defs import (
-    _PY,
     BROKER_CONFIGS,
     BROKER_SYNONYM_GROUPS,
     DYNAMIC_BROKER_CONFIGS,
@@ -40,8 +39,10 @@ from kafkalite.broker.config.config_defs import (
     is_read_only_broker_config,
     is_sensitive_config,
 )
+from kafkalite.broker.config.config_synonyms import DEPRECATED_IGNORED_CONFIGS
+from kafkalite.broker.config.config_types import coerce
 from kafkalite.broker.config.group_config_defs import broker_group_configs_error
-from kafkalite.storage.config import LogConfig
+from kafkalite.storage.config import LogConfig, is_message_format_version
 from kafkalite.storage.errors import InvalidConfig
 
 log = logging.getLogger("kafkalite.broker.config")
@@ -49,6 +50,7 @@ log = logging.getLogger("kafkalite.broker.config")
 # the table's names, re-exported: callers import them from here
 __all__ = [
     "BROKER_CONFIGS",
+    "DEPRECATED_IGNORED_CONFIGS",
     "BROKER_SYNONYM_GROUPS",
     "DYNAMIC_BROKER_CONFIGS",
     "IGNORED_KAFKA_CONFIGS",
@@ -127,7 +129,7 @@ def _check(defn: ConfigDef, value: str) -> None:
     """ConfigError, in one line naming the property, the value and what is allowed, unless `value`
     is of the setting's type and inside its range or choices."""
     try:
-        v = coerce(defn.type, value)
+        v = coerce(defn.type, value, defn.allowed())
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{defn.name}={value}: {exc}") from None
     if defn.valid is not None:
@@ -151,26 +153,6 @@ def closest_config_name(name: str) -> str | None:
     known = [*BROKER_CONFIGS, *TOPIC_CONFIGS, *IGNORED_KAFKA_CONFIGS]
     found = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
     return found[0] if found else None
-
-
-# a property's value once coerced to its definition's type
-ConfigValue = bool | int | float | str | list[str]
-
-
-def coerce(type_: int, value: str) -> ConfigValue:
-    kind = _PY.get(type_, "str")
-    if kind == "bool":
-        v = value.strip().lower()
-        if v not in ("true", "false"):
-            raise ValueError("expected true or false")
-        return v == "true"
-    if kind == "int":
-        return int(value)
-    if kind == "float":
-        return float(value)
-    if kind == "list":
-        return [x.strip() for x in value.split(",") if x.strip()]
-    return value
 
 
 # Kafka's security protocols and their wire ids (UpdateMetadata endpoints)
@@ -267,6 +249,13 @@ class BrokerConfig:
                 _check(defn, v)
                 if k == "log.level":
                     _check_level(k, v)
+                if k == "log.message.format.version" and not is_message_format_version(v):
+                    raise ConfigError(
+                        f"{k}={v}: Version `{v}` is not a valid version "
+                        "(a Kafka release such as 2.8 or 3.0-IV1)"
+                    )
+                if k in DEPRECATED_IGNORED_CONFIGS:
+                    self.warnings.append(DEPRECATED_IGNORED_CONFIGS[k].format(name=k, value=v))
             elif k.startswith("log.level."):
                 _check_level(k, v)
             elif k.startswith("listener.name."):

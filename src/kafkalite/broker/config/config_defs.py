@@ -407,6 +407,13 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         ),
         _d("log.preallocate", T_BOOLEAN, "false", "Preallocate segment files."),
         _d(
+            "log.message.format.version",
+            T_STRING,
+            "3.0-IV1",
+            "Deprecated (Kafka 3.x; removed in Kafka 4): accepted and ignored, as Kafka ignores it "
+            "once inter.broker.protocol.version is 3.0 or later; batches are kept as sent.",
+        ),
+        _d(
             "log.message.downconversion.enable",
             T_BOOLEAN,
             "true",

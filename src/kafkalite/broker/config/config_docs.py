@@ -152,7 +152,15 @@ def render_markdown() -> str:
         "## Topic settings and their broker defaults",
         "",
         "A topic's own setting (CreateTopics, `kafkalite topics alter`) wins over the broker-wide "
-        "default named here.",
+        "default named here. DescribeConfigs reports each source with its own name, unit and value "
+        "(`log.retention.minutes=120`, not milliseconds), in Kafka's order: the topic's own "
+        "setting, then the broker's dynamic, cluster-default, static and default values.",
+        "",
+        "`message.format.version` (and the broker's `log.message.format.version`) is accepted "
+        "and ignored, with a warning, as a ZooKeeper-mode Kafka 3.x does once "
+        "`inter.broker.protocol.version` is 3.0 or later; a value naming no Kafka release is "
+        "INVALID_CONFIG. Kafka 4 removed the setting and refuses it as an unknown config: a "
+        "client that sets it works here and against Kafka 3.x, not against Kafka 4.",
         "",
         "| Topic setting | Broker default from |",
         "|---|---|",

@@ -26,6 +26,7 @@ TOPIC_CONFIGS: dict[str, tuple[tuple[str, ...], int]] = {
     "message.timestamp.difference.max.ms": (("log.message.timestamp.difference.max.ms",), T_LONG),
     "message.timestamp.type": (("log.message.timestamp.type",), T_STRING),
     "message.downconversion.enable": (("log.message.downconversion.enable",), T_BOOLEAN),
+    "message.format.version": (("log.message.format.version",), T_STRING),
     "max.compaction.lag.ms": (("log.cleaner.max.compaction.lag.ms",), T_LONG),
     "min.cleanable.dirty.ratio": (("log.cleaner.min.cleanable.ratio",), T_DOUBLE),
     "min.compaction.lag.ms": (("log.cleaner.min.compaction.lag.ms",), T_LONG),
@@ -42,8 +43,11 @@ TOPIC_CONFIGS: dict[str, tuple[tuple[str, ...], int]] = {
 
 # Broker configs that AlterConfigs may change at runtime: the most specific broker synonym of each
 # topic config (Kafka's DynamicLogConfig.ReconfigurableConfigs, all "cluster-wide"). The hours /
-# minutes spellings (log.retention.hours, log.roll.hours...) stay read-only, as in Kafka.
-DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(syns[0] for syns, _ in TOPIC_CONFIGS.values())
+# minutes spellings (log.retention.hours, log.roll.hours...) stay read-only, as in Kafka, and so does
+# log.message.format.version (Kafka's DynamicLogConfig.ExcludedConfigs).
+DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(
+    syns[0] for syns, _ in TOPIC_CONFIGS.values()
+) - {"log.message.format.version"}
 
 # connection quotas (broker.connection_quotas), dynamic as in Kafka; so are their per-listener
 # spellings listener.name.<listener>.max.connections / .max.connection.creation.rate
@@ -86,8 +90,19 @@ IGNORED_KAFKA_CONFIGS: dict[str, str] = {
     "process.roles": "KRaft is not offered; clusters use ZooKeeper (zookeeper.connect)",
     "controller.quorum.voters": "KRaft is not offered; clusters use ZooKeeper (zookeeper.connect)",
     "controller.listener.names": "KRaft is not offered; clusters use ZooKeeper (zookeeper.connect)",
-    "log.message.format.version": "batches are stored as the producer sent them",
     "inter.broker.protocol.version": "brokers speak the newest protocol versions they share",
+}
+
+# settings Kafka 3.x accepts but ignores with a warning (deprecated; Kafka 4 refuses them)
+DEPRECATED_IGNORED_CONFIGS: dict[str, str] = {
+    "log.message.format.version": (
+        "{name}={value} is ignored: it is deprecated and has no effect once "
+        "inter.broker.protocol.version is 3.0 or later, as here (Kafka 4 refuses it)"
+    ),
+    "message.format.version": (
+        "topic config {name}={value} of {topic} is ignored: it is deprecated and has no effect "
+        "once inter.broker.protocol.version is 3.0 or later, as here (Kafka 4 refuses it)"
+    ),
 }
 
 # Kafka broker settings kafkalite does not model but knows to be static (read-only in Kafka).
@@ -113,3 +128,12 @@ def broker_synonyms(name: str) -> tuple[str, ...]:
         if name in group:
             return group
     return (name,)
+
+
+def described_synonyms(name: str) -> tuple[str, ...]:
+    """The names DescribeConfigs looks up for `name`'s synonyms (Kafka's brokerConfigSynonyms): its
+    unit spellings, and for log.flush.interval.ms the setting that stands in when it is unset,
+    log.flush.scheduler.interval.ms (which is not an alias: it keeps its own meaning elsewhere)."""
+    if name == "log.flush.interval.ms":
+        return (name, "log.flush.scheduler.interval.ms")
+    return broker_synonyms(name)

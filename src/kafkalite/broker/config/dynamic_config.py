@@ -19,12 +19,6 @@ from kafkalite.broker.config.broker_config import (
     SOURCE_DYNAMIC_BROKER,
     SOURCE_DYNAMIC_DEFAULT_BROKER,
     SOURCE_STATIC_BROKER,
-    T_BOOLEAN,
-    T_DOUBLE,
-    T_INT,
-    T_LIST,
-    T_LONG,
-    T_SHORT,
     BrokerConfig,
     ConfigError,
     broker_synonyms,
@@ -33,6 +27,7 @@ from kafkalite.broker.config.broker_config import (
     is_read_only_broker_config,
     listener_override_def,
 )
+from kafkalite.broker.config.config_synonyms import described_synonyms
 from kafkalite.broker.network.connection_quotas import ConnectionLimits
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.storage.config import LogConfig
@@ -47,15 +42,6 @@ CONFIG_DIR = "broker-configs"
 CLUSTER_DEFAULT_FILE = "cluster-default.properties"
 
 Synonym = tuple[str, str | None, int]
-
-_TYPE_NAMES = {
-    T_BOOLEAN: "BOOLEAN",
-    T_INT: "INT",
-    T_SHORT: "SHORT",
-    T_LONG: "LONG",
-    T_DOUBLE: "DOUBLE",
-    T_LIST: "LIST",
-}
 
 
 class DynamicConfigError(Exception):
@@ -211,7 +197,7 @@ class DynamicBrokerConfig:
 
     def synonyms(self, name: str, per_broker: bool = True) -> list[Synonym]:
         """Where `name`'s value can come from, highest precedence first (Kafka's synonym order)."""
-        names = broker_synonyms(name)
+        names = described_synonyms(name)
         layers: list[tuple[Mapping[str, str], int]] = [
             (self.cluster_default, SOURCE_DYNAMIC_DEFAULT_BROKER),
         ]
@@ -245,12 +231,10 @@ class DynamicBrokerConfig:
             if defn is None:
                 continue
             try:
-                coerce(defn.type, v)
-            except (TypeError, ValueError):
-                kind = _TYPE_NAMES.get(defn.type, "STRING")
+                coerce(defn.type, v, defn.allowed())
+            except (TypeError, ValueError) as exc:
                 raise DynamicConfigError(
-                    ErrorCode.INVALID_REQUEST,
-                    f"Invalid value {v} for configuration {k}: Not a value of type {kind}",
+                    ErrorCode.INVALID_REQUEST, f"Invalid value {v} for configuration {k}: {exc}"
                 ) from None
             try:
                 check_value(defn, v)

@@ -11,14 +11,12 @@ from typing import TYPE_CHECKING
 from kafkalite.broker.config.broker_config import (
     BROKER_CONFIGS,
     SOURCE_DEFAULT,
-    SOURCE_DYNAMIC_BROKER,
-    SOURCE_DYNAMIC_DEFAULT_BROKER,
-    SOURCE_STATIC_BROKER,
     SOURCE_TOPIC,
     TOPIC_CONFIGS,
     is_read_only_broker_config,
 )
 from kafkalite.broker.config.config_defs import is_sensitive_config
+from kafkalite.broker.config.config_synonyms import DEPRECATED_IGNORED_CONFIGS
 from kafkalite.broker.config.dynamic_config import dynamic_configs
 from kafkalite.broker.context import RequestContext
 from kafkalite.protocol.errors import ErrorCode
@@ -68,13 +66,13 @@ def default_log_config(broker: BrokerServer) -> LogConfig:
 
 
 def topic_entries(broker: BrokerServer, overrides: dict[str, str]) -> list[ConfigEntry]:
+    """A topic's configs as Kafka describes them: the override (DYNAMIC_TOPIC_CONFIG) first, then the
+    synonyms of its broker setting's most specific spelling (`retention.ms` -> `log.retention.ms`),
+    each with its own name, unit and value, looked up as a broker describes that setting. Like Kafka,
+    a topic setting whose only broker spelling set is a coarser one (`log.retention.minutes`) answers
+    DEFAULT_CONFIG with no synonyms, its value still the one that spelling gives."""
     dyn = dynamic_configs(broker)
     base = dyn.log_config().to_properties()
-    layers = (
-        (dyn.per_broker, SOURCE_DYNAMIC_BROKER),
-        (dyn.cluster_default, SOURCE_DYNAMIC_DEFAULT_BROKER),
-        (broker.config.props, SOURCE_STATIC_BROKER),
-    )
     types = storage_config.TOPIC_CONFIG_TYPES
     docs = storage_config.TOPIC_CONFIG_DOCS
     out = []
@@ -82,13 +80,11 @@ def topic_entries(broker: BrokerServer, overrides: dict[str, str]) -> list[Confi
         synonyms: list[tuple[str, str | None, int]] = []
         if name in overrides:
             synonyms.append((name, overrides[name], SOURCE_TOPIC))
-        default_syn = TOPIC_CONFIGS.get(name, ((), 0))[0]
-        for layer, layer_source in layers:
-            synonyms.extend((syn, layer[syn], layer_source) for syn in default_syn if syn in layer)
-        builtin = storage_config.TOPIC_CONFIG_DEFAULTS[name]
-        synonyms.append((default_syn[-1] if default_syn else name, builtin, SOURCE_DEFAULT))
+        broker_names = TOPIC_CONFIGS.get(name, ((), 0))[0]
+        if broker_names:
+            synonyms += dyn.synonyms(broker_names[0])
         value = overrides.get(name, base.get(name))
-        source = synonyms[0][2]
+        source = synonyms[0][2] if synonyms else SOURCE_DEFAULT
         out.append(
             ConfigEntry(
                 name,
@@ -141,6 +137,17 @@ def apply_topic_overrides(broker: BrokerServer, topic: str, overrides: dict[str,
     """Persist new overrides (metadata store and log manager) and apply them to the topic's logs."""
     broker.metadata_store.set_configs(topic, overrides)
     broker.log_manager.set_topic_config(topic, overrides)
+    warn_ignored_topic_configs(topic, overrides)
+
+
+def warn_ignored_topic_configs(topic: str, overrides: dict[str, str]) -> None:
+    """A topic created or altered with a deprecated setting Kafka 3.x accepts and ignores
+    (message.format.version): one warning, as Kafka logs."""
+    for name, value in overrides.items():
+        if name in DEPRECATED_IGNORED_CONFIGS:
+            log.warning(
+                DEPRECATED_IGNORED_CONFIGS[name].format(name=name, value=value, topic=topic)
+            )
 
 
 def config_access_denied(

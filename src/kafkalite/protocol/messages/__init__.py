@@ -27,6 +27,7 @@ _FAMILIES = (
     "share_admin",
     "reassignments",
     "leaders",
+    "delegation_tokens",
 )
 
 for _name in _FAMILIES:

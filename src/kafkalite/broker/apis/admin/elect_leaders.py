@@ -1,5 +1,5 @@
-"""ElectLeaders (key 43, KIP-183 / KIP-460), cluster mode, answered by the controller: preferred or
-unclean leader election per partition (all partitions when the request names none).
+"""ElectLeaders (key 43, KIP-183 / KIP-460), answered by the controller: preferred or unclean leader
+election per partition (all partitions when the request names none); a single node is its own controller.
 """
 
 from __future__ import annotations
@@ -7,8 +7,18 @@ from __future__ import annotations
 import asyncio
 import time
 
-from kafkalite.broker.apis.admin._controller import active_controller
+from kafkalite.broker.apis.admin._controller import (
+    active_controller,
+    is_single_node,
+    one_broker_view,
+)
 from kafkalite.broker.context import RequestContext
+from kafkalite.cluster.controller.events import ReplyLeaderElection
+from kafkalite.cluster.controller.leader_balance import (
+    ElectionType,
+    decide_elections,
+    failed_election,
+)
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.leaders import (
     ELECT_LEADERS,
@@ -18,7 +28,6 @@ from kafkalite.protocol.messages.leaders import (
 from kafkalite.security.acl import AclOperation
 
 API = ELECT_LEADERS
-CLUSTER_ONLY = True
 _Topic = ElectLeadersResponse.ReplicaElectionResult
 _Partition = _Topic.PartitionResult
 
@@ -71,6 +80,25 @@ async def _wait_for_leaders(
     return pending
 
 
+def _one_broker_election(ctx: RequestContext, request: ElectLeadersRequest) -> ReplyLeaderElection:
+    """A one-broker cluster decides as the controller does: its one replica leads every partition
+    (ELECTION_NOT_NEEDED), but one whose log is still being recovered, which nothing can elect yet."""
+    view = one_broker_view(ctx)
+    decision = decide_elections(
+        request.election_type,
+        _asked(ctx, request),
+        assignments=view.assignments,
+        leadership=view.leadership,
+        live=view.live,
+        deleting=(),
+    )
+    etype = decision.election_type or ElectionType.PREFERRED
+    for tp in list(decision.proposals):
+        del decision.proposals[tp]
+        decision.results[tp] = failed_election(tp, etype, "its log is still being recovered")
+    return decision.reply(0)
+
+
 async def handle(ctx: RequestContext, request: ElectLeadersRequest) -> ElectLeadersResponse:
     if not ctx.authorize_cluster(AclOperation.ALTER):
         code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
@@ -78,7 +106,9 @@ async def handle(ctx: RequestContext, request: ElectLeadersRequest) -> ElectLead
         return _response(code, {tp: (code, None) for tp in _asked(ctx, request)} if named else {})
     controller = active_controller(ctx)
     reply = None
-    if controller is not None:
+    if is_single_node(ctx):
+        reply = _one_broker_election(ctx, request)
+    elif controller is not None:
         partitions = (
             frozenset(_asked(ctx, request)) if request.topic_partitions is not None else None
         )

@@ -1,10 +1,12 @@
-"""ListPartitionReassignments (key 46, KIP-455), cluster mode, answered by the controller: the partitions
-(asked for, or all) with a move in flight, with their replicas and adding / removing replicas.
+"""ListPartitionReassignments (key 46, KIP-455), answered by the controller: the partitions (asked for,
+or all) with a move in flight, with their replicas and adding / removing replicas (none on one broker).
 """
 
 from __future__ import annotations
 
+from kafkalite.broker.apis.admin._controller import is_single_node, one_broker_view
 from kafkalite.broker.context import RequestContext
+from kafkalite.cluster.controller.reassignment import ReplicaAssignment
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.reassignments import (
     LIST_PARTITION_REASSIGNMENTS,
@@ -14,7 +16,6 @@ from kafkalite.protocol.messages.reassignments import (
 from kafkalite.security.acl import AclOperation
 
 API = LIST_PARTITION_REASSIGNMENTS
-CLUSTER_ONLY = True
 _Topic = ListPartitionReassignmentsResponse.OngoingTopicReassignment
 _Partition = _Topic.OngoingPartitionReassignment
 
@@ -37,7 +38,13 @@ async def handle(
         if request.topics is not None
         else None
     )
-    moving = controller.list_partition_reassignments(asked) if controller is not None else None
+    moving: dict[tuple[str, int], ReplicaAssignment] | None = None
+    if is_single_node(ctx):
+        view = one_broker_view(ctx)
+        tps = asked if asked is not None else list(view.assignments)
+        moving = {tp: a for tp in tps if (a := view.assignment(tp)).is_being_reassigned}
+    elif controller is not None:
+        moving = controller.list_partition_reassignments(asked)
     if moving is None:
         return _top_level(ErrorCode.NOT_CONTROLLER, "This broker is not the controller.")
     by_topic: dict[str, list[_Partition]] = {}

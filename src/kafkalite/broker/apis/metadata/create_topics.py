@@ -12,7 +12,11 @@ import time
 import uuid
 
 from kafkalite.broker.apis.metadata.metadata import may_create_topic
-from kafkalite.broker.config.topic_configs import check_topic_overrides, topic_entries
+from kafkalite.broker.config.topic_configs import (
+    check_topic_overrides,
+    topic_entries,
+    warn_ignored_topic_configs,
+)
 from kafkalite.broker.context import RequestContext
 from kafkalite.broker.local_logs import TopicStorageError
 from kafkalite.cluster.controller.election import check_assignment
@@ -118,6 +122,7 @@ async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTop
                 continue
             r.topic_id = info.topic_id
             created.append(t.name)
+            warn_ignored_topic_configs(t.name, overrides)
         r.num_partitions = partitions
         r.replication_factor = rf
         if ctx.api_version >= 5:
