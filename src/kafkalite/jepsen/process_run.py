@@ -102,6 +102,11 @@ def run(
     """Both workloads at once for `seconds` with the nemesis, then every fault healed, the final reads,
     the check. Histories go to `out_dir` (JSON lines) if given."""
     counts = counts or Counts()
+    began = time.monotonic()
+
+    def phase(what: str) -> None:
+        log(f"[{time.monotonic() - began:6.1f}s] {what}")
+
     bs = cluster.bootstrap_servers
     queue_topic, source, sink = "jepsen-queue", "jepsen-txn-in", "jepsen-txn-out"
     create_topics(bs, [queue_topic, source, sink], counts.partitions)
@@ -120,12 +125,15 @@ def run(
         daemon=True,
     )
     nemesis.start()
+    phase("workloads started")
     time.sleep(seconds)  # the run's length is the point, not a condition to wait on
     nemesis_stop.set()
     nemesis.join(timeout=120)
+    phase("nemesis stopped")
     stop.set()
     for t in threads:
         t.join(timeout=counts.op_timeout + 30)
+    phase("workers stopped")
     for b in cluster.brokers.values():  # nothing left down: the final read sees every replica
         b.resume()
         if not b.running:
@@ -133,6 +141,7 @@ def run(
     out.final_complete["queue"] = final_read(bs, [queue_topic], queue)
     out.final_complete["txn"] = final_read(bs, [source, sink], txn)
     final_read(bs, [source, sink], txn, isolation="read_uncommitted")
+    phase("final reads done")
     for name, h in out.histories.items():
         report = check(h.ops())
         out.reports[name] = report
