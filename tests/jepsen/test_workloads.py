@@ -46,6 +46,8 @@ def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
     try:
         with c:
             yield c
+            for b in c.brokers.values():  # nothing to keep: SIGKILL, not a controlled shutdown
+                b.kill()
     finally:
         zk.stop()
 

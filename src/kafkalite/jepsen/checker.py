@@ -313,14 +313,14 @@ def render(
     report: Report, liveness_rows: list[tuple[float, dict[str, float]]] | None = None
 ) -> str:
     """The anomaly table (every row, zeros too), the operation counts and, if given, liveness."""
-    lines = [f"{'anomaly':<22}{'count':>8}"]
+    lines = [f"{'anomaly':<28}{'count':>8}"]
     lines.append("-" * 30)
     for name in ANOMALIES:
-        lines.append(f"{name:<22}{report.counts[name]:>8}")
+        lines.append(f"{name:<28}{report.counts[name]:>8}")
         lines.extend(f"    e.g. {ex}" for ex in report.examples.get(name, []))
-    lines.append(f"{'(unread, not counted)':<22}{report.unread:>8}")
+    lines.append(f"{'(unread, not counted)':<28}{report.unread:>8}")
     for kind in ("G0-concurrent", "G2"):
-        lines.append(f"{'(' + kind + ', allowed)':<22}{report.allowed[kind]:>8}")
+        lines.append(f"{'(' + kind + ', allowed)':<28}{report.allowed[kind]:>8}")
         lines.extend(f"    e.g. {ex}" for ex in report.allowed_examples.get(kind, []))
     lines.append("")
     lines.append(f"{'operation':<12}{'ok':>8}{'fail':>8}{'info':>8}")

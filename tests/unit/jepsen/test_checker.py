@@ -192,7 +192,7 @@ def test_two_anti_dependencies_are_g2_not_g_single() -> None:
     b.txn(3, [("poll", "y", [(0, 2)]), ("send", "x", 4, 1)], ends=ends)
     report = check(b.h.ops())
     only(report.counts)  # Kafka's polls are not snapshots: shown apart, not an anomaly
-    assert report.allowed["G2"] == 1 and "(G2, allowed)                1" in render(report)
+    assert report.allowed["G2"] == 1 and "(G2, allowed)                      1" in render(report)
 
 
 def test_an_aborted_transaction_takes_no_part_in_cycles() -> None:
