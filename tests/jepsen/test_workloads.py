@@ -19,7 +19,7 @@ from kafkalite.zkserver import ZooKeeperMissing, ZooKeeperServer
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
-SECONDS = 16
+SECONDS = 12
 
 
 @pytest.fixture

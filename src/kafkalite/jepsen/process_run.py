@@ -21,7 +21,7 @@ from kafkalite.jepsen.txn_workload import start_txn
 from kafkalite.jepsen.workloads import QUIET, Counts, Values, create_topics, final_read, start_queue
 from kafkalite.local_cluster import LocalCluster
 
-FAULTS = ("kill", "pause")
+FAULTS = ("pause", "kill")
 
 
 @dataclass
@@ -99,8 +99,8 @@ def run(
     out_dir: Path | None = None,
     log: Callable[[str], None] = print,
 ) -> Outcome:
-    """Both workloads at once for `seconds` with the nemesis, then every fault healed, the final reads,
-    the check. Histories go to `out_dir` (JSON lines) if given."""
+    """Both workloads at once for `seconds` (and until each fault kind was done once) with the
+    nemesis, then every fault healed, the final reads, the check. Histories go to `out_dir` (JSON lines) if given."""
     counts = counts or Counts()
     began = time.monotonic()
 
@@ -126,7 +126,13 @@ def run(
     )
     nemesis.start()
     phase("workloads started")
-    time.sleep(seconds)  # the run's length is the point, not a condition to wait on
+    # the run lasts `seconds` and at least until each fault kind has been done and healed once (a broker
+    # restart can take many seconds on a loaded machine)
+    deadline = time.monotonic() + seconds + 120
+    while time.monotonic() < deadline and (
+        time.monotonic() - began < seconds or len(out.faults) < len(faults)
+    ):
+        time.sleep(0.2)
     nemesis_stop.set()
     nemesis.join(timeout=120)
     phase("nemesis stopped")
