@@ -52,9 +52,6 @@ class Report:
     # cycles Kafka's transaction model allows, shown apart and not counted:
     # "G2": two rw edges or more; polls of several partitions are no snapshot, so two consumers may
     #   each miss what the other saw;
-    # "G0-concurrent": a write cycle of transactions that each overlapped the next in time; Kafka has no
-    #   write isolation, two producers' transactions interleave in the partitions they share (Jepsen's
-    #   Redpanda 21.10.1 analysis and Redpanda's answer to it)
     allowed: Counter[str] = field(default_factory=Counter)
     allowed_examples: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
 
@@ -285,23 +282,15 @@ def _cycles(
         if not c.extra.get("final") and c.status == "committed"
     ]
     for cyc in find_cycles(
-        build_graph(order, writer, graph_reads, rw_from_every_poll=rw_from_every_poll)
+        build_graph(order, writer, graph_reads, rw_from_every_poll=rw_from_every_poll, spans=spans)
     ):
         path = " ".join(
             [str(cyc.ops[0])] + [f"-{k}-> {b}" for k, b in zip(cyc.edges, cyc.ops[1:], strict=True)]
         )
         if cyc.kind == "G2":
             report.allow("G2", path)
-        elif cyc.kind == "G0" and all(
-            _overlap(spans[a], spans[b]) for a, b in itertools.pairwise(cyc.ops)
-        ):
-            report.allow("G0-concurrent", path)
         else:
             report.found(cyc.kind, path)
-
-
-def _overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
-    return a[0] <= b[1] and b[0] <= a[1]
 
 
 def _at_end(c: Completed, key: str, recs: list[tuple[int, int]]) -> bool:
@@ -319,7 +308,7 @@ def render(
         lines.append(f"{name:<28}{report.counts[name]:>8}")
         lines.extend(f"    e.g. {ex}" for ex in report.examples.get(name, []))
     lines.append(f"{'(unread, not counted)':<28}{report.unread:>8}")
-    for kind in ("G0-concurrent", "G2"):
+    for kind in ("G2",):
         lines.append(f"{'(' + kind + ', allowed)':<28}{report.allowed[kind]:>8}")
         lines.extend(f"    e.g. {ex}" for ex in report.allowed_examples.get(kind, []))
     lines.append("")
