@@ -2,7 +2,8 @@
 min.insync.replicas=2, a nemesis that SIGKILLs and SIGSTOPs partition leaders over and over; prints each
 workload's anomaly table, operation counts and liveness after every heal; exits 1 on any anomaly.
 
-Usage: python bench/jepsen_workloads.py [--seconds 600] [--quiet 5] [--length 5] [--out DIR] [--seed N]
+Usage: python bench/jepsen_workloads.py [--seconds 600] [--quiet 5] [--length 5] [--recovery 10]
+       [--out DIR] [--seed N]
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=600)
     ap.add_argument("--quiet", type=float, default=5.0, help="seconds between faults")
     ap.add_argument("--length", type=float, default=5.0, help="seconds each fault lasts")
+    ap.add_argument("--recovery", type=float, default=10.0, help="seconds of no fault at the end")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, help="keep the histories (JSON lines) and broker logs here")
     args = ap.parse_args()
@@ -50,6 +52,7 @@ def main() -> int:
                     counts=Counts(),
                     quiet=args.quiet,
                     length=args.length,
+                    recovery=args.recovery,
                     seed=args.seed,
                     out_dir=base / "histories",
                 )

@@ -56,7 +56,13 @@ def test_queue_and_txn_workloads_show_no_anomaly_under_kills_and_pauses(
     cluster: LocalCluster, tmp_path: Path
 ) -> None:
     out = run(
-        cluster, SECONDS, counts=Counts(), quiet=2.0, length=2.5, out_dir=tmp_path / "histories"
+        cluster,
+        SECONDS,
+        counts=Counts(),
+        quiet=2.0,
+        length=2.5,
+        recovery=3.0,
+        out_dir=tmp_path / "histories",
     )
     kinds = {f.split()[0] for f in out.faults}
     assert kinds == {"kill", "pause"}, out.faults

@@ -330,9 +330,15 @@ def liveness(
     ops: Iterable[Op], heals: list[float] | None = None
 ) -> list[tuple[float, dict[str, float]]]:
     """After each heal, per key: the longest stretch without an acknowledged (committed) send, from the
-    heal to the next fault's start or the end of the history. Heals default to the nemesis' "stop" ops."""
+    heal to the next fault's start or the workload's last completed send. Heals default to the nemesis' "stop" ops."""
     ops = list(ops)
-    end = ops[-1].time if ops else 0.0
+    # the workload's end: its last send's completion (not the final reads, nor the workers' shutdown)
+    sends_done = [
+        o.time
+        for o in ops
+        if o.process != "nemesis" and o.type != "invoke" and o.f in ("send", "txn")
+    ]
+    end = max(sends_done, default=ops[-1].time if ops else 0.0)
     if heals is None:
         heals = [o.time for o in ops if o.process == "nemesis" and o.f == "stop"]
     starts = sorted(o.time for o in ops if o.process == "nemesis" and o.f == "start")
@@ -346,7 +352,7 @@ def liveness(
                 acks[key].append(c.done.time)
     rows: list[tuple[float, dict[str, float]]] = []
     for h in sorted(heals):
-        until = min((s for s in starts if s > h), default=end)
+        until = max(h, min((s for s in starts if s > h), default=end))
         per_key: dict[str, float] = {}
         for key in sorted(keys):
             times = sorted(t for t in acks[key] if h <= t <= until)

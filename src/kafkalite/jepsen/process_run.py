@@ -95,12 +95,13 @@ def run(
     faults: Sequence[str] = FAULTS,
     quiet: float = 3.0,
     length: float = 3.0,
+    recovery: float = 5.0,
     seed: int = 0,
     out_dir: Path | None = None,
     log: Callable[[str], None] = print,
 ) -> Outcome:
     """Both workloads at once for `seconds` (and until each fault kind was done once) with the
-    nemesis, then every fault healed, the final reads, the check. Histories go to `out_dir` (JSON lines) if given."""
+    nemesis, then `recovery` seconds with no fault, the final reads, the check. Histories go to `out_dir` (JSON lines) if given."""
     counts = counts or Counts()
     began = time.monotonic()
 
@@ -136,10 +137,13 @@ def run(
     nemesis_stop.set()
     nemesis.join(timeout=120)
     phase("nemesis stopped")
+    # the workloads go on for `recovery` seconds with every fault healed: liveness after the last heal
+    time.sleep(recovery)
     stop.set()
     for t in threads:
         t.join(timeout=counts.op_timeout + 30)
-    phase("workers stopped")
+    stuck = [t.name for t in threads if t.is_alive()]
+    phase("workers stopped" + (f"; still running: {', '.join(stuck)}" if stuck else ""))
     for b in cluster.brokers.values():  # nothing left down: the final read sees every replica
         b.resume()
         if not b.running:
