@@ -164,6 +164,17 @@ def test_concurrent_transactions_interleaving_their_writes_are_no_cycle() -> Non
     only(check(h.ops()).counts)
 
 
+def test_an_open_transaction_reading_what_a_concurrent_one_committed_is_no_g1c() -> None:
+    """T1 appends to x, T2 appends after it to x and y and commits, T1 then reads T2's y: legal in
+    Kafka (offsets order nothing between the two), a G1c if the offsets were taken as a write order."""
+    h = History()
+    t1 = h.invoke(1, "txn", [("send", "x", 1, None), ("poll", "y", [])], txn="commit")
+    t2 = h.invoke(2, "txn", [("send", "x", 2, None), ("send", "y", 3, None)], txn="commit")
+    h.complete(t2, "ok", [("send", "x", 2, 1), ("send", "y", 3, 0)])
+    h.complete(t1, "ok", [("send", "x", 1, 0), ("poll", "y", [(0, 3)])])
+    only(check(h.ops()).counts)
+
+
 def test_g1c_circular_information_flow() -> None:
     b = Builder()
     b.txn(1, [("send", "x", 1, 0), ("poll", "y", [(0, 2)])])
