@@ -5,7 +5,9 @@ A frame is a 4-byte big-endian length followed by that many bytes (`socket.reque
 
 from __future__ import annotations
 
+import ctypes
 import struct
+import sys
 import threading
 
 from kafkalite.protocol.exceptions import DecodeError
@@ -15,6 +17,10 @@ _LEN = struct.Struct(">i")
 # buffered reading (get_buffer / buffer_updated): a frame body at least this big that is not yet all
 # here gets its own bytearray, and the socket reads the rest straight into it
 DIRECT_BODY_MIN = 16 * 1024
+# a big body's buffer is grown as its bytes arrive, never sized by the announced length alone: it starts
+# at up to BODY_FIRST_CAPACITY (a produce request of librdkafka's default batch.size fits: the fast path
+# is one buffer, as before) and doubles, up to the frame's length, each time the bytes fill it
+BODY_FIRST_CAPACITY = 1 << 20
 # ... and everything else lands in this scratch buffer, shared by every decoder of the thread: it holds
 # bytes only between get_buffer() and buffer_updated(), which an event loop calls back to back
 _SCRATCH_SIZE = 64 * 1024
@@ -51,7 +57,10 @@ class FrameDecoder:
         scratch buffer (whose bytes buffer_updated() copies out before anything else can use it)."""
         body = self._body
         if body is not None:
-            return memoryview(body)[self._have :]
+            have = self._have
+            if have == len(body):  # full, and the frame is not: grow it (only now more bytes come)
+                body = self._body = _grown(body, min(self._need, 2 * have))
+            return memoryview(body)[have:]
         return _scratch()
 
     def buffer_updated(self, nbytes: int) -> list[bytes | bytearray]:
@@ -60,7 +69,7 @@ class FrameDecoder:
         body = self._body
         if body is not None:
             self._have += nbytes
-            if self._have < len(body):
+            if self._have < self._need:
                 return []
             self._body = None
             self._have = 0
@@ -116,7 +125,7 @@ class FrameDecoder:
             take = min(need - self._have, end - pos)
             if transient and not self._parts and need >= DIRECT_BODY_MIN:
                 # a big body just begun: it gets its own buffer and the socket fills the rest
-                body = self._body = bytearray(need)
+                body = self._body = _uninitialized(min(need, BODY_FIRST_CAPACITY))
                 body[:take] = data[pos : pos + take]
                 self._have = take
                 break  # take == end - pos: this chunk is used up
@@ -134,6 +143,13 @@ class FrameDecoder:
         return frames
 
     @property
+    def capacity(self) -> int:
+        """Bytes this decoder holds for the frame being read (what it received, or the buffer a big
+        body is received into, which grows as it fills)."""
+        body = self._body
+        return len(self._head) + (self._have if body is None else len(body))
+
+    @property
     def buffered(self) -> int:
         """Bytes received and not yet handed out in a frame."""
         return len(self._head) + self._have
@@ -149,6 +165,44 @@ class FrameDecoder:
         if self._need < 0:
             return 4 - len(self._head)
         return self._need - self._have
+
+
+def _resize_in_place() -> ctypes._NamedFuncPointer | None:
+    """CPython's PyByteArray_Resize: a bytearray grown through realloc, its new bytes left as they
+    are (no zero fill: the socket writes them; a large buffer's untouched pages cost no memory)."""
+    if sys.implementation.name != "cpython":
+        return None
+    fn = ctypes.pythonapi.PyByteArray_Resize
+    fn.argtypes = (ctypes.py_object, ctypes.c_ssize_t)
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_RESIZE = _resize_in_place()
+
+
+def _uninitialized(size: int) -> bytearray:
+    """A bytearray of `size` bytes whose contents are whatever the allocator had (the caller writes
+    every byte before reading any)."""
+    if _RESIZE is None:
+        return bytearray(size)
+    buf = bytearray()
+    _RESIZE(buf, size)
+    return buf
+
+
+def _grown(body: bytearray, size: int) -> bytearray:
+    """`body` grown to `size` bytes, its contents kept: in place where the allocator can (realloc;
+    mremap for a large buffer), else copied once into a new buffer."""
+    if _RESIZE is not None:
+        try:
+            _RESIZE(body, size)
+            return body
+        except BufferError:  # a view of it is still alive somewhere: grow a copy instead
+            pass
+    new = _uninitialized(size)
+    new[: len(body)] = body
+    return new
 
 
 _THREAD = threading.local()
