@@ -45,7 +45,6 @@ from kafkalite.broker.local_topics import (
     settle_collector,
 )
 from kafkalite.broker.network.connection import Connection
-from kafkalite.broker.network.memory_pool import MemoryPool
 from kafkalite.broker.network.connection_quotas import (
     ConnectionLimits,
     ConnectionQuotas,
@@ -62,6 +61,7 @@ from kafkalite.broker.network.listeners import (
     local_endpoint,
     reap_idle,
 )
+from kafkalite.broker.network.memory_pool import MemoryPool
 from kafkalite.broker.network.open_files import prepare_open_files
 from kafkalite.broker.network.request_handler import RequestHandler
 from kafkalite.broker.network.tls import client_context, ssl_settings

@@ -503,3 +503,45 @@ def test_buffered_reads_check_the_declared_length_before_allocating() -> None:
     buf[:4] = struct.pack(">i", -5)
     with pytest.raises(DecodeError):
         dec.buffer_updated(4)
+
+
+def test_buffered_reads_grow_a_big_body_as_its_bytes_arrive() -> None:
+    """A big frame's buffer is not sized by its announced length: it starts at up to
+    BODY_FIRST_CAPACITY and at most doubles each time the bytes fill it (issue 36)."""
+    from kafkalite.protocol.framing import BODY_FIRST_CAPACITY
+
+    size = 5 * BODY_FIRST_CAPACITY + 3  # grows 1 -> 2 -> 4 -> 5 MiB + 3
+    payload = bytes(range(256)) * (size // 256) + b"xyz"[: size % 256]
+    assert len(payload) == size
+    stream = frame(payload) + frame(b"after")
+    dec = FrameDecoder()
+    pos, got = 0, []
+    while pos < len(stream):
+        buf = dec.get_buffer()
+        if dec.pending_frame_size > 0:
+            # never more buffer than twice what arrived (or the first capacity)
+            assert dec.capacity <= max(BODY_FIRST_CAPACITY, 2 * dec.buffered)
+        n = min(len(buf), len(stream) - pos, 300_000)
+        buf[:n] = stream[pos : pos + n]
+        pos += n
+        got.extend(dec.buffer_updated(n))
+    assert got == [payload, b"after"]
+    assert type(got[0]) is bytearray
+
+
+def test_a_trickled_announced_frame_holds_what_arrived() -> None:
+    from kafkalite.protocol.framing import BODY_FIRST_CAPACITY
+
+    dec = FrameDecoder()
+    buf = dec.get_buffer()
+    buf[:4] = struct.pack(">i", 100 << 20)
+    buf[4:1004] = b"a" * 1000
+    assert dec.buffer_updated(1004) == []
+    for _ in range(3):  # 3 MiB of a 100 MiB frame arrive, in all
+        buf = dec.get_buffer()
+        assert len(buf) <= 2 << 20
+        n = min(len(buf), 1 << 20)
+        buf[:n] = b"b" * n
+        assert dec.buffer_updated(n) == []
+    assert dec.pending_frame_size == 100 << 20 and dec.buffered == 3 << 20
+    assert dec.capacity <= max(BODY_FIRST_CAPACITY, 2 * dec.buffered)
