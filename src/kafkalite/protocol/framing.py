@@ -38,6 +38,8 @@ class FrameDecoder:
 
     A frame inside one received chunk is sliced out of it (no copy at all when the chunk is exactly the
     frame's body); one spread over several chunks is kept as views of them and joined once, complete.
+    With buffered reading a big body is received in place, into a buffer that grows as its bytes
+    arrive (a frame's announced length costs nothing until its bytes come).
     Raises DecodeError on a negative or oversized declared length; the connection should then be closed.
     """
 
