@@ -11,7 +11,7 @@ import socket
 import struct
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -84,62 +84,75 @@ def test_trickled_big_frames_cost_what_arrives_not_what_is_announced(tmp_path: P
     assert grown < 80
 
 
-def test_memory_pool_stops_reading_and_resumes_without_losing_a_request(tmp_path: Path) -> None:
-    with Broker(tmp_path, queued_max_request_bytes=1 * MiB, message_max_bytes=8 * MiB) as b:
-        b.create_topic("big")
-        b.create_topic("small")
-        pool = b.server.memory_pool
-        assert pool is not None and pool.size == MiB
-        big = produce("big", b"b" * (3 * MiB), 1)
-        with socket.create_connection(("127.0.0.1", b.port), timeout=10) as trickler:
-            trickler.sendall(big[:MiB])  # announces ~3 MiB: the whole pool, and more, is taken
-            wait_until("the big request's memory", lambda: pool.used >= len(big) - 4)
-            assert pool.out_of_memory
-            with socket.create_connection(("127.0.0.1", b.port), timeout=10) as client:
-                # read before the connection knew the pool was out of memory: answered; then the
-                # connection waits for memory
-                client.sendall(produce("small", b"s1", 1))
-                assert answer_corr(client) == 1
-                wait_until("the client waiting for memory", lambda: pool.waiting == 1)
-                client.sendall(b"".join(produce("small", b"s%d" % i, i) for i in range(2, 7)))
-                client.settimeout(0.3)
-                with pytest.raises(TimeoutError):  # not read, so not answered
-                    client.recv(1)
-                small_log = b.server.get_log("small", 0)
-                assert small_log is not None and small_log.log_end_offset == 1
-                # the big request completes (it had its memory), is handled, and frees the pool
-                trickler.sendall(big[MiB:])
-                assert answer_corr(trickler) == 1
-                client.settimeout(10)
-                assert [answer_corr(client) for _ in range(2, 7)] == [2, 3, 4, 5, 6]
-                assert small_log.log_end_offset == 6
-                big_log = b.server.get_log("big", 0)
-                assert big_log is not None and big_log.log_end_offset == 1
-                wait_until("the pool emptied", lambda: pool.used == 0 and pool.waiting == 0)
+@pytest.fixture(scope="module")
+def pooled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
+    """A broker with a 1 MiB memory pool, requests of up to 8 MiB and batches of up to 4 MiB."""
+    config = {
+        "queued.max.request.bytes": MiB,
+        "socket.request.max.bytes": 8 * MiB,
+        "message.max.bytes": 4 * MiB,
+    }
+    with Broker(tmp_path_factory.mktemp("pooled"), config=config) as b:
+        yield b
 
 
-def test_closing_connections_give_their_memory_back(tmp_path: Path) -> None:
-    with Broker(tmp_path, queued_max_request_bytes=1 * MiB) as b:
-        pool = b.server.memory_pool
-        assert pool is not None
-        socks = [socket.create_connection(("127.0.0.1", b.port), timeout=10) for _ in range(3)]
-        for s in socks:
-            s.sendall(struct.pack(">i", 50 * MiB) + b"\x00" * 1000)
-        wait_until("one request holding the pool, two waiting",
-                   lambda: pool.used == 50 * MiB and pool.waiting == 2)  # fmt: skip
-        for s in socks:
-            s.close()
-        wait_until("the pool emptied", lambda: pool.used == 0 and pool.waiting == 0)
-        assert _probe_module().api_versions_answered(b.port)
+def test_memory_pool_stops_reading_and_resumes_without_losing_a_request(pooled: Broker) -> None:
+    b = pooled
+    b.create_topic("big")
+    b.create_topic("small")
+    pool = b.server.memory_pool
+    assert pool is not None and pool.size == MiB and pool.used == 0
+    big = produce("big", b"b" * (3 * MiB), 1)
+    with socket.create_connection(("127.0.0.1", b.port), timeout=10) as trickler:
+        trickler.sendall(big[:MiB])  # announces ~3 MiB: the whole pool, and more, is taken
+        wait_until("the big request's memory", lambda: pool.used >= len(big) - 4)
+        assert pool.out_of_memory
+        with socket.create_connection(("127.0.0.1", b.port), timeout=10) as client:
+            # read before the connection knew the pool was out of memory: answered; then the
+            # connection waits for memory
+            client.sendall(produce("small", b"s1", 1))
+            assert answer_corr(client) == 1
+            wait_until("the client waiting for memory", lambda: pool.waiting == 1)
+            client.sendall(b"".join(produce("small", b"s%d" % i, i) for i in range(2, 7)))
+            client.settimeout(0.3)
+            with pytest.raises(TimeoutError):  # not read, so not answered
+                client.recv(1)
+            small_log = b.server.get_log("small", 0)
+            assert small_log is not None and small_log.log_end_offset == 1
+            # the big request completes (it had its memory), is handled, and frees the pool
+            trickler.sendall(big[MiB:])
+            assert answer_corr(trickler) == 1
+            client.settimeout(10)
+            assert [answer_corr(client) for _ in range(2, 7)] == [2, 3, 4, 5, 6]
+            assert small_log.log_end_offset == 6
+            big_log = b.server.get_log("big", 0)
+            assert big_log is not None and big_log.log_end_offset == 1
+            wait_until("the pool emptied", lambda: pool.used == 0 and pool.waiting == 0)
+
+
+def test_closing_connections_give_their_memory_back(pooled: Broker) -> None:
+    pool = pooled.server.memory_pool
+    assert pool is not None and pool.used == 0
+    socks = [socket.create_connection(("127.0.0.1", pooled.port), timeout=10) for _ in range(3)]
+    for s in socks:
+        s.sendall(struct.pack(">i", 5 * MiB) + b"\x00" * 1000)
+    wait_until("one request holding the pool, two waiting",
+               lambda: pool.used == 5 * MiB and pool.waiting == 2)  # fmt: skip
+    for s in socks:
+        s.close()
+    wait_until("the pool emptied", lambda: pool.used == 0 and pool.waiting == 0)
+    assert _probe_module().api_versions_answered(pooled.port)
 
 
 def test_oversized_frame_closes_the_connection_with_an_invalid_receive_line(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    pooled: Broker, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING, logger="kafkalite.broker.connection")
-    with Broker(tmp_path, socket_request_max_bytes=1000) as b:
-        with socket.create_connection(("127.0.0.1", b.port), timeout=10) as s:
-            s.sendall(struct.pack(">i", 2000) + b"\x00" * 100)
-            assert is_closed(s)
-        wait_until("the log line", lambda: "invalid receive" in caplog.text)
-    assert "invalid receive (size = 2000 larger than 1000, socket.request.max.bytes)" in caplog.text
+    with socket.create_connection(("127.0.0.1", pooled.port), timeout=10) as s:
+        s.sendall(struct.pack(">i", 9 * MiB) + b"\x00" * 100)
+        assert is_closed(s)
+    wait_until("the log line", lambda: "invalid receive" in caplog.text)
+    line = f"invalid receive (size = {9 * MiB} larger than {8 * MiB}, socket.request.max.bytes)"
+    assert line in caplog.text
+    pool = pooled.server.memory_pool
+    assert pool is not None and pool.used == 0  # refused before it took any memory
