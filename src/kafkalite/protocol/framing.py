@@ -19,7 +19,8 @@ _LEN = struct.Struct(">i")
 DIRECT_BODY_MIN = 16 * 1024
 # a big body's buffer is grown as its bytes arrive, never sized by the announced length alone: it starts
 # at up to BODY_FIRST_CAPACITY (a produce request of librdkafka's default batch.size fits: the fast path
-# is one buffer, as before) and doubles, up to the frame's length, each time the bytes fill it
+# is one buffer, as before) and doubles, up to the frame's length, when bytes arrive and it is full (those
+# bytes come through the scratch buffer: one copy of a read per doubling)
 BODY_FIRST_CAPACITY = 1 << 20
 # ... and everything else lands in this scratch buffer, shared by every decoder of the thread: it holds
 # bytes only between get_buffer() and buffer_updated(), which an event loop calls back to back
@@ -58,26 +59,37 @@ class FrameDecoder:
         """Where the next received bytes go: the rest of a big frame's own bytearray, or the shared
         scratch buffer (whose bytes buffer_updated() copies out before anything else can use it)."""
         body = self._body
-        if body is not None:
-            have = self._have
-            if have == len(body):  # full, and the frame is not: grow it (only now more bytes come)
-                body = self._body = _grown(body, min(self._need, 2 * have))
-            return memoryview(body)[have:]
+        if body is not None and self._have < len(body):
+            return memoryview(body)[self._have :]
+        # (a big body that filled its buffer grows in buffer_updated, once more bytes did arrive)
         return _scratch()
 
     def buffer_updated(self, nbytes: int) -> list[bytes | bytearray]:
         """`nbytes` were written into the last get_buffer(): the frames now whole. A frame received
         in place is a bytearray (a handler may stamp it in place); every other frame is bytes."""
         body = self._body
-        if body is not None:
-            self._have += nbytes
-            if self._have < self._need:
-                return []
-            self._body = None
-            self._have = 0
-            self._need = -1
-            return [body]
-        return self._frames(_scratch()[:nbytes], True)
+        if body is None:
+            return self._frames(_scratch()[:nbytes], True)
+        have = self._have
+        if not nbytes:
+            return []
+        rest: memoryview | None = None
+        if have < len(body):  # received in place
+            self._have = have + nbytes
+        else:  # the body had filled its buffer: these bytes are in the scratch buffer
+            data = _scratch()[:nbytes]
+            take = min(nbytes, self._need - have)
+            body = self._body = _grown(body, min(self._need, max(2 * have, have + take)))
+            body[have : have + take] = data[:take]
+            self._have = have + take
+            if take < nbytes:
+                rest = data[take:]  # the frames after this one
+        if self._have < self._need:
+            return []
+        self._body = None
+        self._have = 0
+        self._need = -1
+        return [body] if rest is None else [body, *self._frames(rest, True)]
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
         if type(data) is not bytes:
