@@ -170,6 +170,7 @@ class ProbeResult:
     rss_after: float
     rss_closed: float
     unread: int  # bytes the broker left in the socket queues
+    unread_closed: int  # ... and once the clients closed (the broker reads to each one's end)
     served_meanwhile: bool
     served_after: bool
 
@@ -177,7 +178,8 @@ class ProbeResult:
         return (
             f"{label:<44} RSS {self.rss_before:7.1f} -> {self.rss_after:7.1f} MiB "
             f"(+{self.rss_after - self.rss_before:.1f}); after close {self.rss_closed:7.1f} MiB; "
-            f"unread {self.unread / MiB:6.1f} MiB; ApiVersions meanwhile "
+            f"unread {self.unread / MiB:6.1f} MiB (after close {self.unread_closed / MiB:.1f}); "
+            "ApiVersions meanwhile "
             f"{'ok' if self.served_meanwhile else 'NOT ANSWERED'}, after "
             f"{'ok' if self.served_after else 'NOT ANSWERED'}"
         )
@@ -196,9 +198,15 @@ def probe(connections: int, announce: int, send: int, overrides: list[str]) -> P
         finally:
             for s in socks:
                 s.close()
-        settle(b.port)
+        unread_closed = settle(b.port)
         return ProbeResult(
-            before, after, rss_mib(b.pid), unread, meanwhile, api_versions_answered(b.port)
+            before,
+            after,
+            rss_mib(b.pid),
+            unread,
+            unread_closed,
+            meanwhile,
+            api_versions_answered(b.port),
         )
 
 
