@@ -61,6 +61,7 @@ from kafkalite.broker.network.listeners import (
     local_endpoint,
     reap_idle,
 )
+from kafkalite.broker.network.memory_pool import MemoryPool
 from kafkalite.broker.network.open_files import prepare_open_files
 from kafkalite.broker.network.request_handler import RequestHandler
 from kafkalite.broker.network.tls import client_context, ssl_settings
@@ -225,6 +226,9 @@ class BrokerServer:
         # KIP-612: the ip entities' connection_creation_rate, enforced where connections are accepted
         self.client_quotas.on_ip_quotas = self.connection_quotas.update_ip_quotas
         self.advertised: list[Listener] = []
+        # KIP-72: queued.max.request.bytes bounds the requests being received or queued
+        queued_max = config.queued_max_request_bytes
+        self.memory_pool = MemoryPool(queued_max) if queued_max > 0 else None
         self.sendfile_enabled = (
             str(config.get("kafkalite.sendfile.enable", "true")).lower() != "false"
         )

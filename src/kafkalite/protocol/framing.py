@@ -5,7 +5,9 @@ A frame is a 4-byte big-endian length followed by that many bytes (`socket.reque
 
 from __future__ import annotations
 
+import ctypes
 import struct
+import sys
 import threading
 
 from kafkalite.protocol.exceptions import DecodeError
@@ -15,6 +17,11 @@ _LEN = struct.Struct(">i")
 # buffered reading (get_buffer / buffer_updated): a frame body at least this big that is not yet all
 # here gets its own bytearray, and the socket reads the rest straight into it
 DIRECT_BODY_MIN = 16 * 1024
+# a big body's buffer is grown as its bytes arrive, never sized by the announced length alone: it starts
+# at up to BODY_FIRST_CAPACITY (a produce request of librdkafka's default batch.size fits: the fast path
+# is one buffer, as before) and doubles, up to the frame's length, when bytes arrive and it is full (those
+# bytes come through the scratch buffer: one copy of a read per doubling)
+BODY_FIRST_CAPACITY = 1 << 20
 # ... and everything else lands in this scratch buffer, shared by every decoder of the thread: it holds
 # bytes only between get_buffer() and buffer_updated(), which an event loop calls back to back
 _SCRATCH_SIZE = 64 * 1024
@@ -32,6 +39,8 @@ class FrameDecoder:
 
     A frame inside one received chunk is sliced out of it (no copy at all when the chunk is exactly the
     frame's body); one spread over several chunks is kept as views of them and joined once, complete.
+    With buffered reading a big body is received in place, into a buffer that grows as its bytes
+    arrive (a frame's announced length costs nothing until its bytes come).
     Raises DecodeError on a negative or oversized declared length; the connection should then be closed.
     """
 
@@ -50,23 +59,37 @@ class FrameDecoder:
         """Where the next received bytes go: the rest of a big frame's own bytearray, or the shared
         scratch buffer (whose bytes buffer_updated() copies out before anything else can use it)."""
         body = self._body
-        if body is not None:
+        if body is not None and self._have < len(body):
             return memoryview(body)[self._have :]
+        # (a big body that filled its buffer grows in buffer_updated, once more bytes did arrive)
         return _scratch()
 
     def buffer_updated(self, nbytes: int) -> list[bytes | bytearray]:
         """`nbytes` were written into the last get_buffer(): the frames now whole. A frame received
         in place is a bytearray (a handler may stamp it in place); every other frame is bytes."""
         body = self._body
-        if body is not None:
-            self._have += nbytes
-            if self._have < len(body):
-                return []
-            self._body = None
-            self._have = 0
-            self._need = -1
-            return [body]
-        return self._frames(_scratch()[:nbytes], True)
+        if body is None:
+            return self._frames(_scratch()[:nbytes], True)
+        have = self._have
+        if not nbytes:
+            return []
+        rest: memoryview | None = None
+        if have < len(body):  # received in place
+            self._have = have + nbytes
+        else:  # the body had filled its buffer: these bytes are in the scratch buffer
+            data = _scratch()[:nbytes]
+            take = min(nbytes, self._need - have)
+            body = self._body = _grown(body, min(self._need, max(2 * have, have + take)))
+            body[have : have + take] = data[:take]
+            self._have = have + take
+            if take < nbytes:
+                rest = data[take:]  # the frames after this one
+        if self._have < self._need:
+            return []
+        self._body = None
+        self._have = 0
+        self._need = -1
+        return [body] if rest is None else [body, *self._frames(rest, True)]
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
         if type(data) is not bytes:
@@ -116,7 +139,7 @@ class FrameDecoder:
             take = min(need - self._have, end - pos)
             if transient and not self._parts and need >= DIRECT_BODY_MIN:
                 # a big body just begun: it gets its own buffer and the socket fills the rest
-                body = self._body = bytearray(need)
+                body = self._body = _uninitialized(min(need, BODY_FIRST_CAPACITY))
                 body[:take] = data[pos : pos + take]
                 self._have = take
                 break  # take == end - pos: this chunk is used up
@@ -134,6 +157,13 @@ class FrameDecoder:
         return frames
 
     @property
+    def capacity(self) -> int:
+        """Bytes this decoder holds for the frame being read (what it received, or the buffer a big
+        body is received into, which grows as it fills)."""
+        body = self._body
+        return len(self._head) + (self._have if body is None else len(body))
+
+    @property
     def buffered(self) -> int:
         """Bytes received and not yet handed out in a frame."""
         return len(self._head) + self._have
@@ -149,6 +179,44 @@ class FrameDecoder:
         if self._need < 0:
             return 4 - len(self._head)
         return self._need - self._have
+
+
+def _resize_in_place() -> ctypes._NamedFuncPointer | None:
+    """CPython's PyByteArray_Resize: a bytearray grown through realloc, its new bytes left as they
+    are (no zero fill: the socket writes them; a large buffer's untouched pages cost no memory)."""
+    if sys.implementation.name != "cpython":
+        return None
+    fn = ctypes.pythonapi.PyByteArray_Resize
+    fn.argtypes = (ctypes.py_object, ctypes.c_ssize_t)
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_RESIZE = _resize_in_place()
+
+
+def _uninitialized(size: int) -> bytearray:
+    """A bytearray of `size` bytes whose contents are whatever the allocator had (the caller writes
+    every byte before reading any)."""
+    if _RESIZE is None:
+        return bytearray(size)
+    buf = bytearray()
+    _RESIZE(buf, size)
+    return buf
+
+
+def _grown(body: bytearray, size: int) -> bytearray:
+    """`body` grown to `size` bytes, its contents kept: in place where the allocator can (realloc;
+    mremap for a large buffer), else copied once into a new buffer."""
+    if _RESIZE is not None:
+        try:
+            _RESIZE(body, size)
+            return body
+        except BufferError:  # a view of it is still alive somewhere: grow a copy instead
+            pass
+    new = _uninitialized(size)
+    new[: len(body)] = body
+    return new
 
 
 _THREAD = threading.local()

@@ -121,6 +121,19 @@ class BrokerCollector(Collector):
             "The event loop's lag at the last probe, ms.",
             [((), probe.last_ns / 1e6)],
         )
+        # kafka.network:type=SocketServer (KIP-72); unbounded, Kafka's MemoryPool.NONE answers
+        # Long.MAX_VALUE available and nothing used
+        pool = self.broker.memory_pool
+        sink.gauge(
+            "kafka_network_socketserver_memorypoolavailable",
+            "Bytes of queued.max.request.bytes not held by requests being received or queued.",
+            [((), (1 << 63) - 1 if pool is None else pool.available)],
+        )
+        sink.gauge(
+            "kafka_network_socketserver_memorypoolused",
+            "Bytes held by requests being received or queued (queued.max.request.bytes' pool).",
+            [((), 0 if pool is None else pool.used)],
+        )
         sink.gauge(
             "kafka_server_delayedoperationpurgatory_purgatorysize",
             "Requests parked in purgatory (long-poll fetches and acks=all produces).",

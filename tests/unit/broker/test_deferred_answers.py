@@ -43,8 +43,9 @@ class Server:
 
     def __init__(self) -> None:
         self.config = SimpleNamespace(
-            socket_request_max_bytes=1 << 20, queued_max_bytes=1 << 20, connections_max_idle_ms=1000
+            socket_request_max_bytes=1 << 20, connections_max_idle_ms=1000
         )
+        self.memory_pool = None
         self.connections: set[Any] = set()
         self.dispatch = DispatchTable([])  # the frames here never reach a real request path
         self.sendfile_enabled = False

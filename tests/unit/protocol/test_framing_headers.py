@@ -503,3 +503,68 @@ def test_buffered_reads_check_the_declared_length_before_allocating() -> None:
     buf[:4] = struct.pack(">i", -5)
     with pytest.raises(DecodeError):
         dec.buffer_updated(4)
+
+
+def test_buffered_reads_grow_a_big_body_as_its_bytes_arrive() -> None:
+    """A big frame's buffer is not sized by its announced length: it starts at up to
+    BODY_FIRST_CAPACITY and at most doubles each time the bytes fill it (issue 36)."""
+    from kafkalite.protocol.framing import BODY_FIRST_CAPACITY
+
+    size = 5 * BODY_FIRST_CAPACITY + 3  # grows 1 -> 2 -> 4 -> 5 MiB + 3
+    payload = bytes(range(256)) * (size // 256) + b"xyz"[: size % 256]
+    assert len(payload) == size
+    stream = frame(payload) + frame(b"after")
+    dec = FrameDecoder()
+    pos, got = 0, []
+    while pos < len(stream):
+        buf = dec.get_buffer()
+        if dec.pending_frame_size > 0:
+            # never more buffer than twice what arrived (or the first capacity)
+            assert dec.capacity <= max(BODY_FIRST_CAPACITY, 2 * dec.buffered)
+        n = min(len(buf), len(stream) - pos, 300_000)
+        buf[:n] = stream[pos : pos + n]
+        pos += n
+        got.extend(dec.buffer_updated(n))
+    assert got == [payload, b"after"]
+    assert type(got[0]) is bytearray
+
+
+def test_a_trickled_announced_frame_holds_what_arrived() -> None:
+    from kafkalite.protocol.framing import BODY_FIRST_CAPACITY
+
+    dec = FrameDecoder()
+    buf = dec.get_buffer()
+    buf[:4] = struct.pack(">i", 100 << 20)
+    buf[4:1004] = b"a" * 1000
+    assert dec.buffer_updated(1004) == []
+    while dec.buffered < 3 << 20:  # 3 MiB of a 100 MiB frame arrive
+        buf = dec.get_buffer()
+        assert len(buf) <= 2 << 20
+        n = min(len(buf), 1 << 20)
+        buf[:n] = b"b" * n
+        assert dec.buffer_updated(n) == []
+        assert dec.capacity <= max(BODY_FIRST_CAPACITY, 2 * dec.buffered)
+    assert dec.pending_frame_size == 100 << 20
+    # a full buffer does not grow until bytes arrive (an event loop asks for a buffer before every
+    # read, the ones that find nothing too)
+    buf = dec.get_buffer()
+    buf[:] = b"c" * len(buf)
+    assert dec.buffer_updated(len(buf)) == []
+    capacity = dec.capacity
+    assert dec.buffered == capacity == 4 << 20
+    assert len(dec.get_buffer()) <= 64 * 1024 and dec.capacity == capacity  # the scratch buffer
+    assert dec.buffer_updated(0) == [] and dec.capacity == capacity
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_buffered_reads_across_a_grown_body_and_the_frames_after_it(seed: int) -> None:
+    """A body just past its first capacity ends in a read through the scratch buffer that also
+    holds the frames after it: every frame comes out whole and in order."""
+    from kafkalite.protocol.framing import BODY_FIRST_CAPACITY
+
+    rnd = random.Random(seed)
+    sizes = [BODY_FIRST_CAPACITY + rnd.choice((1, 10, 5000)), 3, 20_000, 7,
+             2 * BODY_FIRST_CAPACITY + rnd.choice((1, 70_000)), 0, 11]  # fmt: skip
+    payloads = [bytes([i + 1]) * s for i, s in enumerate(sizes)]
+    got = _recv_into(FrameDecoder(), b"".join(frame(x) for x in payloads), rnd)
+    assert [bytes(g) for g in got] == payloads

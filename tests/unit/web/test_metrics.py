@@ -180,3 +180,14 @@ def test_two_brokers_keep_separate_registries(broker: Broker, tmp_path: Path) ->
     assert value(text_a, "kafka_server_brokertopicmetrics_messagesin_total", topic="only-a") == 1
     assert value(text_b, "kafka_server_brokertopicmetrics_messagesin_total", topic="only-a") is None
     assert value(text_b, "kafka_server_brokertopicmetrics_messagesin_total") == 0
+
+
+def test_memory_pool_gauges(tmp_path: Path, broker: Broker) -> None:
+    """kafka.network:type=SocketServer's MemoryPoolAvailable / MemoryPoolUsed (KIP-72)."""
+    _, text = scrape(broker.http_url)
+    assert value(text, "kafka_network_socketserver_memorypoolavailable") == float((1 << 63) - 1)
+    assert value(text, "kafka_network_socketserver_memorypoolused") == 0
+    with Broker(tmp_path, config={**HTTP, "queued.max.request.bytes": str(1 << 20)}) as b:
+        _, text = scrape(b.http_url)  # the scrape itself is HTTP: no Kafka request is held
+        assert value(text, "kafka_network_socketserver_memorypoolavailable") == 1 << 20
+        assert value(text, "kafka_network_socketserver_memorypoolused") == 0

@@ -490,9 +490,9 @@ class BrokerConfig:
         return int(self.get("connections.max.idle.ms"))
 
     @property
-    def queued_max_bytes(self) -> int:
-        v = int(self.get("queued.max.request.bytes"))
-        return v if v > 0 else 16 * 1024 * 1024
+    def queued_max_request_bytes(self) -> int:
+        """KIP-72's memory pool size; -1 (or 0): unbounded."""
+        return int(self.get("queued.max.request.bytes"))
 
     # -- topic-level defaults derived from broker settings
     def topic_default(self, topic_prop: str) -> tuple[str | None, str | None]:

@@ -219,7 +219,10 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "queued.max.request.bytes",
             T_LONG,
             "-1",
-            "Unsent response bytes per connection before reading pauses (-1: 16 MiB).",
+            "Bytes of requests being received or queued before no more requests are read "
+            "(KIP-72's memory pool): a request takes its size once its length arrives, and "
+            "while the pool is used up connections stop reading until handled requests free "
+            "it. -1: unbounded.",
             at_least=-1,
         ),
         _d(

@@ -1,6 +1,7 @@
 """One client connection: whole frames in, requests handled one after another, responses out in order.
 
-Pipelined requests queue up (reading pauses past a bound); file regions go out with os.sendfile on plain TCP.
+Pipelined requests queue up (reading pauses past a bound, and while queued.max.request.bytes' memory pool is
+out of memory); file regions go out with os.sendfile on plain TCP.
 A request answered later (DeferredResponse: acks=all waiting for the ISR) lets the next one start; answers
 still leave in request order.
 """
@@ -19,6 +20,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from kafkalite.broker.config.broker_config import SASL_SECURITY_PROTOCOLS
 from kafkalite.broker.context import DeferredResponse, FileRegion, ResponsePieces
+from kafkalite.broker.network.memory_pool import ConnectionMemory
+from kafkalite.broker.network.sendfile import SendfileStats, sendfile_region
 from kafkalite.broker.network.tls import subject_rfc2253
 from kafkalite.broker.security.sasl_auth import SaslSession, SaslState
 from kafkalite.protocol.server_connection import ProtocolViolation, ServerConnection
@@ -29,6 +32,7 @@ if TYPE_CHECKING:
     from kafkalite.broker.dispatch import DispatchTable, HandlerEntry
     from kafkalite.broker.fetch_session import FetchSession
     from kafkalite.broker.network.connection_quotas import ConnectionSlot
+    from kafkalite.broker.network.memory_pool import MemoryPool
     from kafkalite.broker.security.sasl_auth import SaslListenerSettings
     from kafkalite.broker.security.scram_credentials import ScramCredentialCache
     from kafkalite.broker.stats import BrokerStats
@@ -37,6 +41,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("kafkalite.broker.connection")
 
 MAX_QUEUED_REQUESTS = 64
+# unsent answer bytes per connection before the request loop waits for the socket to drain
+WRITE_BUFFER_HIGH = 16 * 1024 * 1024
 OUT_COALESCE_BYTES = 256 * 1024
 SENDFILE_MIN_BYTES = (
     64 * 1024
@@ -48,15 +54,6 @@ YIELD_AFTER_S = 0.0005
 SASL_SERVER_MAX_RECEIVE_SIZE = (
     524288  # longest stretch one connection's pipeline runs before yielding
 )
-
-
-class SendfileStats:
-    """Counters proving (in tests and metrics) that fetch data left through os.sendfile."""
-
-    calls = 0
-    bytes = 0
-    inline_bytes = 0  # regions under SENDFILE_MIN_BYTES, cheaper copied than spliced
-    fallback_bytes = 0  # no sendfile on this transport (TLS) or disabled
 
 
 class ConnectionOwner(Protocol):
@@ -79,6 +76,8 @@ class ConnectionOwner(Protocol):
     def sendfile_enabled(self) -> bool: ...
     @property
     def connections(self) -> set[Connection]: ...
+    @property
+    def memory_pool(self) -> MemoryPool | None: ...
 
     def handle_frame(
         self, conn: Connection, frame: bytes | bytearray
@@ -99,7 +98,8 @@ class Connection(asyncio.BufferedProtocol):
         "client_software", "principal", "sasl", "last_activity", "closed", "_worker",
         "_reading_paused", "_write_paused", "_drained", "_sock_fd", "_send_fd", "_high",
         "use_sendfile", "fetch_sessions", "_eof", "_out", "_out_size", "_answers",
-        "_answer_writer", "throttled_until",
+        "_answer_writer", "throttled_until", "memory", "_memory_muted", "_throttle_muted",
+        "_transport_paused",
     )  # fmt: skip
 
     def __init__(
@@ -147,12 +147,18 @@ class Connection(asyncio.BufferedProtocol):
         self.last_activity = time.monotonic()
         self.closed = False
         self._worker: asyncio.Task[None] | None = None
-        self._reading_paused = False
+        self._reading_paused = False  # by the bound on queued requests
+        self._memory_muted = False  # by the memory pool: no memory for the next request
+        self._throttle_muted = False  # by a client quota
+        self._transport_paused = False  # what the transport was last told
         self._write_paused = False
         self._drained: asyncio.Future[None] | None = None
         self._sock_fd = -1
         self._send_fd = -1
-        self._high = server.config.queued_max_bytes
+        self._high = WRITE_BUFFER_HIGH
+        # KIP-72: this connection's part of queued.max.request.bytes; None when unbounded (default)
+        pool = server.memory_pool
+        self.memory = None if pool is None else ConnectionMemory(pool, self._memory_freed)
         self.use_sendfile = False
         self.fetch_sessions: dict[int, FetchSession] = {}
         self._eof = False
@@ -221,6 +227,8 @@ class Connection(asyncio.BufferedProtocol):
             except OSError:
                 pass
             self._send_fd = -1
+        if self.memory is not None:  # the requests received and queued here will never be handled
+            self.memory.close(sum(len(f) for f, _ in self.pending))
         self.pending.clear()
         for fut in self._answers:  # answers nobody will read: stop waiting for them
             fut.cancel()
@@ -247,18 +255,23 @@ class Connection(asyncio.BufferedProtocol):
             exc = frames[0].frame_too_large
             if exc is not None:
                 log.warning(
-                    "closing %s: request of %d bytes exceeds %s=%d",
+                    "closing %s: invalid receive (size = %d larger than %d, %s)",
                     self.peer,
                     exc.size,
+                    exc.limit,
                     "socket.request.max.bytes"
                     if self.sasl is None or self.sasl.principal is not None
-                    else "sasl.server.max.receive.size (before SASL authentication)",
-                    exc.limit,
+                    else "sasl.server.max.receive.size before SASL authentication",
                 )
             else:
                 log.warning("closing %s: %s", self.peer, frames[0].reason)
             self.close()
             return
+        if self.memory is not None and not self.memory.read(
+            frames, self.decoder.pending_frame_size
+        ):
+            self._memory_muted = True  # KIP-72: no memory for the next request
+            self._sync_reading()
         if not frames:
             return
         self.pending.extend(zip(frames, itertools.repeat(time.monotonic_ns())))
@@ -267,10 +280,31 @@ class Connection(asyncio.BufferedProtocol):
             and not self._reading_paused
         ):
             self._reading_paused = True
-            assert self.transport is not None
-            self.transport.pause_reading()
+            self._sync_reading()
         if self._worker is None:
             self._worker = asyncio.get_running_loop().create_task(self._process())
+
+    def _memory_freed(self) -> None:
+        """The memory pool has memory again: take it for the request begun, if any; read on."""
+        if (
+            not self.closed
+            and self.memory is not None
+            and self.memory.take(self.decoder.pending_frame_size)
+        ):
+            self._memory_muted = False
+            self._sync_reading()
+
+    def _sync_reading(self) -> None:
+        """Tell the transport to read or not: it pauses while any reason holds (queued requests,
+        the memory pool, a quota's throttle)."""
+        paused = self._reading_paused or self._memory_muted or self._throttle_muted
+        if paused is self._transport_paused or self.closed or self.transport is None:
+            return
+        self._transport_paused = paused
+        if paused:
+            self.transport.pause_reading()
+        else:
+            self.transport.resume_reading()
 
     def data_received(self, data: bytes) -> None:
         """Bytes handed over whole (the same path as buffered reads; tests and wrappers use it)."""
@@ -338,6 +372,9 @@ class Connection(asyncio.BufferedProtocol):
                 except CloseConnection:
                     self.close()
                     return
+                finally:
+                    if self.memory is not None:  # handled (or dropped): its memory is free
+                        self.memory.handled(len(frame))
                 handled = time.monotonic_ns()
                 key = (frame[0] << 8 | frame[1]) if len(frame) > 1 else -1
                 if isinstance(pieces, DeferredResponse):
@@ -392,16 +429,13 @@ class Connection(asyncio.BufferedProtocol):
         self.throttled_until = max(self.throttled_until, until)
 
     async def _muted(self, delay: float) -> None:
-        paused_here = False
-        if not self._reading_paused and self.transport is not None:
-            self.transport.pause_reading()
-            paused_here = True
+        self._throttle_muted = True
+        self._sync_reading()
         try:
             await asyncio.sleep(delay)
         finally:
-            if paused_here and not self.closed and not self._reading_paused:
-                assert self.transport is not None
-                self.transport.resume_reading()
+            self._throttle_muted = False
+            self._sync_reading()
 
     def _maybe_resume_reading(self) -> None:
         if (
@@ -410,8 +444,7 @@ class Connection(asyncio.BufferedProtocol):
             and not self.closed
         ):
             self._reading_paused = False
-            assert self.transport is not None
-            self.transport.resume_reading()
+            self._sync_reading()
 
     async def _timed_answer(
         self, answer: Awaitable[ResponsePieces | None], key: int, arrived: int, started: int,
@@ -544,41 +577,11 @@ class Connection(asyncio.BufferedProtocol):
             if not self.closed:
                 self.transport.set_write_buffer_limits(high=self._high, low=self._high // 4)
 
-    async def _writable(self, fd: int) -> None:
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[None] = loop.create_future()
-        loop.add_writer(fd, _set_none, fut)
-        try:
-            await asyncio.wait_for(
-                fut, timeout=max(1.0, self.server.config.connections_max_idle_ms / 1000)
-            )
-        finally:
-            loop.remove_writer(fd)
-
     async def _sendfile(self, region: FileRegion) -> None:
         await self._flush_transport()
         if self.closed:
             return
         if self._send_fd < 0:
             self._send_fd = os.dup(self._sock_fd)
-        fd = self._send_fd
-        offset, left = region.position, region.length
-        SendfileStats.calls += 1
-        while left > 0:
-            try:
-                n = os.sendfile(fd, region.fileno, offset, left)
-            except BlockingIOError:
-                await self._writable(fd)
-                continue
-            except InterruptedError:
-                continue
-            if n == 0:
-                raise ConnectionError("segment file ended before the promised bytes were sent")
-            offset += n
-            left -= n
-            SendfileStats.bytes += n
-
-
-def _set_none(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
+        stall_s = max(1.0, self.server.config.connections_max_idle_ms / 1000)
+        await sendfile_region(self._send_fd, region, stall_s)
