@@ -218,8 +218,8 @@ def test_reload_reproduces_state_and_resends_markers(h: H) -> None:
     h.markers.clear()
     h.reload()
     after = {t: h.coord.metadata(t).snapshot() for t in "abc"}  # type: ignore[union-attr]
-    # the log keeps no last epoch and (v0) no previous producer id; everything else survives
-    strip = {"last_producer_epoch": -1, "prev_producer_id": -1}
+    # the log keeps no last epoch; everything else survives (v1 records keep the previous producer id)
+    strip = {"last_producer_epoch": -1}
     assert {t: s.__class__(**{**_fields(s), **strip}) for t, s in before.items()} == after
     [req] = h.markers  # b was PrepareCommit: its markers go out again, at the new coordinator epoch
     assert req == TxnMarkerRequest(
