@@ -3,7 +3,10 @@ reaches the producer (Kafka's mapping: fenced -> INVALID_PRODUCER_EPOCH, 'not ye
 
 from __future__ import annotations
 
+import asyncio
+
 from kafkalite.broker.coordinators.txn_verification import (
+    AddPartitionsToTxnManager,
     needs_round_trip,
     produce_error,
     response_codes,
@@ -57,3 +60,40 @@ def test_a_top_level_authorization_failure_is_not_the_clients_to_see() -> None:
     assert response_codes(denied, tps) == {tps[0]: E.INVALID_TXN_STATE}
     missing = AddPartitionsToTxnResponse(error_code=0, results_by_transaction=[])
     assert response_codes(missing, tps) == {tps[0]: E.UNKNOWN_SERVER_ERROR}
+
+
+class _Counting(AddPartitionsToTxnManager):
+    """A verifier whose coordinator answers NO_ERROR after `release` is set."""
+
+    def __init__(self) -> None:
+        super().__init__(None, lambda: None)  # type: ignore[arg-type]
+        self.asked = 0
+        self.release = asyncio.Event()
+
+    async def _ask(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        tps: list[TopicPartition],
+    ) -> dict[TopicPartition, ErrorCode]:
+        self.asked += 1
+        await self.release.wait()
+        return dict.fromkeys(tps, E.NO_ERROR)
+
+
+def test_concurrent_batches_share_one_question_and_a_cancelled_one_frees_the_guard() -> None:
+    async def scenario() -> None:
+        tp = TopicPartition("t", 0)
+        v = _Counting()
+        g = VerificationGuard()
+        first = asyncio.ensure_future(v.verify("tx", 1, 0, {tp: g}))
+        second = asyncio.ensure_future(v.verify("tx", 1, 0, {tp: g}))
+        await asyncio.sleep(0)
+        first.cancel()  # the asking request's connection went away
+        assert await second == {tp: E.NETWORK_EXCEPTION} and v.asked == 1
+        v.release.set()
+        assert await v.verify("tx", 1, 0, {tp: g}) == {tp: E.NO_ERROR}
+        assert v.asked == 2 and g.verified
+
+    asyncio.run(scenario())

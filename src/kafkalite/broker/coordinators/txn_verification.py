@@ -142,20 +142,22 @@ class AddPartitionsToTxnManager:
                 ask.append(tp)
             waits[tp] = fut
         if ask:
+            codes: dict[TopicPartition, ErrorCode] = {}
             try:
                 codes = await self._ask(transactional_id, producer_id, producer_epoch, ask)
             except Exception:
                 log.exception("verifying %r failed", transactional_id)
-                codes = dict.fromkeys(ask, E.UNKNOWN_SERVER_ERROR)
-            for tp in ask:
-                guard = guards[tp]
-                code = codes[tp]
-                if code == E.NO_ERROR:
-                    guard.verified = True
-                fut = self._inflight.pop(guard)
-                if not fut.done():
-                    fut.set_result(code)
-        return {tp: await fut for tp, fut in waits.items()}
+            finally:
+                # answered, failed or cancelled: the joiners are released and the guard may ask again
+                for tp in ask:
+                    guard = guards[tp]
+                    code = codes.get(tp, E.NETWORK_EXCEPTION)
+                    if code == E.NO_ERROR:
+                        guard.verified = True
+                    fut = self._inflight.pop(guard)
+                    if not fut.done():
+                        fut.set_result(code)
+        return {tp: await asyncio.shield(fut) for tp, fut in waits.items()}
 
     async def _ask(
         self,

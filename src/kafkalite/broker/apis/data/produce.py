@@ -29,12 +29,14 @@ from kafkalite.cluster.append_records import (
     PartitionAppendResult,
     TransactionVerification,
 )
+from kafkalite.cluster.errors import ReplicaError
 from kafkalite.cluster.metadata import topic_name_error
 from kafkalite.cluster.metadata_cache import TopicMetadata
 from kafkalite.coordinator import TopicPartition
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.produce import PRODUCE, ProduceRequest, ProduceResponse
 from kafkalite.security.acl import AclOperation, ResourceType
+from kafkalite.storage.errors import StorageError
 from kafkalite.storage.producer_state import SENTINEL_GUARD, VerificationGuard
 
 API = PRODUCE
@@ -244,7 +246,10 @@ async def _verify_transaction(
             part = rm.get_partition(name, pdata.index)
             if part is None or not part.is_leader:
                 continue  # the append answers it
-            guard = part.maybe_start_transaction_verification(*producer)
+            try:
+                guard = part.maybe_start_transaction_verification(*producer)
+            except (ReplicaError, StorageError, OSError):
+                continue  # (leadership or its log just went away) the append answers it
             if guard is SENTINEL_GUARD:
                 continue  # its transaction is open here
             guards[(name, pdata.index)] = guard
