@@ -359,7 +359,7 @@ class Log:
     def maybe_start_transaction_verification(self, pid: int, epoch: int) -> VerificationGuard:
         """KIP-890: the guard a transactional batch of `pid` must carry (SENTINEL_GUARD: none)."""
         with self._lock:
-            return self._producers.maybe_start_verification(pid, epoch, self.clock(), self._hw)
+            return self._producers.maybe_start_verification(pid, epoch, self.clock, self._hw)
 
     def _append_batches(
         self, records: _Bytes, leader_epoch: int, assign_offsets: bool,

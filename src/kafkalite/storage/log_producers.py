@@ -8,6 +8,7 @@ A part of Log (storage/log.py) over its LocalLog: every method runs under (or ta
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from kafkalite.protocol.exceptions import DecodeError
 from kafkalite.records.batch import decode_batch
@@ -221,7 +222,7 @@ class LogProducers:
         return None
 
     def maybe_start_verification(
-        self, producer_id: int, epoch: int, now_ms: int, high_watermark: int
+        self, producer_id: int, epoch: int, now_ms: Callable[[], int], high_watermark: int
     ) -> VerificationGuard:
         """Under the lock: the guard a transactional batch of this producer must carry (KIP-890)."""
         return self.loaded(high_watermark).maybe_start_verification(producer_id, epoch, now_ms)

@@ -9,7 +9,7 @@ from batch headers on load.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -150,7 +150,7 @@ class ProducerStateManager:
         return entry is not None and entry.epoch == epoch
 
     def maybe_start_verification(
-        self, producer_id: int, epoch: int, now_ms: int
+        self, producer_id: int, epoch: int, now_ms: int | Callable[[], int]
     ) -> VerificationGuard:
         """The guard a transactional batch from this producer must carry: SENTINEL_GUARD when its
         transaction is already open here (nothing to verify), else the guard of the verification
@@ -161,7 +161,8 @@ class ProducerStateManager:
         if current is not None and current.epoch == epoch:
             return current.guard
         guard = VerificationGuard()
-        self._verifying[producer_id] = VerificationStateEntry(guard, epoch, now_ms)
+        now = now_ms() if callable(now_ms) else now_ms  # (a clock is read only when needed)
+        self._verifying[producer_id] = VerificationStateEntry(guard, epoch, now)
         return guard
 
     def verification_guard(self, producer_id: int) -> VerificationGuard | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import struct
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
@@ -31,6 +32,7 @@ _Txn = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
 _Topic = _Txn.AddPartitionsToTxnTopic
 
 # v2 batch header: magic at byte 16, attributes (int16) at 21, producer id at 43, epoch at 51
+_unpack_producer = struct.Struct(">16xb4xh20xqh").unpack_from
 _TRANSACTIONAL, _CONTROL = 0x10, 0x20
 # what the coordinator answers while it cannot tell yet: old clients retry NOT_ENOUGH_REPLICAS
 _RETRY_LATER = frozenset(
@@ -44,15 +46,12 @@ TRANSACTION_ABORTABLE_SINCE = 11
 def transactional_producer(records: Records | None) -> tuple[int, int] | None:
     """(producer id, epoch) when the first batch of a partition's records is a transactional data
     batch (the one verification is about), else None. Reads the header only."""
-    if records is None or len(records) < 61 or records[16] != 2:
+    if records is None or len(records) < 61:
         return None
-    attrs = int.from_bytes(records[21:23], "big")
-    if not attrs & _TRANSACTIONAL or attrs & _CONTROL:
+    magic, attrs, producer_id, epoch = _unpack_producer(records)
+    if magic != 2 or not attrs & _TRANSACTIONAL or attrs & _CONTROL or producer_id < 0:
         return None
-    producer_id = int.from_bytes(records[43:51], "big", signed=True)
-    if producer_id < 0:
-        return None
-    return producer_id, int.from_bytes(records[51:53], "big", signed=True)
+    return producer_id, epoch
 
 
 def needs_round_trip(guard: VerificationGuard, sentinel: VerificationGuard) -> bool:
