@@ -18,8 +18,13 @@ Every figure is the median over --rounds alternating rounds (txn / baseline orde
 The machine has 2 cores shared by this client (librdkafka threads included) and the broker process;
 kafkalite writes to a temporary data dir (page cache, no fsync), Tansu uses its memory storage engine.
 
+With --verification-peer, kafkalite also runs with transaction.partition.verification.enable=false and
+the on/off ratios are printed: the cost of KIP-890's verification (one coordinator check per transaction
+and partition; a short --commit-interval-ms makes transactions small, so the checks many).
+
 Usage: python bench/bench_txn.py [--seconds 3] [--latency-seconds 3] [--rounds 3] [--value-size 1024]
                                  [--commit-interval-ms 100] [--txn-records 10] [--only kafkalite|tansu]
+                                 [--verification-peer]
 """
 
 from __future__ import annotations
@@ -304,6 +309,11 @@ def main() -> int:
     ap.add_argument("--commit-interval-ms", type=int, default=100)
     ap.add_argument("--txn-records", type=int, default=10, help="records per latency transaction")
     ap.add_argument("--only", choices=["kafkalite", "tansu"])
+    ap.add_argument(
+        "--verification-peer",
+        action="store_true",
+        help="also run kafkalite without KIP-890 verification and print the on/off ratios",
+    )
     a = ap.parse_args()
     print(
         f"confluent-kafka {__import__('confluent_kafka').version()} / librdkafka "
@@ -314,6 +324,10 @@ def main() -> int:
     if a.only != "tansu":
         with kafkalite_broker() as bs:
             results["kafkalite"] = run_broker("kafkalite", bs, a)
+        if a.verification_peer:
+            off = ["transaction.partition.verification.enable=false"]
+            with kafkalite_broker(off) as bs:
+                results["kafkalite, verification off"] = run_broker("kafkalite (off)", bs, a)
     if a.only != "kafkalite":
         binary = tansu_binary()
         if binary is None:
@@ -331,7 +345,14 @@ def main() -> int:
     print()
     for name, res in results.items():
         report(name, res, a)
-    if len(results) == 2:
+    if "kafkalite, verification off" in results:
+        on, off = results["kafkalite"], results["kafkalite, verification off"]
+        print(
+            "kafkalite verification on / off (same run): "
+            f"txn produce {on['txn']['records/s'] / off['txn']['records/s']:.3f}x, "
+            f"read_committed p50 latency {on['txn']['p50 ms'] / off['txn']['p50 ms']:.3f}x"
+        )
+    if "kafkalite" in results and "tansu" in results:
         k, t = results["kafkalite"], results["tansu"]
         print("kafkalite / tansu (same run): ", end="")
         print(

@@ -146,6 +146,20 @@ class DispatchTable:
                     name="group.version", max_version_level=1, min_version_level=1
                 )
             )
+        if 24 in keys:
+            # Kafka 4's transaction.version: 1 is the flexible __transaction_state records (written
+            # here) with KIP-890 part 1 (the leaders' verification); 2 (part 2: an epoch bump per
+            # transaction, partitions added implicitly by Produce v12, EndTxn v5) is not built
+            supported.append(
+                resp_cls.SupportedFeatureKey(
+                    name="transaction.version", min_version=0, max_version=1
+                )
+            )
+            finalized.append(
+                resp_cls.FinalizedFeatureKey(
+                    name="transaction.version", max_version_level=1, min_version_level=1
+                )
+            )
         if 76 in keys:  # KIP-932 share groups are served: share.version 1 (Kafka 4.1+)
             supported.append(
                 resp_cls.SupportedFeatureKey(name="share.version", min_version=0, max_version=1)

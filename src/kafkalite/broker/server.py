@@ -310,6 +310,9 @@ class BrokerServer:
                 SERVE_WHILE_RECOVERING_FROM,
             )
             self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.delayed)
+            self.replica_manager.transaction_verification_enabled = bool(
+                self.config.get("transaction.partition.verification.enable")
+            )
             self.replica_manager.adopt_loaded_logs(self.log_manager.logs())
             self.local_topics = LocalTopics(
                 self.broker_id,

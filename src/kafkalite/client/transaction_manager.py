@@ -49,6 +49,8 @@ INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET
 CONCURRENT_TXN_BACKOFF = (
     0.02  # seconds: the previous transaction's markers are usually written by then
 )
+# AddPartitionsToTxn v4+ is the brokers' form (KIP-890): a client speaks v3 at most, as Kafka's does
+_CLIENT_VERSION_CAP = {ADD_PARTITIONS_TO_TXN: 3}
 
 
 class TxnState(enum.Enum):
@@ -359,7 +361,7 @@ class TransactionManager:
             try:
                 conn = await self.client.connection(node)
                 api_key = make(0).API_KEY
-                version = conn.version(api_key)
+                version = conn.version(api_key, _CLIENT_VERSION_CAP.get(api_key))
                 resp = await conn.send(make(version), version=version)
             except (KafkaConnectionError, KafkaTimeoutError, NoBrokersAvailable) as exc:
                 log.debug("transaction request to node %s failed: %s", node, exc)

@@ -9,12 +9,13 @@ from __future__ import annotations
 import asyncio
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from kafkalite.cluster.delayed_operations import DelayedOperations
 from kafkalite.cluster.partition import Partition
 from kafkalite.protocol.errors import ErrorCode
+from kafkalite.storage.producer_state import VerificationGuard
 
 
 class AppendOrigin(enum.Enum):
@@ -57,6 +58,15 @@ class AppendEntry:
 
     index: int
     records: Records | EndTxnMarker
+
+
+@dataclass(slots=True)
+class TransactionVerification:
+    """KIP-890, what a transactional produce learnt before its append: per (topic, partition), the
+    guard its batch was verified with, or the error (and message) that refuses it unappended."""
+
+    guards: dict[tuple[str, int], VerificationGuard] = field(default_factory=dict)
+    errors: dict[tuple[str, int], tuple[ErrorCode, str]] = field(default_factory=dict)
 
 
 class PartitionAppendResult:

@@ -29,6 +29,10 @@ class ChannelError(Exception):
     """A request could not be sent or answered; the message says to whom and why."""
 
 
+class UnsupportedVersion(ChannelError):
+    """The broker does not serve the API at a version the caller needs."""
+
+
 class BrokerChannel:
     """A connection to one broker. `send` may be called concurrently; requests go out in order."""
 
@@ -199,14 +203,22 @@ class BrokerChannel:
         lo, hi = self.versions.get(api_key, (-1, -1))
         top = min(hi, api.max_version, cap if cap is not None else 1 << 15)
         if top < max(lo, api.min_version):
-            raise ChannelError(f"broker at {self.host}:{self.port} does not support {api.name}")
+            raise UnsupportedVersion(
+                f"broker at {self.host}:{self.port} does not support {api.name}"
+            )
         return top
 
-    async def send(self, request: Any, version: int | None = None) -> Any:
+    async def send(self, request: Any, version: int | None = None, min_version: int = 0) -> Any:
         """Send `request` (at `version`, or the highest both sides support) and return the decoded
-        response; ChannelError when the broker cannot be reached or does not answer in time."""
+        response; ChannelError when the broker cannot be reached or does not answer in time,
+        UnsupportedVersion when it does not serve the API at `min_version` or above."""
         await self._ensure()
         v = self.version_for(int(request.API_KEY), version)
+        if v < min_version:
+            raise UnsupportedVersion(
+                f"broker at {self.host}:{self.port} serves {APIS[int(request.API_KEY)].name} only "
+                f"up to v{v}, below v{min_version}"
+            )
         return (await self._request(request, v)).body
 
     async def _request(self, request: Any, version: int) -> Response:

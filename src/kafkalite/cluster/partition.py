@@ -22,7 +22,7 @@ from kafkalite.cluster.errors import (
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.storage import Log
 from kafkalite.storage.config import LogConfig
-from kafkalite.storage.producer_state import ProducerEntry
+from kafkalite.storage.producer_state import ProducerEntry, VerificationGuard
 from kafkalite.storage.txn_index import AbortedTxn
 from kafkalite.storage.types import AppendResult, FetchDataInfo
 
@@ -277,10 +277,15 @@ class Partition:
 
     # -- the leader's write path ---------------------------------------------------------------------
     def append_records_to_leader(
-        self, records: bytes | bytearray | memoryview, required_acks: int, notify: bool = True
+        self,
+        records: bytes | bytearray | memoryview,
+        required_acks: int,
+        notify: bool = True,
+        verification_guard: VerificationGuard | None = None,
     ) -> AppendResult:
         """Append client batches at the current leader epoch. acks=all refuses up front when the ISR
-        is below min.insync.replicas (NOT_ENOUGH_REPLICAS), as Kafka does."""
+        is below min.insync.replicas (NOT_ENOUGH_REPLICAS), as Kafka does. A `verification_guard`
+        (KIP-890 on) must match the one a transaction-opening batch was verified with."""
         if not self.is_leader:
             raise NotLeaderOrFollower(
                 f"broker {self.local_broker_id} is not the leader of {self.topic}-{self.partition}"
@@ -293,9 +298,20 @@ class Partition:
                     f"{self.topic}-{self.partition}: the in-sync replicas {list(self.isr)} are "
                     f"fewer than min.insync.replicas={need}"
                 )
-        result = lg.append_as_leader(records, self.leader_epoch)
+        result = lg.append_as_leader(records, self.leader_epoch, verification_guard)
         self._after_leader_append(result[1] + 1, notify)
         return result
+
+    def maybe_start_transaction_verification(
+        self, producer_id: int, producer_epoch: int
+    ) -> VerificationGuard:
+        """KIP-890 on the leader: the guard this producer's transactional batch must carry;
+        SENTINEL_GUARD when its transaction is already open here (nothing to ask the coordinator)."""
+        if not self.is_leader:
+            raise NotLeaderOrFollower(
+                f"broker {self.local_broker_id} is not the leader of {self.topic}-{self.partition}"
+            )
+        return self._log.maybe_start_transaction_verification(producer_id, producer_epoch)
 
     def append_control_marker(
         self,

@@ -24,6 +24,7 @@ from kafkalite.cluster.append_records import (
     PartitionAppendResult,
     PartitionRecords,
     ProduceStats,
+    TransactionVerification,
 )
 from kafkalite.cluster.delayed_operations import DelayedOperations
 from kafkalite.cluster.errors import NotLeaderOrFollower, ReplicaError, UnknownTopicOrPartition
@@ -40,6 +41,7 @@ from kafkalite.protocol.errors import ErrorCode
 from kafkalite.storage import Log, LogManager
 from kafkalite.storage.errors import StorageError
 from kafkalite.storage.log_dir_move import ReplicaMove
+from kafkalite.storage.producer_state import SENTINEL_GUARD
 from kafkalite.storage.types import AppendResult, FetchDataInfo
 
 log = logging.getLogger("kafkalite.cluster.replica_manager")
@@ -80,6 +82,9 @@ class ReplicaManager:
         self.controller_epoch = -1
         # cluster mode: proposes an ISR change to the controller (AlterPartition); None alone
         self.alter_isr: Callable[[Partition, tuple[int, ...]], None] | None = None
+        # KIP-890 (transaction.partition.verification.enable): a client's batch that opens a
+        # transaction on a partition is appended only with the guard its verification gave
+        self.transaction_verification_enabled = True
 
     # -- lookups -----------------------------------------------------------------------------------
     def get_partition(self, topic: str, partition: int) -> Partition | None:
@@ -264,14 +269,18 @@ class ReplicaManager:
         *,
         stats: ProduceStats | None = None,
         requester: tuple[object, object] = ("", ""),
+        verification: TransactionVerification | None = None,
     ) -> AppendRecordsResult:
         """Append each topic's partition entries on this leader (Kafka's appendRecords): a client's
         records are validated first (`stats` counts them per topic, `requester` is its address and
         client id for the log); the flush policy and, with
         acks=all, the wait for the ISR are left in the result's `delayed` produce to await. Errors
         are per partition: UNKNOWN_TOPIC_OR_PARTITION (not hosted), NOT_LEADER_OR_FOLLOWER,
-        NOT_ENOUGH_REPLICAS, the validator's codes, KAFKA_STORAGE_ERROR."""
+        NOT_ENOUGH_REPLICAS, the validator's codes, KAFKA_STORAGE_ERROR; with KIP-890 verification
+        on, a client's transaction-opening batch without its `verification` guard is refused
+        (INVALID_TXN_STATE), and a partition whose verification failed answers that error."""
         client = origin is AppendOrigin.CLIENT
+        verifying = client and self.transaction_verification_enabled
         now_ms = _now_ms() if client else 0
         partitions = self._partitions
         notify = self._notify
@@ -298,6 +307,15 @@ class ReplicaManager:
                     pr.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
                     continue
                 records = entry.records
+                guard = None
+                if verifying:
+                    guard = SENTINEL_GUARD
+                    if verification is not None:
+                        refused = verification.errors.get((topic, index))
+                        if refused is not None:
+                            pr.error_code, pr.error_message = refused
+                            continue
+                        guard = verification.guards.get((topic, index), SENTINEL_GUARD)
                 try:
                     if isinstance(records, EndTxnMarker):
                         if client:
@@ -318,7 +336,7 @@ class ReplicaManager:
                             )
                         # a plain tuple of AppendInfo's fields: no result object per batch
                         first, last, append_time, _, log_start, _, _ = (
-                            part.append_records_to_leader(records, required_acks, notify=False)
+                            part.append_records_to_leader(records, required_acks, False, guard)
                         )
                         size = len(records)
                 except RecordValidationError as rej:

@@ -408,6 +408,27 @@ class TransactionCoordinator:
         )
         return result
 
+    def verify_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Sequence[TopicPartition],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """KIP-890, AddPartitionsToTxn with VerifyOnly (a partition leader asks before appending a
+        transaction's first batch): NONE for each partition in the producer's transaction,
+        TRANSACTION_ABORTABLE for one that is not; the producer's errors, or CONCURRENT_TRANSACTIONS
+        while the transaction is being completed, for all. Nothing is written: a marker racing the
+        answer is caught by the leader's verification guard."""
+        checked = self._producer_of(transactional_id, producer_id, producer_epoch)
+        if isinstance(checked, ErrorCode):
+            return dict.fromkeys(partitions, checked)
+        metadata = checked[2]
+        if metadata.state in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT):
+            return dict.fromkeys(partitions, E.CONCURRENT_TRANSACTIONS)
+        inside = metadata.topic_partitions
+        return {tp: E.NO_ERROR if tp in inside else E.TRANSACTION_ABORTABLE for tp in partitions}
+
     def add_offsets(
         self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str
     ) -> Deferred[ErrorCode]:

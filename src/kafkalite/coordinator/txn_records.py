@@ -21,8 +21,9 @@ from kafkalite.protocol.schema import F, data
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 TXN_KEY_VERSION = 0
-# v0 is what Kafka writes until transaction.version 1 is finalized (and what pre-4.0 brokers can read)
-TXN_VALUE_VERSION = 0
+# v0 is what Kafka writes until transaction.version 1 is finalized (and what pre-4.0 brokers can read);
+# kafkalite finalizes transaction.version 1 (see the ApiVersions features), so it writes the flexible v1
+TXN_VALUE_VERSION = 1
 
 TransactionLogKey = data(
     "TransactionLogKey",

@@ -31,7 +31,7 @@ from kafkalite.storage.log_open import (
     restored_parts,
 )
 from kafkalite.storage.log_retention import delete_records_before, delete_retained_segments
-from kafkalite.storage.producer_state import ProducerStateManager
+from kafkalite.storage.producer_state import ProducerStateManager, VerificationGuard
 from kafkalite.storage.segment import LogSegment
 from kafkalite.storage.txn_index import AbortedTxn
 from kafkalite.storage.types import AppendInfo, AppendResult, FetchDataInfo, parse_topic_partition
@@ -42,6 +42,7 @@ log = logging.getLogger("kafkalite.storage.log")
 # batch length, magic, last offset delta, max timestamp, producer id
 _unpack_fast_header = struct.Struct(">8xi4xb6xi8xqq").unpack_from
 _MIN_BATCH = 61
+_Bytes = bytes | bytearray | memoryview
 
 
 class Log:
@@ -89,14 +90,9 @@ class Log:
         The high watermark (from the replication-offset checkpoint) is clamped into the log."""
         cfg = config if config is not None else LogConfig()
         parts = open_parts(
-            Path(directory),
-            cfg,
-            topic_id,
-            recovery_point,
-            log_start_offset,
-            high_watermark,
+            Path(directory), cfg, topic_id, recovery_point, log_start_offset, high_watermark,
             clean_shutdown,
-        )
+        )  # fmt: skip
         return cls(parts, cfg)
 
     @classmethod
@@ -297,11 +293,7 @@ class Log:
 
     # -- append ---------------------------------------------------------------------------------
     def append(
-        self,
-        records: bytes | bytearray | memoryview,
-        *,
-        leader_epoch: int = 0,
-        assign_offsets: bool = True,
+        self, records: _Bytes, *, leader_epoch: int = 0, assign_offsets: bool = True
     ) -> AppendInfo:
         """Append one or more v2 batches (validated by the caller). With `assign_offsets`, base
         offsets and the leader epoch are stamped in place (in the caller's buffer when it is a
@@ -332,7 +324,7 @@ class Log:
         self._latest_epoch = self.leader_epoch_cache.latest_epoch
 
     def append_as_leader(
-        self, records: bytes | bytearray | memoryview, leader_epoch: int = 0
+        self, records: _Bytes, leader_epoch: int = 0, guard: VerificationGuard | None = None
     ) -> AppendResult:
         """`append` with offsets assigned, answering AppendInfo's fields as a plain tuple (the
         produce path's call, once per batch: a result object would cost a quarter of the work);
@@ -360,13 +352,19 @@ class Log:
                     finally:
                         lock.release()
                     return first, first + lod, -1, max_ts, local.log_start_offset, 1, n
-            return self._append_batches(records, leader_epoch, True)
+            return self._append_batches(records, leader_epoch, True, guard)
         except OSError as exc:
             raise self._io_failure(exc, "append") from exc
 
+    def maybe_start_transaction_verification(self, pid: int, epoch: int) -> VerificationGuard:
+        """KIP-890: the guard a transactional batch of `pid` must carry (SENTINEL_GUARD: none)."""
+        with self._lock:
+            return self._producers.maybe_start_verification(pid, epoch, self.clock, self._hw)
+
     def _append_batches(
-        self, records: bytes | bytearray | memoryview, leader_epoch: int, assign_offsets: bool
-    ) -> AppendResult:
+        self, records: _Bytes, leader_epoch: int, assign_offsets: bool,
+        guard: VerificationGuard | None = None,
+    ) -> AppendResult:  # fmt: skip
         """The general append: any number of batches, LogAppendTime, replica appends."""
         cfg = self.config
         # a follower writes the leader's bytes as given (nothing is stamped: no copy); a leader
@@ -389,7 +387,9 @@ class Log:
                 pstate.loaded(self._hw)
             first = local.log_end_offset
             if assign_offsets:
-                dup = pstate.check_leader_append(headers, producers, self._hw, cfg.log_append_time)
+                dup = pstate.check_leader_append(
+                    headers, producers, self._hw, cfg.log_append_time, guard
+                )
                 if dup is not None:
                     return dup
                 # the leader stamps LogAppendTime; a follower keeps the leader's bytes

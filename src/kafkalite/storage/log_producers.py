@@ -8,6 +8,7 @@ A part of Log (storage/log.py) over its LocalLog: every method runs under (or ta
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from kafkalite.protocol.exceptions import DecodeError
 from kafkalite.records.batch import decode_batch
@@ -21,6 +22,7 @@ from kafkalite.storage.producer_snapshot import (
 )
 from kafkalite.storage.producer_state import (
     ProducerStateManager,
+    VerificationGuard,
     last_sequence,
     segment_batch_headers,
 )
@@ -194,17 +196,21 @@ class LogProducers:
         producers: list[BatchHeader],
         high_watermark: int,
         log_append_time: bool,
+        verification_guard: VerificationGuard | None = None,
     ) -> AppendResult | None:
         """Under the lock, before a leader's append: the earlier result when an idempotent batch
-        is a duplicate, else None; raises on a sequence gap or a fenced producer epoch."""
+        is a duplicate, else None; raises on a sequence gap or a fenced producer epoch, and (when a
+        `verification_guard` is given: a client's append with KIP-890 verification on) on a
+        transactional batch opening a transaction the coordinator did not vouch for."""
         if producers:
             h0 = producers[0]
             dup = self.check(h0, high_watermark, log_append_time)
             if dup is not None:
                 return dup
-            self.loaded(high_watermark).check_transactional(
-                h0.producer_id, h0.is_transactional, h0.producer_epoch
-            )
+            state = self.loaded(high_watermark)
+            state.check_transactional(h0.producer_id, h0.is_transactional, h0.producer_epoch)
+            if verification_guard is not None and h0.is_transactional:
+                state.check_verified(h0.producer_id, h0.producer_epoch, verification_guard)
             return None
         # a coordinator's transactional batch (TxnOffsetCommit: no sequence) is still fenced by
         # the producer's epoch
@@ -214,6 +220,12 @@ class LogProducers:
                     h.producer_id, True, h.producer_epoch
                 )
         return None
+
+    def maybe_start_verification(
+        self, producer_id: int, epoch: int, now_ms: Callable[[], int], high_watermark: int
+    ) -> VerificationGuard:
+        """Under the lock: the guard a transactional batch of this producer must carry (KIP-890)."""
+        return self.loaded(high_watermark).maybe_start_verification(producer_id, epoch, now_ms)
 
     def truncated(self, high_watermark: int) -> None:
         """Under the lock, after the log was truncated: snapshots past its new end go, and the

@@ -9,7 +9,7 @@ from batch headers on load.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -49,6 +49,32 @@ class ProducerEntry:
         return self.batches[-1].last_seq if self.batches else NO_SEQUENCE
 
 
+class VerificationGuard:
+    """KIP-890's token for one transaction of one producer on one partition: made when its first
+    transactional batch asks to be verified, checked by identity at the append that starts the
+    transaction, void once that append or a marker clears the producer's verification state.
+    `verified` is set when the coordinator said the partition is in the transaction, so the batches
+    that follow before the transaction starts here need no second round trip."""
+
+    __slots__ = ("verified",)
+
+    def __init__(self) -> None:
+        self.verified = False
+
+
+# no verification asked for (Kafka's SENTINEL): passes only where none is needed
+SENTINEL_GUARD = VerificationGuard()
+
+
+@dataclass(slots=True)
+class VerificationStateEntry:
+    """A producer verifying a transaction on this partition: its guard, epoch and since when."""
+
+    guard: VerificationGuard
+    epoch: int
+    timestamp: int
+
+
 @dataclass(slots=True, frozen=True)
 class CompletedTxn:
     """A transaction closed by a marker at `last_offset`."""
@@ -67,11 +93,13 @@ def last_sequence(first_seq: int, last_offset_delta: int) -> int:
 class ProducerStateManager:
     """Per-partition producer state. Mutated only under the owning Log's append path."""
 
-    __slots__ = ("_ongoing", "_producers", "_unreplicated")
+    __slots__ = ("_ongoing", "_producers", "_unreplicated", "_verifying")
 
     def __init__(self) -> None:
         self._producers: dict[int, ProducerEntry] = {}
         self._ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction
+        # producer id -> the transaction it is verifying (not snapshotted: a restart verifies again)
+        self._verifying: dict[int, VerificationStateEntry] = {}
         # transactions whose marker is not yet below the high watermark: still unstable
         self._unreplicated: list[CompletedTxn] = []
 
@@ -113,6 +141,45 @@ class ProducerStateManager:
         """Transactions whose marker is now below the high watermark are stable."""
         if self._unreplicated:
             self._unreplicated = [t for t in self._unreplicated if t.last_offset >= hw]
+
+    def has_ongoing_transaction(self, producer_id: int, epoch: int) -> bool:
+        """Has this producer, at this epoch, a transaction open on the partition?"""
+        if producer_id not in self._ongoing:
+            return False
+        entry = self._producers.get(producer_id)
+        return entry is not None and entry.epoch == epoch
+
+    def maybe_start_verification(
+        self, producer_id: int, epoch: int, now_ms: int | Callable[[], int]
+    ) -> VerificationGuard:
+        """The guard a transactional batch from this producer must carry: SENTINEL_GUARD when its
+        transaction is already open here (nothing to verify), else the guard of the verification
+        under way for this epoch (one per transaction, shared by concurrent batches) or a new one."""
+        if self.has_ongoing_transaction(producer_id, epoch):
+            return SENTINEL_GUARD
+        current = self._verifying.get(producer_id)
+        if current is not None and current.epoch == epoch:
+            return current.guard
+        guard = VerificationGuard()
+        now = now_ms() if callable(now_ms) else now_ms  # (a clock is read only when needed)
+        self._verifying[producer_id] = VerificationStateEntry(guard, epoch, now)
+        return guard
+
+    def verification_guard(self, producer_id: int) -> VerificationGuard | None:
+        current = self._verifying.get(producer_id)
+        return current.guard if current is not None else None
+
+    def check_verified(self, producer_id: int, epoch: int, guard: VerificationGuard) -> None:
+        """A transactional batch that would open a transaction here must carry the guard of a
+        verification still current (no marker came between): INVALID_TXN_STATE otherwise."""
+        if self.has_ongoing_transaction(producer_id, epoch):
+            return
+        current = self._verifying.get(producer_id)
+        if guard is SENTINEL_GUARD or current is None or current.guard is not guard:
+            raise InvalidTxnState(
+                f"producer {producer_id} epoch {epoch}: the batch's partition was not verified to be "
+                "in an ongoing transaction"
+            )
 
     def check_marker(self, producer_id: int, epoch: int, coordinator_epoch: int) -> None:
         """Vet a commit/abort marker: the producer's epoch and the coordinator's must not be older."""
@@ -160,6 +227,7 @@ class ProducerStateManager:
             entry.epoch = epoch
             entry.batches.clear()
         first = self._ongoing.pop(producer_id, -1)
+        self._verifying.pop(producer_id, None)  # a verification from before the marker is void
         entry.current_txn_first_offset = -1
         entry.coordinator_epoch = max(entry.coordinator_epoch, coordinator_epoch)
         entry.last_timestamp = max(entry.last_timestamp, timestamp)
@@ -242,6 +310,7 @@ class ProducerStateManager:
             )
         if h.is_transactional and h.producer_id not in self._ongoing:
             self._ongoing[h.producer_id] = h.base_offset
+            self._verifying.pop(h.producer_id, None)  # its transaction is open: verified
             entry = self._producers.get(h.producer_id)
             if entry is None:
                 entry = self._producers[h.producer_id] = ProducerEntry(h.producer_epoch)
@@ -259,6 +328,9 @@ class ProducerStateManager:
         ]
         for pid in old:
             del self._producers[pid]
+        stale = [p for p, v in self._verifying.items() if now_ms - v.timestamp > expiration_ms]
+        for pid in stale:
+            del self._verifying[pid]
         return len(old)
 
 

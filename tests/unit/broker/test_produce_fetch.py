@@ -23,13 +23,13 @@ F = APIS[1].request
 L = APIS[2].request
 
 
-def produce(c, topic, blob, *, partition=0, acks=1, version=None):  # type: ignore[no-untyped-def]
+def produce(c, topic, blob, *, partition=0, acks=1, version=None, txn_id=None):  # type: ignore[no-untyped-def]
     td = P.TopicProduceData(
         name=topic,
         partition_data=[P.TopicProduceData.PartitionProduceData(index=partition, records=blob)],
     )
     resp = c.send(
-        P(transactional_id=None, acks=acks, timeout_ms=5000, topic_data=[td]), version=version
+        P(transactional_id=txn_id, acks=acks, timeout_ms=5000, topic_data=[td]), version=version
     )
     return resp.responses[0].partition_responses[0]
 

@@ -49,7 +49,7 @@ def add(
             v3_and_below_producer_epoch=epoch,
             v3_and_below_topics=[t],
         ),
-        version=version,
+        version=3 if version is None else version,  # v4+ is the brokers' form (KIP-890)
     )
     return {
         (t.name, p.partition_index): p.partition_error_code
@@ -160,14 +160,17 @@ def test_a_fenced_producer_cannot_write_and_its_open_transaction_is_aborted(
     txn = f"tx-{uuid.uuid4().hex[:8]}"
     pid, epoch = init(client, txn)
     assert add(client, txn, pid, epoch, topic, 0) == {(topic, 0): 0}
-    assert produce(client, topic, txn_batch(pid, epoch, 0, b"zombie"), acks=-1).error_code == 0
+    assert (
+        produce(client, topic, txn_batch(pid, epoch, 0, b"zombie"), acks=-1, txn_id=txn).error_code
+        == 0
+    )
     # a second instance: the coordinator aborts the open transaction, then bumps the epoch
     for _ in range(50):
         r = client.send(INIT_PID(transactional_id=txn, transaction_timeout_ms=60000))
         if r.error_code != ErrorCode.CONCURRENT_TRANSACTIONS:
             break
     assert r.error_code == 0 and r.producer_id == pid and r.producer_epoch > epoch
-    late = produce(client, topic, txn_batch(pid, epoch, 1, b"zombie-2"), acks=-1)
+    late = produce(client, topic, txn_batch(pid, epoch, 1, b"zombie-2"), acks=-1, txn_id=txn)
     assert late.error_code == ErrorCode.INVALID_PRODUCER_EPOCH
     assert add(client, txn, pid, epoch, topic, 0) == {(topic, 0): ErrorCode.PRODUCER_FENCED}
     # the log holds the zombie's record and an ABORT marker, nothing else
@@ -190,7 +193,7 @@ def test_a_marker_from_an_older_coordinator_epoch_is_refused(
     txn = f"tx-{uuid.uuid4().hex[:8]}"
     pid, epoch = init(client, txn)
     add(client, txn, pid, epoch, topic, 0)
-    produce(client, topic, txn_batch(pid, epoch, 0, b"x"), acks=-1)
+    produce(client, topic, txn_batch(pid, epoch, 0, b"x"), acks=-1, txn_id=txn)
 
     def marker(coordinator_epoch: int) -> int:
         m = WRITE_MARKERS.WritableTxnMarker(

@@ -218,8 +218,8 @@ def test_reload_reproduces_state_and_resends_markers(h: H) -> None:
     h.markers.clear()
     h.reload()
     after = {t: h.coord.metadata(t).snapshot() for t in "abc"}  # type: ignore[union-attr]
-    # the log keeps no last epoch and (v0) no previous producer id; everything else survives
-    strip = {"last_producer_epoch": -1, "prev_producer_id": -1}
+    # the log keeps no last epoch; everything else survives (v1 records keep the previous producer id)
+    strip = {"last_producer_epoch": -1}
     assert {t: s.__class__(**{**_fields(s), **strip}) for t, s in before.items()} == after
     [req] = h.markers  # b was PrepareCommit: its markers go out again, at the new coordinator epoch
     assert req == TxnMarkerRequest(
@@ -561,3 +561,26 @@ def test_random_operations_follow_the_table() -> None:
     # the strategy is worth something only if it gets transactions all the way through, both ways
     for state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
         assert reached[state] >= runs // 4, (state, reached[state], runs)
+
+
+def test_verify_partitions_answers_from_the_transaction_and_writes_nothing(h: H) -> None:
+    r = h.init()
+    pid, epoch = r.producer_id, r.producer_epoch
+    assert h.coord.verify_partitions("tx", pid, epoch, [TP0]) == {TP0: E.TRANSACTION_ABORTABLE}
+    h.add("tx", r, TP0)
+    written = sum(len(v) for v in h.log.logs.values())
+    assert h.coord.verify_partitions("tx", pid, epoch, [TP0, TP1]) == {
+        TP0: E.NO_ERROR,
+        TP1: E.TRANSACTION_ABORTABLE,
+    }
+    assert sum(len(v) for v in h.log.logs.values()) == written
+    assert h.coord.verify_partitions("tx", pid, epoch + 1, [TP0]) == {TP0: E.PRODUCER_FENCED}
+    assert h.coord.verify_partitions("tx", pid + 1, epoch, [TP0]) == {
+        TP0: E.INVALID_PRODUCER_ID_MAPPING
+    }
+    assert h.coord.verify_partitions("", pid, epoch, [TP0]) == {TP0: E.INVALID_REQUEST}
+    h.markers.clear()
+    h.end("tx", r, commit=True)  # PrepareCommit until the markers are written
+    assert h.coord.verify_partitions("tx", pid, epoch, [TP0]) == {TP0: E.CONCURRENT_TRANSACTIONS}
+    h.coord.markers_written(h.markers[-1])
+    assert h.coord.verify_partitions("tx", pid, epoch, [TP0]) == {TP0: E.TRANSACTION_ABORTABLE}

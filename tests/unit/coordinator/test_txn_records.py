@@ -60,13 +60,13 @@ def test_value_v0_bytes() -> None:
         + struct.pack(">ii", 1, 2)
         + struct.pack(">qq", 6, 5)  # last update, start
     )
-    assert txn_value(_ongoing()) == expected
+    assert txn_value(_ongoing(), 0) == expected
 
 
 def test_empty_value_v0_has_null_partitions() -> None:
     empty = TxnTransitMetadata(1000, -1, -1, 0, -1, 60_000, S.EMPTY, frozenset(), -1, 6)
     expected = struct.pack(">hqhibiqq", 0, 1000, 0, 60_000, 0, -1, 6, -1)
-    assert txn_value(empty) == expected
+    assert txn_value(empty, 0) == expected
 
 
 def test_value_v1_bytes_with_tagged_fields() -> None:
@@ -145,7 +145,7 @@ def test_round_trip_property(
 
 
 def test_malformed_bytes_are_decode_errors() -> None:
-    good = txn_value(_ongoing())
+    good = txn_value(_ongoing(), 0)
     with pytest.raises(DecodeError):
         parse_value(b"\x00\x02" + good[2:])  # unknown version
     with pytest.raises(DecodeError):

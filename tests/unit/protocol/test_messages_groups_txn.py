@@ -39,7 +39,7 @@ EXPECTED = {
     16: ("ListGroups", "0-5", 3),
     42: ("DeleteGroups", "0-2", 2),
     22: ("InitProducerId", "0-4", 2),
-    24: ("AddPartitionsToTxn", "0-3", 3),
+    24: ("AddPartitionsToTxn", "0-5", 3),
     25: ("AddOffsetsToTxn", "0-3", 3),
     26: ("EndTxn", "0-3", 3),
     27: ("WriteTxnMarkers", "0-1", 1),

@@ -38,7 +38,7 @@ EXPECTED_APIS: list[tuple[str, int, int, int]] = [
     ("DeleteRecords", 21, 0, 2),
     ("InitProducerId", 22, 0, 4),
     ("OffsetForLeaderEpoch", 23, 0, 4),
-    ("AddPartitionsToTxn", 24, 0, 3),
+    ("AddPartitionsToTxn", 24, 0, 5),
     ("AddOffsetsToTxn", 25, 0, 3),
     ("EndTxn", 26, 0, 3),
     ("WriteTxnMarkers", 27, 0, 1),

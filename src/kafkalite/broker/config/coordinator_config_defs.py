@@ -6,6 +6,7 @@ broker.config_defs assembles them into the one table; the group coordinator's ar
 from __future__ import annotations
 
 from kafkalite.broker.config.config_types import (
+    T_BOOLEAN,
     T_INT,
     T_SHORT,
     ConfigDef,
@@ -80,6 +81,14 @@ SHARE_COORDINATOR_CONFIG_DEFS: tuple[ConfigDef, ...] = (
         "5000",
         "How long a share-state write waits for the ISR of its __share_group_state partition.",
         at_least=1,
+    ),
+    _d(
+        "transaction.partition.verification.enable",
+        T_BOOLEAN,
+        "true",
+        "KIP-890: before a transaction's first batch on a partition is appended, the leader asks the "
+        "transaction coordinator whether the partition is in the transaction (INVALID_TXN_STATE if "
+        "not). Read at startup (Kafka's may change at run time).",
     ),
     _d(
         "transaction.max.timeout.ms",

@@ -21,6 +21,7 @@ from kafkalite.broker.coordinators.coordinator_log import (
     now_ms,
 )
 from kafkalite.broker.coordinators.txn_markers import MarkerHost, TransactionMarkerChannelManager
+from kafkalite.broker.coordinators.txn_verification import AddPartitionsToTxnManager
 from kafkalite.coordinator import (
     OFFSETS_TOPIC,
     TRANSACTION_STATE_TOPIC,
@@ -77,6 +78,8 @@ class TransactionCoordinatorComponent(CoordinatorPartitions):
         self.markers = TransactionMarkerChannelManager(
             broker, self._markers_written, self._still_wanted
         )
+        # KIP-890: the partition leader's questions to the coordinators (this one in process)
+        self.verifier = AddPartitionsToTxnManager(broker, lambda: self.coordinator)
         cfg = broker.config
         # Kafka's topic configs for __transaction_state; min.insync.replicas never above the RF
         rf = 1 if not broker.cluster_mode else int(cfg.get(self.replication_config))
@@ -120,6 +123,7 @@ class TransactionCoordinatorComponent(CoordinatorPartitions):
 
     async def stop(self) -> None:
         await self.markers.stop()
+        await self.verifier.stop()
         await self._stop_tasks()
         if self.coordinator is not None:
             self.coordinator.shutdown()

@@ -38,14 +38,28 @@ InitProducerIdResponse = response(
 INIT_PRODUCER_ID = api("InitProducerId", InitProducerIdRequest, InitProducerIdResponse)
 
 # ---------------------------------------------------------------------------
-# AddPartitionsToTxn (24): versions 0-3 are the client form (one transaction per request)
+# AddPartitionsToTxn (24): versions 0-3 are the client form (one transaction per request); 4+ the
+# broker form (KIP-890: several transactions, VerifyOnly asks whether partitions are in them), 5 adds
+# TRANSACTION_ABORTABLE
 
 AddPartitionsToTxnRequest = request(
     24,
     "AddPartitionsToTxnRequest",
-    valid="0-3",
+    valid="0-5",
     flexible="3+",
     fields=[
+        F(
+            "transactions",
+            "[]AddPartitionsToTxnTransaction",
+            "4+",
+            fields=[
+                F("transactional_id", "string", "4+"),
+                F("producer_id", "int64", "4+"),
+                F("producer_epoch", "int16", "4+"),
+                F("verify_only", "bool", "4+", default=False),
+                F("topics", "[]AddPartitionsToTxnTopic", "4+"),
+            ],
+        ),
         F("v3_and_below_transactional_id", "string", "0-3"),
         F("v3_and_below_producer_id", "int64", "0-3"),
         F("v3_and_below_producer_epoch", "int16", "0-3"),
@@ -62,10 +76,20 @@ AddPartitionsToTxnRequest = request(
 AddPartitionsToTxnResponse = response(
     24,
     "AddPartitionsToTxnResponse",
-    valid="0-3",
+    valid="0-5",
     flexible="3+",
     fields=[
         F("throttle_time_ms", "int32", "0+"),
+        F("error_code", "int16", "4+", ignorable=True),
+        F(
+            "results_by_transaction",
+            "[]AddPartitionsToTxnResult",
+            "4+",
+            fields=[
+                F("transactional_id", "string", "4+"),
+                F("topic_results", "[]AddPartitionsToTxnTopicResult", "4+"),
+            ],
+        ),
         F("results_by_topic_v3_and_below", "[]AddPartitionsToTxnTopicResult", "0-3"),
     ],
     common={

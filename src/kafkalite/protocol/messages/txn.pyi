@@ -40,11 +40,31 @@ class InitProducerIdResponse(Response):
     ) -> None: ...
 
 class AddPartitionsToTxnRequest(Request[AddPartitionsToTxnResponse]):
+    class AddPartitionsToTxnTransaction(Struct):
+        class AddPartitionsToTxnTopic(Struct):
+            name: str
+            partitions: list[int]
+            def __init__(self, *, name: str = ..., partitions: list[int] = ...) -> None: ...
+        transactional_id: str
+        producer_id: int
+        producer_epoch: int
+        verify_only: bool
+        topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction.AddPartitionsToTxnTopic]
+        def __init__(
+            self,
+            *,
+            transactional_id: str = ...,
+            producer_id: int = ...,
+            producer_epoch: int = ...,
+            verify_only: bool = ...,
+            topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction.AddPartitionsToTxnTopic] = ...,
+        ) -> None: ...
     class AddPartitionsToTxnTopic(Struct):
         name: str
         partitions: list[int]
         def __init__(self, *, name: str = ..., partitions: list[int] = ...) -> None: ...
     RESPONSE: ClassVar[type[AddPartitionsToTxnResponse]]
+    transactions: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction]
     v3_and_below_transactional_id: str
     v3_and_below_producer_id: int
     v3_and_below_producer_epoch: int
@@ -52,6 +72,7 @@ class AddPartitionsToTxnRequest(Request[AddPartitionsToTxnResponse]):
     def __init__(
         self,
         *,
+        transactions: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction] = ...,
         v3_and_below_transactional_id: str = ...,
         v3_and_below_producer_id: int = ...,
         v3_and_below_producer_epoch: int = ...,
@@ -59,6 +80,33 @@ class AddPartitionsToTxnRequest(Request[AddPartitionsToTxnResponse]):
     ) -> None: ...
 
 class AddPartitionsToTxnResponse(Response):
+    class AddPartitionsToTxnResult(Struct):
+        class AddPartitionsToTxnTopicResult(Struct):
+            class AddPartitionsToTxnPartitionResult(Struct):
+                partition_index: int
+                partition_error_code: int
+                def __init__(
+                    self,
+                    *,
+                    partition_index: int = ...,
+                    partition_error_code: int = ...,
+                ) -> None: ...
+            name: str
+            results_by_partition: list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult]
+            def __init__(
+                self,
+                *,
+                name: str = ...,
+                results_by_partition: list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult] = ...,
+            ) -> None: ...
+        transactional_id: str
+        topic_results: list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult.AddPartitionsToTxnTopicResult]
+        def __init__(
+            self,
+            *,
+            transactional_id: str = ...,
+            topic_results: list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult.AddPartitionsToTxnTopicResult] = ...,
+        ) -> None: ...
     class AddPartitionsToTxnTopicResult(Struct):
         class AddPartitionsToTxnPartitionResult(Struct):
             partition_index: int
@@ -78,11 +126,15 @@ class AddPartitionsToTxnResponse(Response):
             results_by_partition: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult] = ...,
         ) -> None: ...
     throttle_time_ms: int
+    error_code: int
+    results_by_transaction: list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult]
     results_by_topic_v3_and_below: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult]
     def __init__(
         self,
         *,
         throttle_time_ms: int = ...,
+        error_code: int = ...,
+        results_by_transaction: list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult] = ...,
         results_by_topic_v3_and_below: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult] = ...,
     ) -> None: ...
 

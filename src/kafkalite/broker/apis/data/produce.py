@@ -11,6 +11,11 @@ import logging
 
 from kafkalite.broker.apis.metadata.metadata import auto_create
 from kafkalite.broker.context import DeferredResponse, RequestContext
+from kafkalite.broker.coordinators.txn_verification import (
+    needs_round_trip,
+    produce_error,
+    transactional_producer,
+)
 from kafkalite.broker.fastpath import (
     PartitionData,
     ProduceRequestView,
@@ -18,12 +23,21 @@ from kafkalite.broker.fastpath import (
     decode_produce,
     encode_produce_response,
 )
-from kafkalite.cluster.append_records import AppendOrigin, DelayedProduce, PartitionAppendResult
+from kafkalite.cluster.append_records import (
+    AppendOrigin,
+    DelayedProduce,
+    PartitionAppendResult,
+    TransactionVerification,
+)
+from kafkalite.cluster.errors import ReplicaError
 from kafkalite.cluster.metadata import topic_name_error
 from kafkalite.cluster.metadata_cache import TopicMetadata
+from kafkalite.coordinator import TopicPartition
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.messages.produce import PRODUCE, ProduceRequest, ProduceResponse
 from kafkalite.security.acl import AclOperation, ResourceType
+from kafkalite.storage.errors import StorageError
+from kafkalite.storage.producer_state import SENTINEL_GUARD, VerificationGuard
 
 API = PRODUCE
 log = logging.getLogger("kafkalite.broker.produce")
@@ -175,6 +189,11 @@ async def handle(
         entries.append((name, tdata.partition_data))
         slots.append((t_out, info))
     appended = None
+    verification = None
+    if entries and broker.replica_manager.transaction_verification_enabled:
+        txn_id = request.transactional_id if ctx.api_version >= 3 else None
+        if txn_id is not None:
+            verification = await _verify_transaction(ctx, txn_id, entries)
     if entries:
         appended = broker.replica_manager.append_records(
             entries,
@@ -183,6 +202,7 @@ async def handle(
             AppendOrigin.CLIENT,
             stats=broker.stats,
             requester=(ctx.connection.peer, ctx.client_id),
+            verification=verification,
         )
         for (t_out, info), results in zip(slots, appended.results, strict=True):
             t_out.partition_responses = results
@@ -207,6 +227,49 @@ async def handle(
 
 
 _NOT_HERE = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
+
+async def _verify_transaction(
+    ctx: RequestContext, txn_id: str, entries: list[tuple[str, _PartitionData]]
+) -> TransactionVerification | None:
+    """KIP-890: the guard of each partition whose batch is transactional, and for a transaction's
+    first batch on a partition (only), the coordinator's word that the partition is in it; the
+    partitions it refuses get their error and are not appended. None: no transactional batch."""
+    rm = ctx.broker.replica_manager
+    guards: dict[tuple[str, int], VerificationGuard] = {}
+    ask: dict[tuple[int, int], dict[TopicPartition, VerificationGuard]] = {}
+    for name, partition_data in entries:
+        for pdata in partition_data:
+            producer = transactional_producer(pdata.records)
+            if producer is None:
+                continue
+            part = rm.get_partition(name, pdata.index)
+            if part is None or not part.is_leader:
+                continue  # the append answers it
+            try:
+                guard = part.maybe_start_transaction_verification(*producer)
+            except (ReplicaError, StorageError, OSError):
+                continue  # (leadership or its log just went away) the append answers it
+            if guard is SENTINEL_GUARD:
+                continue  # its transaction is open here
+            guards[(name, pdata.index)] = guard
+            if needs_round_trip(guard, SENTINEL_GUARD):
+                ask.setdefault(producer, {})[TopicPartition(name, pdata.index)] = guard
+    if not guards:
+        return None
+    verification = TransactionVerification(guards)
+    verifier = ctx.broker.transactions.verifier
+    for (producer_id, epoch), wanted in ask.items():
+        codes = await verifier.verify(txn_id, producer_id, epoch, wanted)
+        for tp, code in codes.items():
+            refused = produce_error(code, ctx.api_version)
+            if refused is not None:
+                verification.errors[(tp.topic, tp.partition)] = refused
+                log.info(
+                    "transactional produce of %r to %s-%d refused: %s (%s)",
+                    txn_id, tp.topic, tp.partition, refused[0].name, refused[1],
+                )  # fmt: skip
+    return verification
 
 
 async def _answer_when_complete(delayed: DelayedProduce, topics_out: list[_TopicResp]) -> _Response:
