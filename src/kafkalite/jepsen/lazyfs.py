@@ -24,10 +24,12 @@ no direct_io, so the kernel's page cache serves read-only maps (the broker maps 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import logging
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -390,23 +392,40 @@ def _operations_class() -> type:
     return LazyOperations
 
 
-def _serve_control(sock: socket.socket, ops: Any, mountpoint: str) -> None:
-    """The control channel: one line per connection, `crash` or `unmount`; the answer is one line."""
+def _serve_control(
+    sock: socket.socket, ops: Any, mountpoint: str, served: threading.Event, busy: threading.Event
+) -> None:
+    """The control channel: one line per connection, `crash` or `unmount`; the answer is one line.
+    Either way the mount goes (lazily if a file is still open) and the process leaves: it does
+    not wait for the kernel to end the FUSE session, which a lazily detached mount can delay."""
     while True:
         conn, _ = sock.accept()
         with conn:
             cmd = conn.recv(64).decode("ascii", "replace").strip()
             if cmd == "crash":
                 nfiles, nnames = ops.crash()
-                conn.sendall(f"crashed files={nfiles} names={nnames}\n".encode())
+                answer = f"crashed files={nfiles} names={nnames}\n"
             elif cmd == "unmount":
-                conn.sendall(b"unmounting\n")
+                answer = "unmounting\n"
             else:
                 conn.sendall(b"error: unknown command (crash | unmount)\n")
                 continue
-        # the process leaves once the kernel lets go of the mount (lazily if a file is still open)
-        fusermount_unmount(mountpoint)
-        return
+            busy.set()
+            fusermount_unmount(mountpoint)
+            conn.sendall(answer.encode())
+        if cmd == "unmount":
+            served.wait(2.0)  # the FUSE loop ends and the journal is closed cleanly
+        os._exit(0)
+
+
+def _die_with_parent() -> None:
+    """SIGTERM this process when the one that started it dies (a killed test run): libfuse
+    unmounts on SIGTERM, so no stale mount is left behind."""
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -426,7 +445,10 @@ def main(argv: list[str] | None = None) -> int:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.bind(ns.control)
     sock.listen(4)
-    threading.Thread(target=_serve_control, args=(sock, ops, ns.mount), daemon=True).start()
+    served, busy = threading.Event(), threading.Event()
+    args = (sock, ops, ns.mount, served, busy)
+    threading.Thread(target=_serve_control, args=args, daemon=True).start()
+    _die_with_parent()
     try:
         # one thread: simple, and the lock above orders FUSE calls against a crash
         mfusepy.FUSE(ops, ns.mount, foreground=True, nothreads=True, fsname="lazyfs")
@@ -435,6 +457,9 @@ def main(argv: list[str] | None = None) -> int:
             state.close()
         sock.close()
         os.unlink(ns.control)
+        served.set()
+    if busy.is_set():  # the control thread answers, then ends the process
+        time.sleep(5)
     return 0
 
 
