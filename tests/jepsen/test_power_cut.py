@@ -19,8 +19,10 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafkalite.jepsen.lazyfs import LazyFSMount, mounted
@@ -28,7 +30,7 @@ from kafkalite.local_cluster import LocalCluster
 from kafkalite.zkserver import ZooKeeperMissing, ZooKeeperServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cluster"))  # the shared helpers
-from cluster_support import AckedWriter, exactly_once, read_all, wait_until  # noqa: E402
+from cluster_support import AckedWriter, exactly_once, read_all, wait_until
 
 pytestmark = [
     pytest.mark.cluster,
@@ -61,7 +63,11 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperSer
 
 @contextlib.contextmanager
 def cluster_on_lazyfs(
-    tmp_path: Path, zk: ZooKeeperServer, brokers: int, on_lazyfs: list[int], config: dict[str, object]
+    tmp_path: Path,
+    zk: ZooKeeperServer,
+    brokers: int,
+    on_lazyfs: list[int],
+    config: dict[str, object],
 ) -> Iterator[tuple[LocalCluster, dict[int, LazyFSMount]]]:
     """A cluster whose brokers in `on_lazyfs` keep their data dir on a lazyfs mount; the mounts are
     made before and removed after the brokers (always: no stale mount is left)."""
@@ -103,9 +109,38 @@ def create_topic(
     admin.create_topics([nt], operation_timeout=30)[topic].result(60)
 
 
-def acks_grow(w: AckedWriter, by: int, what: str, timeout: float, since: float) -> None:
+class Writer(AckedWriter):
+    """AckedWriter that keeps the last delivery error (for the message of a stalled test) and
+    whose records wait out a slow restart (a busy machine): a record that times out in an
+    idempotent producer stalls its partition for good."""
+
+    last_error: Any = None
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+        super().__init__(bootstrap, topic, partitions)
+        self.producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "acks": "all",
+                "enable.idempotence": True,
+                "linger.ms": 5,
+                "message.timeout.ms": 300_000,
+                "log_level": 0,
+            }
+        )
+
+    def _done(self, err: Any, msg: Any) -> None:
+        if err is not None:
+            self.last_error = err
+        super()._done(err, msg)
+
+
+def acks_grow(w: Writer, by: int, what: str, timeout: float, since: float) -> None:
     n = len(w.acked)
-    wait_until(f"{what} ({by} more acks)", lambda: len(w.acked) >= n + by, timeout, since)
+    try:
+        wait_until(f"{what} ({by} more acks)", lambda: len(w.acked) >= n + by, timeout, since)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; {w.failed} failed deliveries, last: {w.last_error}") from None
 
 
 def power_cut(
@@ -141,8 +176,8 @@ def check(w: AckedWriter, c: LocalCluster) -> tuple[list[bytes], list[bytes], li
     return lost, duplicated, misplaced
 
 
-def run_writer(c: LocalCluster, topic: str = TOPIC) -> AckedWriter:
-    w = AckedWriter(c.bootstrap_servers, topic, PARTITIONS)
+def run_writer(c: LocalCluster, topic: str = TOPIC) -> Writer:
+    w = Writer(c.bootstrap_servers, topic, PARTITIONS)
     w.start()
     return w
 
@@ -164,7 +199,7 @@ def test_single_node_flush_each_message_loses_nothing(
         w = run_writer(c)
         acks_grow(w, 300, "writes before the power cut", 30, t0)
         power_cut(c, mounts, [1], t0)
-        acks_grow(w, 300, "writes after the restart", 60, t0)
+        acks_grow(w, 300, "writes after the restart", 120, t0)
         stop_writer(w)
         lost, duplicated, misplaced = check(w, c)
     assert (lost, duplicated, misplaced) == ([], [], [])
@@ -193,10 +228,10 @@ def test_power_cuts_of_one_broker_then_of_every_replica(
             acks_grow(w, 200, f"{w.topic}: writes before the power cut of broker 1", 30, t0)
         power_cut(c, mounts, [1], t0)
         for w in writers:
-            acks_grow(w, 200, f"{w.topic}: writes after broker 1 restarted", 60, t0)
+            acks_grow(w, 200, f"{w.topic}: writes after broker 1 restarted", 120, t0)
         restarted = power_cut(c, mounts, [1, 2, 3], t0)
         for w in writers:
-            acks_grow(w, 200, f"{w.topic}: writes after every broker restarted", 60, t0)
+            acks_grow(w, 200, f"{w.topic}: writes after every broker restarted", 120, t0)
         for w in writers:
             stop_writer(w)
         synced, default, alone = (check(w, c) for w in writers)

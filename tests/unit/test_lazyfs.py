@@ -165,10 +165,9 @@ def test_mmap_reads_through_the_page_cache_and_msync_is_an_fsync(fs: LazyFSMount
 
 def test_a_failed_test_leaves_no_mount(tmp_path: Path) -> None:
     mnt = tmp_path / "mnt"
-    with pytest.raises(RuntimeError, match="test failed"):
-        with LazyFSMount(tmp_path / "backing", mnt):
-            write(mnt / "f", b"x")
-            raise RuntimeError("test failed")
+    with pytest.raises(RuntimeError, match="test failed"), LazyFSMount(tmp_path / "backing", mnt):
+        write(mnt / "f", b"x")
+        raise RuntimeError("test failed")
     assert not mounted(mnt)
     with open("/proc/mounts", encoding="utf-8") as fh:
         assert str(mnt) not in fh.read()

@@ -275,7 +275,9 @@ def _operations_class() -> type:
         def statfs(self, path: str) -> dict[str, Any]:
             sv = os.statvfs(self._p(path))
             keys = ("f_bavail", "f_bfree", "f_blocks", "f_bsize", "f_favail", "f_ffree")
-            return {k: getattr(sv, k) for k in (*keys, "f_files", "f_flag", "f_frsize", "f_namemax")}
+            return {
+                k: getattr(sv, k) for k in (*keys, "f_files", "f_flag", "f_frsize", "f_namemax")
+            }
 
         def access(self, path: str, amode: int) -> int:
             with self._mutex:
