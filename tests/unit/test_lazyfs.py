@@ -171,3 +171,18 @@ def test_a_failed_test_leaves_no_mount(tmp_path: Path) -> None:
     assert not mounted(mnt)
     with open("/proc/mounts", encoding="utf-8") as fh:
         assert str(mnt) not in fh.read()
+
+
+def test_topic_overrides_survive_a_power_cut(fs: LazyFSMount) -> None:
+    """A broker's stored topic overrides (storage.topic_overrides) are written crash-safely: before
+    the fix the rename into topic-configs/ was never made durable and a power cut took a topic's
+    min.insync.replicas back to the broker default (acks=all then failed NOT_ENOUGH_REPLICAS)."""
+    from kafkalite.storage.config import LogConfig
+    from kafkalite.storage.topic_overrides import TopicOverrides
+
+    d = fs.mountpoint / "topic-configs"
+    TopicOverrides(d, LogConfig()).set("alone", {"min.insync.replicas": "1", "flush.messages": "1"})
+    crash_and_remount(fs)
+    again = TopicOverrides(d, LogConfig())
+    again.load()
+    assert again.get("alone") == {"flush.messages": "1", "min.insync.replicas": "1"}
