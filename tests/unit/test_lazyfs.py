@@ -186,3 +186,23 @@ def test_topic_overrides_survive_a_power_cut(fs: LazyFSMount) -> None:
     again = TopicOverrides(d, LogConfig())
     again.load()
     assert again.get("alone") == {"flush.messages": "1", "min.insync.replicas": "1"}
+
+
+def test_a_new_logs_first_flush_makes_its_directory_durable(fs: LazyFSMount) -> None:
+    """With flush.messages=1 an appended batch is durable at once, its partition directory with it:
+    before the fix the directory's own entry in the log dir was never synced and a power cut lost
+    the whole partition, acknowledged records and all."""
+    from kafkalite.records.batch import build_batch
+    from kafkalite.storage import Log, LogConfig
+
+    cfg = LogConfig(flush_messages=1)
+    lg = Log.create(fs.mountpoint / "orders-0", cfg)
+    lg.append(build_batch([(None, b"acked", [], 1_000)]), assign_offsets=True)
+    assert lg.needs_flush
+    lg.flush()
+    crash_and_remount(fs)
+    again = Log.open(fs.mountpoint / "orders-0", cfg)
+    try:
+        assert again.log_end_offset == 1
+    finally:
+        again.close()
