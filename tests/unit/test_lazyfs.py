@@ -92,6 +92,9 @@ def test_truncate_is_undone_and_synced_truncate_stays(fs: LazyFSMount) -> None:
     os.close(fd)
     crash_and_remount(fs)
     assert (m / "t").read_bytes() == bytes(range(64))
+    (m / "t").write_bytes(b"rewritten")  # open(O_TRUNC) and write, never synced
+    crash_and_remount(fs)
+    assert (m / "t").read_bytes() == bytes(range(64))
 
 
 def test_create_needs_the_directory_fsync(fs: LazyFSMount) -> None:

@@ -303,6 +303,8 @@ def _operations_class() -> type:
                 self._guard()
                 # positions come from the kernel: no O_APPEND; the page cache stays (mmap)
                 flags &= ~(os.O_APPEND | getattr(os, "O_DIRECT", 0))
+                if flags & os.O_TRUNC:  # (when the kernel passes it on: atomic_o_trunc)
+                    self.state.before_truncate(self._p(path), 0)
                 return os.open(self._p(path), flags)
 
         def create(self, path: str, mode: int, fi: Any = None) -> int:
