@@ -350,6 +350,7 @@ class ReplicaFetcher:
             raise ConnectionError(
                 f"fetch from {self.leader_id}: {ErrorCode.name_of(resp.error_code)}"
             )
+        appended: list[Partition] = []
         for t in resp.responses:
             for r in t.partitions:
                 key = (t.topic, r.partition_index)
@@ -362,6 +363,7 @@ class ReplicaFetcher:
                 if code == ErrorCode.NO_ERROR:
                     try:
                         self._append(key, p, st, r)
+                        appended.append(p)
                     except DecodeError as exc:
                         log.error(
                             "%s-%d: leader %d sent a damaged batch (%s); fetching it again",
@@ -372,6 +374,11 @@ class ReplicaFetcher:
                     await self._out_of_range(channel, key, p, st)
                 else:
                     self._on_partition_error(key, st, code)
+        # flush.messages holds on a follower too, as Kafka's append does: the next fetch, which
+        # tells the leader how far this replica is (and so lets it acknowledge), waits for the sync
+        due = [p for p in appended if p.needs_flush]
+        if due:
+            await asyncio.to_thread(_flush_each, due)
 
     def _append(self, key: TopicPartition, p: Partition, st: PartitionFetchState, r: Any) -> None:
         records = r.records
@@ -520,3 +527,9 @@ class ReplicaFetcherManager:
             if st is not None:
                 return st.fetch_offset
         return None
+
+
+def _flush_each(partitions: list[Partition]) -> None:
+    """fsync the logs of `partitions` (in a worker thread: the event loop does not wait on disks)."""
+    for p in partitions:
+        p.flush()

@@ -46,6 +46,9 @@ class LocalLog:
         self.log_start_offset = 0
         self.recovery_point = 0
         self.dir_dirty = False
+        # a new log: its directory's entry in the log dir is not durable until the first flush
+        # syncs the log dir too (else a power cut loses the whole partition, synced files and all)
+        self.parent_dirty = False
         self.last_flush_ms = now_ms()
         self.pending_deletes: list[tuple[int, LogSegment]] = []
         self.closed = False  # no more appends or flushes
@@ -248,11 +251,12 @@ class LocalLog:
                 cond.notify_all()
 
     def fsync_dir(self) -> None:
-        fd = os.open(self.dir, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        """fsync the partition directory (its entries: new, renamed, deleted segment files) and,
+        once for a new log, the log dir holding it."""
+        fsync_directory(self.dir)
+        if self.parent_dirty:
+            fsync_directory(self.dir.parent)
+            self.parent_dirty = False
 
     def closed_error(self) -> LogClosed:
         """What an append to this closed log raises."""
@@ -417,3 +421,12 @@ class LocalLog:
             new.change_suffix(SWAP_SUFFIX, "")
             self.fsync_dir()
             return True
+
+
+def fsync_directory(d: Path) -> None:
+    """Make the entries of directory `d` durable (creates, renames, unlinks in it)."""
+    fd = os.open(d, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

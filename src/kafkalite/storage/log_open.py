@@ -66,6 +66,7 @@ def open_parts(
         names = set()
     parts = empty_parts(directory, config, topic_id)
     local = parts.local
+    local.parent_dirty = not names  # made just now (or found empty): the log dir syncs it
     local.names = names
     try:
         segments, leo = load_segments(
@@ -112,6 +113,7 @@ def new_parts(directory: Path, config: LogConfig, topic_id: uuid.UUID | None) ->
         fresh_dir=True,
     )
     parts.local.load([seg], 0, 0, 0)
+    parts.local.parent_dirty = True
     parts.epochs = LeaderEpochFileCache(directory, new_log=True)
     parts.topic_id = write_partition_metadata(directory, topic_id, None)
     parts.producers.state = ProducerStateManager()

@@ -74,11 +74,18 @@ class TopicOverrides:
             self._persist(topic)
 
     def _persist(self, topic: str) -> None:
+        """Write (or remove) the topic's file crash-safely: temporary file, fsync, rename, fsync of
+        the directory (and of the log dir when the directory is new), so that a power cut cannot
+        take a topic's overrides (its flush.messages, min.insync.replicas) back to the defaults."""
+        created = not self.dir.is_dir()
         self.dir.mkdir(parents=True, exist_ok=True)
+        if created:
+            _fsync_dir(self.dir.parent)
         path = self.dir / f"{topic}.properties"
         props = self._overrides.get(topic)
         if not props:
             path.unlink(missing_ok=True)
+            _fsync_dir(self.dir)
             return
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text("".join(f"{k}={v}\n" for k, v in sorted(props.items())))
@@ -88,3 +95,12 @@ class TopicOverrides:
         finally:
             os.close(fd)
         os.replace(tmp, path)
+        _fsync_dir(self.dir)
+
+
+def _fsync_dir(d: Path) -> None:
+    fd = os.open(d, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
