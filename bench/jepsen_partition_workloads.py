@@ -55,9 +55,13 @@ def main() -> int:
     lo, hi = (float(x) for x in a.hold.split(","))
     kinds = a.kinds.split(",")
 
+    fixed: list[Step] = [
+        (k, float(h)) for k, h in (x.split(":") for x in a.schedule.split(",") if x)
+    ]
+
     def schedule(nemesis: Nemesis) -> list[Step]:
-        if a.schedule:
-            return [(k, float(h)) for k, h in (x.split(":") for x in a.schedule.split(","))]
+        if fixed:
+            return fixed
         # every kind once in a random order, then again: more than the run can use (it stops them)
         return list(nemesis.random_schedule(int(a.seconds) + len(kinds), kinds, (lo, hi)))
 
@@ -70,9 +74,10 @@ def main() -> int:
         with cluster:
             out = run(
                 cluster,
-                0 if a.schedule else a.seconds,
+                0 if fixed else a.seconds,
                 counts=counts,
                 nemesis=faults,
+                min_faults=len(fixed),  # a fixed schedule runs to its end
                 recovery=10.0,
                 out_dir=base / "histories",
                 topic_config={k: v for k, v in extra.items() if "." in k},

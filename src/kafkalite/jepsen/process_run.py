@@ -162,7 +162,7 @@ def run(
     phase("workloads started")
     # the run lasts `seconds` and at least until `min_faults` faults were done and healed (a broker
     # restart can take many seconds on a loaded machine), or until the nemesis' schedule ended
-    deadline = time.monotonic() + seconds + 120
+    deadline = time.monotonic() + seconds + 120 * max(1, min_faults or 0)
     while (
         time.monotonic() < deadline
         and driver.is_alive()
