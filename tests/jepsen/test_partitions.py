@@ -1,12 +1,12 @@
 """Network partitions, Jepsen-style: 3 brokers and 3 ZooKeeper servers each in a network namespace of its
-own, RF=3, min.insync.replicas=2, the queue and txn workloads on six partitions while a nemesis runs
+own, RF=3, min.insync.replicas=2, the queue workload on six partitions while a nemesis runs
 every partition kind once by a fixed schedule (a leader cut from its followers, a zombie leader cut from
 ZooKeeper, a majority/minority split of brokers and ZooKeeper together, a flapping bridge), then kills every
 broker but the former zombie at once. That first and last step replay the stall of issue 36 (before the
 fix in zk_broker's AlterPartition sender no partition took a write again after the last heal).
 
 It checks that each partition bit (probes across the cut fail during it, succeed after the heal), that the
-checker finds no anomaly in either workload's history, and liveness: after each heal every queue partition
+checker finds no anomaly in the queue workload's history, and liveness: after each heal every queue partition
 takes acks=all writes again within zookeeper.session.timeout.ms + replica.lag.time.max.ms + 5 s (the
 checker's longest stretch without an ok send, from the heal to the next fault or the workload's end).
 Skips (saying why) without root, `ip` or `nft`. The longer run is bench/jepsen_partitions.py.
@@ -89,6 +89,9 @@ def test_partitions_lose_nothing_and_heal(tmp_path: Path) -> None:
             nemesis=faults,
             min_faults=len(schedule("")),
             recovery=3.0,
+            # the txn workload is bench/jepsen_partition_workloads.py's: after kill-others, librdkafka's
+            # send_offsets_to_transaction outlives its timeout (librdkafka #5456), ~40 s of the run
+            with_txn=False,
             out_dir=tmp_path / "histories",
         )
     assert cluster.net.leftovers() == [], "namespaces or links left behind"
@@ -110,7 +113,7 @@ def test_partitions_lose_nothing_and_heal(tmp_path: Path) -> None:
     print(f"  liveness bound {BOUND_S:.0f} s; run {time.monotonic() - began:.0f} s")
     queue = out.reports["queue"]
     assert queue.op_counts[("send", "ok")] > 200
-    assert out.final_complete == {"queue": True, "txn": True}
+    assert out.final_complete == {"queue": True}
     for name, report in out.reports.items():
         assert report.valid, f"{name}:\n{out.tables[name]}"
     # liveness: after each heal every partition of the queue took an ok send within the bound

@@ -126,6 +126,7 @@ def test_unclean_election_under_a_zombie_leader_loses_acknowledged_writes(tmp_pa
             counts=counts,
             nemesis=zombie,
             min_faults=1,
+            with_txn=False,  # the lost writes are the queue's
             recovery=4.0,
             topic_config=BROKEN,
             out_dir=tmp_path / "histories",

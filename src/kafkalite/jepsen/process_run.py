@@ -8,8 +8,10 @@ a network-partition nemesis and a NetnsCluster to the same `run`.
 from __future__ import annotations
 
 import random
+import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -127,11 +129,12 @@ def run(
     log: Callable[[str], None] = print,
     nemesis: FaultDriver | None = None,
     min_faults: int | None = None,
+    with_txn: bool = True,
     topic_config: dict[str, str] | None = None,
 ) -> Outcome:
     """Both workloads at once for `seconds` (and until `min_faults` faults, by default each fault kind
     once, were done, unless the nemesis ends first) with the nemesis, then `recovery` seconds with no
-    fault, the final reads, the check. `nemesis` defaults to process_faults(cluster, faults, quiet,
+    fault, the final reads, the check; `with_txn` False runs the queue workload alone. `nemesis` defaults to process_faults(cluster, faults, quiet,
     length, seed). Histories go to `out_dir` (JSON lines) if given."""
     counts = counts or Counts()
     if nemesis is None:
@@ -144,17 +147,19 @@ def run(
 
     bs = cluster.bootstrap_servers
     queue_topic, source, sink = "jepsen-queue", "jepsen-txn-in", "jepsen-txn-out"
-    create_topics(bs, [queue_topic, source, sink], counts.partitions, config=topic_config)
+    topics = [queue_topic, source, sink] if with_txn else [queue_topic]
+    create_topics(bs, topics, counts.partitions, config=topic_config)
     out = Outcome()
     queue, txn = History(), History()
-    out.histories = {"queue": queue, "txn": txn}
+    out.histories = {"queue": queue, "txn": txn} if with_txn else {"queue": queue}
     stop, nemesis_stop = threading.Event(), threading.Event()
     values = Values()
     threads = start_queue(bs, queue_topic, queue, stop, counts, values=values)
-    threads += start_txn(bs, (source, sink), txn, stop, counts, values=values)
+    if with_txn:
+        threads += start_txn(bs, (source, sink), txn, stop, counts, values=values)
     driver = threading.Thread(
         target=nemesis,
-        args=([queue, txn], nemesis_stop, out.faults, [queue_topic, source]),
+        args=(list(out.histories.values()), nemesis_stop, out.faults, [queue_topic, source]),
         name="nemesis",
         daemon=True,
     )
@@ -177,15 +182,24 @@ def run(
     stop.set()
     for t in threads:
         t.join(timeout=counts.op_timeout + 30)
-    stuck = [t.name for t in threads if t.is_alive()]
-    phase("workers stopped" + (f"; still running: {', '.join(stuck)}" if stuck else ""))
+    stuck = [t for t in threads if t.is_alive()]
+    phase(
+        "workers stopped"
+        + (f"; still running: {', '.join(t.name for t in stuck)}" if stuck else "")
+    )
+    frames = sys._current_frames()
+    for t in stuck:  # where a worker hangs is the finding: its stack, innermost call last
+        frame = frames.get(t.ident or -1)
+        if frame is not None:
+            log(f"  {t.name} is in:\n" + "".join(traceback.format_stack(frame)[-4:]))
     for b in cluster.brokers.values():  # nothing left down: the final read sees every replica
         b.resume()
         if not b.running:
             b.start()
     out.final_complete["queue"] = final_read(bs, [queue_topic], queue)
-    out.final_complete["txn"] = final_read(bs, [source, sink], txn)
-    final_read(bs, [source, sink], txn, isolation="read_uncommitted")
+    if with_txn:
+        out.final_complete["txn"] = final_read(bs, [source, sink], txn)
+        final_read(bs, [source, sink], txn, isolation="read_uncommitted")
     phase("final reads done")
     for name, h in out.histories.items():
         report = check(h.ops())
