@@ -9,7 +9,8 @@ It checks that each partition bit (probes across the cut fail during it, succeed
 checker finds no anomaly in the queue workload's history, and liveness: after each heal every queue partition
 takes acks=all writes again within zookeeper.session.timeout.ms + replica.lag.time.max.ms + 5 s (the
 checker's longest stretch without an ok send, from the heal to the next fault or the workload's end).
-Skips (saying why) without root, `ip` or `nft`. The longer run is bench/jepsen_partitions.py.
+Skips (saying why) without root, `ip` or `nft`. Longer runs: bench/jepsen_partitions.py (acked writer),
+bench/jepsen_partition_workloads.py (queue and txn workloads with the checker).
 """
 
 from __future__ import annotations
