@@ -1,14 +1,17 @@
-"""A run of the queue and txn workloads against a LocalCluster under process faults (SIGKILL and SIGSTOP
+"""A run of the queue and txn workloads against a cluster under a nemesis (by default SIGKILL and SIGSTOP
 of brokers, leaders first), with the final reads, the checker's reports and the printed tables.
 
-Used by tests/jepsen/test_workloads.py (short) and bench/jepsen_workloads.py (long).
+Used by tests/jepsen/test_workloads.py and bench/jepsen_workloads.py; jepsen.partition_run passes
+a network-partition nemesis and a NetnsCluster to the same `run`.
 """
 
 from __future__ import annotations
 
 import random
+import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,11 +20,16 @@ from confluent_kafka.admin import AdminClient
 
 from kafkalite.jepsen.checker import Report, check, liveness, render
 from kafkalite.jepsen.history import History
+from kafkalite.jepsen.netcluster import NetnsCluster
 from kafkalite.jepsen.txn_workload import start_txn
 from kafkalite.jepsen.workloads import QUIET, Counts, Values, create_topics, final_read, start_queue
 from kafkalite.local_cluster import LocalCluster
 
 FAULTS = ("pause", "kill")
+
+FaultDriver = Callable[[Sequence[History], threading.Event, list[str], Sequence[str]], None]
+"""(histories, stop, done, topics): makes faults until `stop` is set or its schedule ends, records every
+start and stop in each history, appends one line per healed fault to `done`; `topics` are the workloads'."""
 
 
 @dataclass
@@ -49,7 +57,7 @@ def _leader(bootstrap: str, topic: str, partition: int) -> int | None:
 
 
 def _nemesis(
-    cluster: LocalCluster,
+    cluster: LocalCluster | NetnsCluster,
     histories: Sequence[History],
     stop: threading.Event,
     faults: Sequence[str],
@@ -87,8 +95,28 @@ def _nemesis(
         n += 1
 
 
+def process_faults(
+    cluster: LocalCluster | NetnsCluster,
+    faults: Sequence[str] = FAULTS,
+    quiet: float = 3.0,
+    length: float = 3.0,
+    seed: int = 0,
+) -> FaultDriver:
+    """SIGSTOP / SIGKILL of leaders in turn, `quiet` seconds apart, each held `length` seconds."""
+
+    def drive(
+        histories: Sequence[History],
+        stop: threading.Event,
+        done: list[str],
+        topics: Sequence[str],
+    ) -> None:
+        _nemesis(cluster, histories, stop, faults, quiet, length, random.Random(seed), done, topics)
+
+    return drive
+
+
 def run(
-    cluster: LocalCluster,
+    cluster: LocalCluster | NetnsCluster,
     seconds: float,
     *,
     counts: Counts | None = None,
@@ -99,10 +127,19 @@ def run(
     seed: int = 0,
     out_dir: Path | None = None,
     log: Callable[[str], None] = print,
+    nemesis: FaultDriver | None = None,
+    min_faults: int | None = None,
+    with_txn: bool = True,
+    topic_config: dict[str, str] | None = None,
 ) -> Outcome:
-    """Both workloads at once for `seconds` (and until each fault kind was done once) with the
-    nemesis, then `recovery` seconds with no fault, the final reads, the check. Histories go to `out_dir` (JSON lines) if given."""
+    """Both workloads at once for `seconds` (and until `min_faults` faults, by default each fault kind
+    once, were done, unless the nemesis ends first) with the nemesis, then `recovery` seconds with no
+    fault, the final reads, the check; `with_txn` False runs the queue workload alone. `nemesis` defaults to process_faults(cluster, faults, quiet,
+    length, seed). Histories go to `out_dir` (JSON lines) if given."""
     counts = counts or Counts()
+    if nemesis is None:
+        nemesis = process_faults(cluster, faults, quiet, length, seed)
+        min_faults = len(faults) if min_faults is None else min_faults
     began = time.monotonic()
 
     def phase(what: str) -> None:
@@ -110,47 +147,59 @@ def run(
 
     bs = cluster.bootstrap_servers
     queue_topic, source, sink = "jepsen-queue", "jepsen-txn-in", "jepsen-txn-out"
-    create_topics(bs, [queue_topic, source, sink], counts.partitions)
+    topics = [queue_topic, source, sink] if with_txn else [queue_topic]
+    create_topics(bs, topics, counts.partitions, config=topic_config)
     out = Outcome()
     queue, txn = History(), History()
-    out.histories = {"queue": queue, "txn": txn}
+    out.histories = {"queue": queue, "txn": txn} if with_txn else {"queue": queue}
     stop, nemesis_stop = threading.Event(), threading.Event()
     values = Values()
     threads = start_queue(bs, queue_topic, queue, stop, counts, values=values)
-    threads += start_txn(bs, (source, sink), txn, stop, counts, values=values)
-    nemesis = threading.Thread(
-        target=_nemesis,
-        args=(cluster, [queue, txn], nemesis_stop, faults, quiet, length, random.Random(seed)),
-        kwargs={"done": out.faults, "topics": [queue_topic, source]},
+    if with_txn:
+        threads += start_txn(bs, (source, sink), txn, stop, counts, values=values)
+    driver = threading.Thread(
+        target=nemesis,
+        args=(list(out.histories.values()), nemesis_stop, out.faults, [queue_topic, source]),
         name="nemesis",
         daemon=True,
     )
-    nemesis.start()
+    driver.start()
     phase("workloads started")
-    # the run lasts `seconds` and at least until each fault kind has been done and healed once (a broker
-    # restart can take many seconds on a loaded machine)
-    deadline = time.monotonic() + seconds + 120
-    while time.monotonic() < deadline and (
-        time.monotonic() - began < seconds or len(out.faults) < len(faults)
+    # the run lasts `seconds` and at least until `min_faults` faults were done and healed (a broker
+    # restart can take many seconds on a loaded machine), or until the nemesis' schedule ended
+    deadline = time.monotonic() + seconds + 120 * max(1, min_faults or 0)
+    while (
+        time.monotonic() < deadline
+        and driver.is_alive()
+        and (time.monotonic() - began < seconds or len(out.faults) < (min_faults or 0))
     ):
         time.sleep(0.2)
     nemesis_stop.set()
-    nemesis.join(timeout=120)
+    driver.join(timeout=120)
     phase("nemesis stopped")
     # the workloads go on for `recovery` seconds with every fault healed: liveness after the last heal
     time.sleep(recovery)
     stop.set()
     for t in threads:
         t.join(timeout=counts.op_timeout + 30)
-    stuck = [t.name for t in threads if t.is_alive()]
-    phase("workers stopped" + (f"; still running: {', '.join(stuck)}" if stuck else ""))
+    stuck = [t for t in threads if t.is_alive()]
+    phase(
+        "workers stopped"
+        + (f"; still running: {', '.join(t.name for t in stuck)}" if stuck else "")
+    )
+    frames = sys._current_frames()
+    for t in stuck:  # where a worker hangs is the finding: its stack, innermost call last
+        frame = frames.get(t.ident or -1)
+        if frame is not None:
+            log(f"  {t.name} is in:\n" + "".join(traceback.format_stack(frame)[-4:]))
     for b in cluster.brokers.values():  # nothing left down: the final read sees every replica
         b.resume()
         if not b.running:
             b.start()
     out.final_complete["queue"] = final_read(bs, [queue_topic], queue)
-    out.final_complete["txn"] = final_read(bs, [source, sink], txn)
-    final_read(bs, [source, sink], txn, isolation="read_uncommitted")
+    if with_txn:
+        out.final_complete["txn"] = final_read(bs, [source, sink], txn)
+        final_read(bs, [source, sink], txn, isolation="read_uncommitted")
     phase("final reads done")
     for name, h in out.histories.items():
         report = check(h.ops())
