@@ -366,6 +366,58 @@ def test_unload_answers_waiting_callers_not_coordinator(h: H) -> None:
     assert h.state() is S.ONGOING
 
 
+def _land_unanswered(h: H) -> None:
+    """The held writes reach the log, but the coordinator dies before it hears so (REQUEST_TIMED_OUT)."""
+    held, h.log.held = h.log.held, []
+    for partition, records, d in held:
+        h.log.logs.setdefault(partition, []).extend((r.key, r.value) for r in records)
+        d.complete(E.REQUEST_TIMED_OUT)
+    h.log.mode = "ok"
+
+
+@pytest.mark.parametrize("landed", [False, True], ids=["write-lost", "write-landed"])
+def test_end_txn_after_a_failover_follows_what_reached_the_log(h: H, landed: bool) -> None:
+    """Issue 36, anomaly b: librdkafka keeps counting an AddPartitionsToTxn whose answer it never got
+    and sends EndTxn(abort) to the next coordinator. That one knows what the log holds: Ongoing when
+    the write landed (the abort goes through), Empty when it did not, where Kafka's coordinator also
+    answers INVALID_TXN_STATE (which librdkafka treats as fatal): the client's limit, not a lost write."""
+    r = h.init()
+    h.log.mode = "hold"
+    pending = h.coord.add_partitions("tx", r.producer_id, r.producer_epoch, [TP0])
+    if landed:
+        _land_unanswered(h)
+    else:
+        h.log.release(E.NOT_LEADER_OR_FOLLOWER)
+        h.log.mode = "ok"
+    assert done(pending) in (E.COORDINATOR_NOT_AVAILABLE, E.NOT_COORDINATOR)
+    h.reload()
+    if landed:
+        assert h.state() is S.ONGOING
+        assert h.end("tx", r, commit=False) == E.NO_ERROR
+        assert h.markers[-1].partitions == {TP0} and not h.markers[-1].commit
+    else:
+        assert h.state() is S.EMPTY
+        assert h.end("tx", r, commit=False) == E.INVALID_TXN_STATE
+
+
+def test_a_retried_end_txn_never_sees_the_state_go_back(h: H) -> None:
+    """EndTxn(commit) whose PrepareCommit landed but was not answered: the retry at the next
+    coordinator is told to wait while the markers go out, then NONE, never INVALID_TXN_STATE."""
+    r = h.init()
+    h.add("tx", r, TP0)
+    h.log.mode = "hold"
+    pending = h.coord.end_txn("tx", r.producer_id, r.producer_epoch, True)
+    _land_unanswered(h)
+    assert done(pending) == E.COORDINATOR_NOT_AVAILABLE
+    h.reload()
+    assert h.state() is S.PREPARE_COMMIT
+    assert h.end("tx", r, commit=True) == E.CONCURRENT_TRANSACTIONS
+    h.coord.markers_written(h.markers[-1])
+    h.reload()  # and again after CompleteCommit reached the log
+    assert h.end("tx", r, commit=True) == E.NO_ERROR
+    assert h.end("tx", r, commit=False) == E.INVALID_TXN_STATE
+
+
 def test_expiration_writes_tombstones(h: H) -> None:
     r = h.init("idle")
     h.init("busy")
