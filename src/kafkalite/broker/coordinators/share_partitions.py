@@ -7,6 +7,7 @@ dead-letter topic written before a record is archived.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import logging
 import os
@@ -411,8 +412,12 @@ class SharePartitionManager:
 
     async def acquire(
         self, lp: LoadedSharePartition, part: Partition, member_id: str, max_records: int,
-        max_bytes: int,
+        max_bytes: int, batch_optimized: bool = True,
     ) -> Acquired | ErrorCode:  # fmt: skip
+        """Acquire up to `max_records` records for `member_id`. `batch_optimized` (ShareAcquireMode
+        0, and every ShareFetch before v2) makes it a soft limit as in Kafka (KIP-1206): the last
+        batch begun is acquired to its end, so no batch is sent again for its rest; otherwise
+        (RECORD_LIMIT) it is strict. The in-flight limit holds either way."""
         sp = lp.sp
         if sp.start_offset < part.log_start_offset:
             # retention (or DeleteRecords) removed records the group never finished
@@ -423,8 +428,9 @@ class SharePartitionManager:
         if offset >= limit or max_records <= 0:
             return Acquired(b"", [])
         try:
-            info = await asyncio.to_thread(
-                part.read,
+            # on the loop, as the classic fetch reads: an index lookup and a file region, whose
+            # bytes one pread takes below (a hop to a thread cost more than the read)
+            info = part.read(
                 offset,
                 _read_size(lp, max_records, max_bytes),
                 max_offset=limit,
@@ -451,9 +457,11 @@ class SharePartitionManager:
         spans, read_end = batch_spans(blob, aborted)
         if spans and read_end > offset:
             lp.bytes_per_record = max(len(blob) / (read_end - offset), 16.0)
-        ranges = sp.acquire(
-            member_id, [(b, last) for b, last, _, _ in spans], max_records, now_ms()
-        )
+        bounds = [(b, last) for b, last, _, _ in spans]
+        now = now_ms()
+        ranges = sp.acquire(member_id, bounds, max_records, now)
+        if batch_optimized and ranges:
+            ranges = _to_batch_end(sp, member_id, bounds, ranges, now)
         if read_end > sp.end_offset and (not spans or sp.end_offset > spans[-1][1]):
             sp.skip_to(read_end)  # markers or aborted records at the end: nothing to deliver
             self._changed(lp)
@@ -485,6 +493,31 @@ class SharePartitionManager:
                 waits.append(self.persist(lp))
         for w in waits:
             await w
+
+
+def _to_batch_end(
+    sp: SharePartition,
+    member_id: str,
+    bounds: Sequence[tuple[int, int]],
+    ranges: list[AcquiredRange],
+    now: int,
+) -> list[AcquiredRange]:
+    """`ranges` with the rest of the batch their last offset falls in acquired too (what of it is
+    available, within the in-flight limit), merged into them."""
+    end = ranges[-1].last_offset
+    i = bisect.bisect_right(bounds, end, key=lambda b: b[0]) - 1
+    if i < 0 or bounds[i][1] <= end:
+        return ranges
+    last = bounds[i][1]
+    more = sp.acquire(member_id, [(end + 1, last)], last - end, now)
+    out = list(ranges)
+    for r in more:
+        tail = out[-1]
+        if tail.last_offset + 1 == r.first_offset and tail.delivery_count == r.delivery_count:
+            out[-1] = AcquiredRange(tail.first_offset, r.last_offset, r.delivery_count)
+        else:
+            out.append(r)
+    return out
 
 
 def _region_bytes(fileno: int, position: int, length: int, fallback: Callable[[], bytes]) -> bytes:

@@ -127,6 +127,8 @@ async def _fetch(
     deadline = time.monotonic() + min(max(request.max_wait_ms, 0), MAX_WAIT_MS) / 1000
     max_bytes = request.max_bytes if request.max_bytes > 0 else 0x7FFFFFFF
     keys = list(session.partitions)
+    # ShareAcquireMode 0 (and before v2): MaxRecords is a soft limit, to the end of a batch
+    batch_optimized = ctx.api_version < 2 or request.share_acquire_mode == 0
     while True:
         targets = []
         for topic_id, index in keys:
@@ -144,7 +146,9 @@ async def _fetch(
         for topic_id, index, _topic, part, lp in targets:
             if budget <= 0 or max_bytes <= 0:
                 break
-            res = await manager.acquire(lp, part, member_id, budget, max_bytes)
+            res = await manager.acquire(
+                lp, part, member_id, budget, max_bytes, batch_optimized=batch_optimized
+            )
             if isinstance(res, ErrorCode):
                 out.part(topic_id, index).error_code = int(res)
                 continue
