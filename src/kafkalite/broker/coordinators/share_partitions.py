@@ -12,7 +12,7 @@ import contextlib
 import logging
 import os
 import uuid
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -35,6 +35,7 @@ from kafkalite.coordinator.share_partition import (
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.records import iter_batches
 from kafkalite.records.header import parse_batch_header, read_magic
+from kafkalite.storage.types import FileSlice
 
 if TYPE_CHECKING:
     from kafkalite.broker.coordinators.groups import ShareSettings
@@ -74,9 +75,37 @@ class LoadedSharePartition:
 
 
 @dataclass(frozen=True, slots=True)
+class RecordsRegion:
+    """The acquired batches' part of a read log region, sent as it is (sendfile on plain TCP); it
+    holds the read's FileSlice, whose descriptor lease thus lasts until it is sent."""
+
+    parent: FileSlice
+    position: int
+    length: int
+
+    @property
+    def fileno(self) -> int:
+        return self.parent.fileno
+
+    def read_bytes(self) -> bytes:
+        out = bytearray()
+        while len(out) < self.length:
+            chunk = os.pread(self.fileno, self.length - len(out), self.position + len(out))
+            if not chunk:
+                break
+            out += chunk
+        return bytes(out)
+
+
+@dataclass(frozen=True, slots=True)
 class Acquired:
-    records: bytes
+    records: bytes  # the batches holding `ranges`, unless `region` says where they lie in the log
     ranges: list[AcquiredRange]
+    region: RecordsRegion | None = None
+
+    @property
+    def size(self) -> int:
+        return self.region.length if self.region is not None else len(self.records)
 
 
 def batch_spans(
@@ -445,7 +474,10 @@ class SharePartitionManager:
         region = info.slice
         if region is None or region.length == 0:
             return Acquired(b"", [])
-        blob = _region_bytes(region.fileno, region.position, region.length, region.read_bytes)
+        blob = os.pread(region.fileno, region.length, region.position)
+        whole = len(blob) == region.length
+        if not whole:  # a short read: FileSlice.read_bytes reads on, and its bytes are sent
+            blob = bytes(region.read_bytes())
         aborted = (
             [
                 (a.producer_id, a.first_offset)
@@ -469,8 +501,14 @@ class SharePartitionManager:
             return Acquired(b"", [])
         first, last = ranges[0].first_offset, ranges[-1].last_offset
         used = [(s, e) for b, lo, s, e in spans if lo >= first and b <= last]
-        data = blob[used[0][0] : used[-1][1]] if used else b""
-        return Acquired(data, ranges)
+        if not used:
+            return Acquired(b"", ranges)
+        start, end = used[0][0], used[-1][1]
+        if whole:  # sent from the log, not copied through this process again
+            return Acquired(
+                b"", ranges, RecordsRegion(region, region.position + start, end - start)
+            )
+        return Acquired(blob[start:end], ranges)
 
     async def acknowledge(
         self, lp: LoadedSharePartition, member_id: str, batches: Sequence[AckBatch]
@@ -518,13 +556,6 @@ def _to_batch_end(
         else:
             out.append(r)
     return out
-
-
-def _region_bytes(fileno: int, position: int, length: int, fallback: Callable[[], bytes]) -> bytes:
-    """A read log region's bytes: one pread, whose result is used as is (FileSlice.read_bytes
-    copies every read twice, through a bytearray); `fallback()` for a short read."""
-    data = os.pread(fileno, length, position)
-    return data if len(data) == length else bytes(fallback())
 
 
 def _read_size(lp: LoadedSharePartition, max_records: int, max_bytes: int) -> int:
