@@ -85,8 +85,11 @@ def join(c: WireClient, group: str, topic: str) -> Any:
 
 def fetch(
     c: WireClient, group: str, member: str, epoch: int, tid: uuid.UUID, *, acks: Any = (),
-    max_records: int = 100, wait_ms: int = 500, topics: bool = True,
+    max_records: int = 100, wait_ms: int = 500, topics: bool = True, version: int = 2,
+    mode: int = 1,
 ) -> Any:  # fmt: skip
+    """A ShareFetch; by default v2 with ShareAcquireMode 1 (RECORD_LIMIT), so that MaxRecords is a
+    strict limit (the tests produce all their records in one batch)."""
     T = FETCH.FetchTopic
     parts = [
         T.FetchPartition(
@@ -103,10 +106,11 @@ def fetch(
         FETCH(
             group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=wait_ms,
             min_bytes=1, max_bytes=1 << 20, max_records=max_records, batch_size=max_records,
+            share_acquire_mode=mode, is_renew_ack=False,
             topics=[T(topic_id=tid, partitions=parts)] if topics else [],
             forgotten_topics_data=[],
         ),
-        version=1,
+        version=version,
     )  # fmt: skip
 
 
@@ -316,6 +320,25 @@ def _read_dlq(c: WireClient, dlq: str, n: int) -> list[tuple[bytes | None, dict[
         if len(out) >= n or time.monotonic() > deadline:
             return out
         time.sleep(0.1)
+
+
+def test_max_records_is_a_soft_limit_unless_record_limit_is_asked(
+    share_broker: Broker, wire: WireClient
+) -> None:
+    """KIP-1206: ShareAcquireMode 0 (batch-optimized, and every ShareFetch before v2) acquires the
+    last batch begun to its end; 1 (record-limit) stops at MaxRecords."""
+    topic, group, tid = setup_group(share_broker, wire, 10)  # one batch of 10
+    a = join(wire, group, topic).member_id
+    b = join(wire, group, topic).member_id
+    c = join(wire, group, topic).member_id
+    assert acquired(fetch(wire, group, a, 0, tid, max_records=3)) == [(0, 2, 1)]
+    # the rest of the batch, past MaxRecords
+    assert acquired(fetch(wire, group, b, 0, tid, max_records=2, mode=0)) == [(3, 9, 1)]
+    r = fetch(wire, group, a, 1, tid, acks=[(0, 2, 2)], max_records=1)  # A releases 0-2
+    assert part_of(r).acknowledge_error_code == 0
+    assert acquired(r) == [(0, 0, 2)]
+    # v1: batch-optimized; what others hold is skipped, the available rest taken
+    assert acquired(fetch(wire, group, c, 0, tid, max_records=1, version=1, mode=0)) == [(1, 2, 2)]
 
 
 def test_state_survives_a_restart(tmp_path: Path) -> None:

@@ -107,9 +107,10 @@ def share_group_with_acks(b: Broker, c: WireClient) -> tuple[str, str, uuid.UUID
             FETCH(
                 group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=500,
                 min_bytes=1, max_bytes=1 << 20, max_records=4, batch_size=4,
+                share_acquire_mode=1, is_renew_ack=False,  # RECORD_LIMIT: exactly 4
                 topics=[F(topic_id=tid, partitions=[part])], forgotten_topics_data=[],
             ),
-            version=1,
+            version=2,
         )  # fmt: skip
         assert r.error_code == 0
     return topic, group, tid, member

@@ -175,6 +175,9 @@ def _usable(group_id: str, props: Mapping[str, str]) -> dict[str, str]:
     return kept
 
 
+_SHARE_CACHE_MAX = 10_000
+
+
 class GroupConfigManager:
     """Group overrides in memory (reads are dict lookups on the event loop); changes go to the
     store off the loop, one at a time on this broker and compare-and-set across brokers."""
@@ -185,9 +188,12 @@ class GroupConfigManager:
         self._overrides: dict[str, dict[str, str]] = {}
         self._defaults = group_config_defaults(self.broker_props)
         self._lock = asyncio.Lock()
+        # share_config() by group id, dropped whenever overrides change (every ShareFetch reads it)
+        self._share: dict[str, ShareGroupConfig] = {}
 
     # -- loading
     def _install(self, group_id: str, props: Mapping[str, str]) -> None:
+        self._share.pop(group_id, None)
         kept = _usable(group_id, props)
         why = group_configs_error(kept, self.broker_props)
         if why is not None:  # e.g. a broker max lowered since: kept, as Kafka keeps it
@@ -201,6 +207,7 @@ class GroupConfigManager:
         """Read every group's overrides from the store."""
         stored = await asyncio.to_thread(self.store.load_all)
         self._overrides.clear()
+        self._share.clear()
         for group_id, props in stored.items():
             self._install(group_id, props)
         if self._overrides:
@@ -241,6 +248,15 @@ class GroupConfigManager:
             return int(self._defaults[name])
 
     def share_config(self, group_id: str) -> ShareGroupConfig:
+        found = self._share.get(group_id)
+        if found is not None:
+            return found
+        if len(self._share) >= _SHARE_CACHE_MAX:
+            self._share.clear()
+        found = self._share[group_id] = self._share_config(group_id)
+        return found
+
+    def _share_config(self, group_id: str) -> ShareGroupConfig:
         v = self.effective(group_id)
         reset = v[AUTO_OFFSET_RESET].strip()
         lowered = reset.lower()

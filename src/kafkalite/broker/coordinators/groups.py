@@ -7,7 +7,6 @@ A coordinator write answers once the partition's high watermark has passed it (c
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 import uuid
@@ -218,9 +217,22 @@ class ShareSettings:
     dlq_topic: str | None = None
 
 
+# (broker config, the group's ShareGroupConfig, settings) by (id of the broker config, group id):
+# every ShareFetch and ShareAcknowledge asks for its group's settings several times
+_SETTINGS: dict[tuple[int, str], tuple[BrokerConfig, object, ShareSettings]] = {}
+_SETTINGS_MAX = 10_000
+
+
 def share_partition_settings(
     cfg: BrokerConfig, group_configs: GroupConfigManager, group_id: str
 ) -> ShareSettings:
+    """The group's settings; computed again only when its group configs changed (the manager
+    hands out a new ShareGroupConfig then) or for another broker config (static once built)."""
+    sc = group_configs.share_config(group_id)
+    key = (id(cfg), group_id)
+    hit = _SETTINGS.get(key)
+    if hit is not None and hit[0] is cfg and hit[1] is sc:
+        return hit[2]
 
     def num(name: str, default: int) -> int:
         try:
@@ -228,25 +240,21 @@ def share_partition_settings(
         except (TypeError, ValueError):
             return default
 
-    base = ShareSettings(
-        session_timeout_ms=num("group.share.session.timeout.ms", 45000),
-        heartbeat_interval_ms=num("group.share.heartbeat.interval.ms", 5000),
-        record_lock_duration_ms=num("group.share.record.lock.duration.ms", 30000),
-        delivery_count_limit=num("group.share.delivery.count.limit", 5),
-        max_record_locks=num("group.share.partition.max.record.locks", 2000),
-        max_size=num("group.share.max.size", 200),
-    )
-    sc = group_configs.share_config(group_id)
-    return dataclasses.replace(
-        base,
+    settings = ShareSettings(
         session_timeout_ms=sc.session_timeout_ms,
         heartbeat_interval_ms=sc.heartbeat_interval_ms,
         record_lock_duration_ms=sc.record_lock_duration_ms,
         delivery_count_limit=sc.delivery_count_limit,
+        max_record_locks=num("group.share.partition.max.record.locks", 2000),
+        max_size=num("group.share.max.size", 200),
         auto_offset_reset=sc.auto_offset_reset,
         isolation_level=sc.isolation_level,
         dlq_topic=sc.dlq_topic or None,
     )
+    if len(_SETTINGS) >= _SETTINGS_MAX:
+        _SETTINGS.clear()
+    _SETTINGS[key] = (cfg, sc, settings)
+    return settings
 
 
 def share_group_config(

@@ -7,11 +7,12 @@ dead-letter topic written before a record is archived.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import logging
 import os
 import uuid
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -34,6 +35,7 @@ from kafkalite.coordinator.share_partition import (
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.records import iter_batches
 from kafkalite.records.header import parse_batch_header, read_magic
+from kafkalite.storage.types import FileSlice
 
 if TYPE_CHECKING:
     from kafkalite.broker.coordinators.groups import ShareSettings
@@ -73,9 +75,37 @@ class LoadedSharePartition:
 
 
 @dataclass(frozen=True, slots=True)
+class RecordsRegion:
+    """The acquired batches' part of a read log region, sent as it is (sendfile on plain TCP); it
+    holds the read's FileSlice, whose descriptor lease thus lasts until it is sent."""
+
+    parent: FileSlice
+    position: int
+    length: int
+
+    @property
+    def fileno(self) -> int:
+        return self.parent.fileno
+
+    def read_bytes(self) -> bytes:
+        out = bytearray()
+        while len(out) < self.length:
+            chunk = os.pread(self.fileno, self.length - len(out), self.position + len(out))
+            if not chunk:
+                break
+            out += chunk
+        return bytes(out)
+
+
+@dataclass(frozen=True, slots=True)
 class Acquired:
-    records: bytes
+    records: bytes  # the batches holding `ranges`, unless `region` says where they lie in the log
     ranges: list[AcquiredRange]
+    region: RecordsRegion | None = None
+
+    @property
+    def size(self) -> int:
+        return self.region.length if self.region is not None else len(self.records)
 
 
 def batch_spans(
@@ -411,8 +441,12 @@ class SharePartitionManager:
 
     async def acquire(
         self, lp: LoadedSharePartition, part: Partition, member_id: str, max_records: int,
-        max_bytes: int,
+        max_bytes: int, batch_optimized: bool = True,
     ) -> Acquired | ErrorCode:  # fmt: skip
+        """Acquire up to `max_records` records for `member_id`. `batch_optimized` (ShareAcquireMode
+        0, and every ShareFetch before v2) makes it a soft limit as in Kafka (KIP-1206): the last
+        batch begun is acquired to its end, so no batch is sent again for its rest; otherwise
+        (RECORD_LIMIT) it is strict. The in-flight limit holds either way."""
         sp = lp.sp
         if sp.start_offset < part.log_start_offset:
             # retention (or DeleteRecords) removed records the group never finished
@@ -423,8 +457,9 @@ class SharePartitionManager:
         if offset >= limit or max_records <= 0:
             return Acquired(b"", [])
         try:
-            info = await asyncio.to_thread(
-                part.read,
+            # on the loop, as the classic fetch reads: an index lookup and a file region, whose
+            # bytes one pread takes below (a hop to a thread cost more than the read)
+            info = part.read(
                 offset,
                 _read_size(lp, max_records, max_bytes),
                 max_offset=limit,
@@ -439,7 +474,10 @@ class SharePartitionManager:
         region = info.slice
         if region is None or region.length == 0:
             return Acquired(b"", [])
-        blob = _region_bytes(region.fileno, region.position, region.length, region.read_bytes)
+        blob = os.pread(region.fileno, region.length, region.position)
+        whole = len(blob) == region.length
+        if not whole:  # a short read: FileSlice.read_bytes reads on, and its bytes are sent
+            blob = bytes(region.read_bytes())
         aborted = (
             [
                 (a.producer_id, a.first_offset)
@@ -451,9 +489,11 @@ class SharePartitionManager:
         spans, read_end = batch_spans(blob, aborted)
         if spans and read_end > offset:
             lp.bytes_per_record = max(len(blob) / (read_end - offset), 16.0)
-        ranges = sp.acquire(
-            member_id, [(b, last) for b, last, _, _ in spans], max_records, now_ms()
-        )
+        bounds = [(b, last) for b, last, _, _ in spans]
+        now = now_ms()
+        ranges = sp.acquire(member_id, bounds, max_records, now)
+        if batch_optimized and ranges:
+            ranges = _to_batch_end(sp, member_id, bounds, ranges, now)
         if read_end > sp.end_offset and (not spans or sp.end_offset > spans[-1][1]):
             sp.skip_to(read_end)  # markers or aborted records at the end: nothing to deliver
             self._changed(lp)
@@ -461,8 +501,14 @@ class SharePartitionManager:
             return Acquired(b"", [])
         first, last = ranges[0].first_offset, ranges[-1].last_offset
         used = [(s, e) for b, lo, s, e in spans if lo >= first and b <= last]
-        data = blob[used[0][0] : used[-1][1]] if used else b""
-        return Acquired(data, ranges)
+        if not used:
+            return Acquired(b"", ranges)
+        start, end = used[0][0], used[-1][1]
+        if whole:  # sent from the log, not copied through this process again
+            return Acquired(
+                b"", ranges, RecordsRegion(region, region.position + start, end - start)
+            )
+        return Acquired(blob[start:end], ranges)
 
     async def acknowledge(
         self, lp: LoadedSharePartition, member_id: str, batches: Sequence[AckBatch]
@@ -487,11 +533,29 @@ class SharePartitionManager:
             await w
 
 
-def _region_bytes(fileno: int, position: int, length: int, fallback: Callable[[], bytes]) -> bytes:
-    """A read log region's bytes: one pread, whose result is used as is (FileSlice.read_bytes
-    copies every read twice, through a bytearray); `fallback()` for a short read."""
-    data = os.pread(fileno, length, position)
-    return data if len(data) == length else bytes(fallback())
+def _to_batch_end(
+    sp: SharePartition,
+    member_id: str,
+    bounds: Sequence[tuple[int, int]],
+    ranges: list[AcquiredRange],
+    now: int,
+) -> list[AcquiredRange]:
+    """`ranges` with the rest of the batch their last offset falls in acquired too (what of it is
+    available, within the in-flight limit), merged into them."""
+    end = ranges[-1].last_offset
+    i = bisect.bisect_right(bounds, end, key=lambda b: b[0]) - 1
+    if i < 0 or bounds[i][1] <= end:
+        return ranges
+    last = bounds[i][1]
+    more = sp.acquire(member_id, [(end + 1, last)], last - end, now)
+    out = list(ranges)
+    for r in more:
+        tail = out[-1]
+        if tail.last_offset + 1 == r.first_offset and tail.delivery_count == r.delivery_count:
+            out[-1] = AcquiredRange(tail.first_offset, r.last_offset, r.delivery_count)
+        else:
+            out.append(r)
+    return out
 
 
 def _read_size(lp: LoadedSharePartition, max_records: int, max_bytes: int) -> int:

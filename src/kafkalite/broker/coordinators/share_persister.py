@@ -170,7 +170,7 @@ class SharePersister:
             ],
         )
         result = await self._call(
-            key, lambda c: c.initialize(key, state_epoch, start_offset), request, _plain
+            key, lambda c: c.initialize(key, state_epoch, start_offset), lambda: request, _plain
         )
         return result.error
 
@@ -188,7 +188,7 @@ class SharePersister:
                 )
             ],
         )
-        result = await self._call(key, lambda c: c.read(key, leader_epoch), request, _read)
+        result = await self._call(key, lambda c: c.read(key, leader_epoch), lambda: request, _read)
         return _read_of(result)
 
     async def write(
@@ -204,31 +204,34 @@ class SharePersister:
         key = SharePartitionKey(group_id, topic_id, partition)
         batches = tuple(batches)
         data = WriteShareGroupStateRequest.WriteStateData
-        request = WriteShareGroupStateRequest(
-            group_id=group_id,
-            topics=[
-                data(
-                    topic_id=topic_id,
-                    partitions=[
-                        data.PartitionData(
-                            partition=partition,
-                            state_epoch=state_epoch,
-                            leader_epoch=leader_epoch,
-                            start_offset=start_offset,
-                            state_batches=[
-                                data.PartitionData.StateBatch(
-                                    first_offset=b.first_offset,
-                                    last_offset=b.last_offset,
-                                    delivery_state=b.delivery_state,
-                                    delivery_count=b.delivery_count,
-                                )
-                                for b in batches
-                            ],
-                        )
-                    ],
-                )
-            ],
-        )
+
+        def request() -> WriteShareGroupStateRequest:  # built only for a remote coordinator
+            return WriteShareGroupStateRequest(
+                group_id=group_id,
+                topics=[
+                    data(
+                        topic_id=topic_id,
+                        partitions=[
+                            data.PartitionData(
+                                partition=partition,
+                                state_epoch=state_epoch,
+                                leader_epoch=leader_epoch,
+                                start_offset=start_offset,
+                                state_batches=[
+                                    data.PartitionData.StateBatch(
+                                        first_offset=b.first_offset,
+                                        last_offset=b.last_offset,
+                                        delivery_state=b.delivery_state,
+                                        delivery_count=b.delivery_count,
+                                    )
+                                    for b in batches
+                                ],
+                            )
+                        ],
+                    )
+                ],
+            )
+
         result = await self._call(
             key,
             lambda c: c.write(key, state_epoch, leader_epoch, start_offset, batches),
@@ -244,7 +247,7 @@ class SharePersister:
             group_id=group_id,
             topics=[data(topic_id=topic_id, partitions=[data.PartitionData(partition=partition)])],
         )
-        result = await self._call(key, lambda c: c.delete(key), request, _plain)
+        result = await self._call(key, lambda c: c.delete(key), lambda: request, _plain)
         return result.error
 
     async def read_summary(
@@ -262,7 +265,7 @@ class SharePersister:
             ],
         )
         result = await self._call(
-            key, lambda c: c.read_summary(key, leader_epoch), request, _summary
+            key, lambda c: c.read_summary(key, leader_epoch), lambda: request, _summary
         )
         return _read_of(result)
 
@@ -271,7 +274,7 @@ class SharePersister:
         self,
         key: SharePartitionKey,
         local: LocalCall,
-        request: Message,
+        request: Callable[[], Message],
         parse: Callable[[P], ShareStateResult],
     ) -> ShareStateResult:
         deadline = time.monotonic() + self.retry_timeout_s
@@ -294,7 +297,7 @@ class SharePersister:
         self,
         key: SharePartitionKey,
         local: LocalCall,
-        request: Message,
+        request: Callable[[], Message],
         parse: Callable[[P], ShareStateResult],
     ) -> ShareStateResult:
         coordinator = self.share_coordinator
@@ -321,12 +324,13 @@ class SharePersister:
             return ShareStateResult(E.COORDINATOR_NOT_AVAILABLE, f"broker {leader} is unknown")
         if self._channels is None:
             self._channels = self.inter_broker.channels("share-persister")
+        message = request()  # built here: a local coordinator takes the call without it
         try:
             channel = self._channels.get(leader, endpoint.host, endpoint.port)
-            # the response of `request`, whose partition answers `parse` reads
-            response: _Answer[P] = await channel.send(request)
+            # the response of `message`, whose partition answers `parse` reads
+            response: _Answer[P] = await channel.send(message)
         except (ChannelError, OSError) as exc:
-            log.info("%s to broker %d failed: %s", type(request).__name__, leader, exc)
+            log.info("%s to broker %d failed: %s", type(message).__name__, leader, exc)
             return ShareStateResult(E.COORDINATOR_NOT_AVAILABLE, str(exc))
         found = _partition_result(response, key.topic_id, key.partition)
         if found is None:

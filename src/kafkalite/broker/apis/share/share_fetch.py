@@ -8,7 +8,7 @@ import time
 import uuid
 
 from kafkalite.broker.apis.share import _share
-from kafkalite.broker.context import RequestContext
+from kafkalite.broker.context import RequestContext, SlicedResponse
 from kafkalite.broker.coordinators.share_partitions import Acquired, LoadedSharePartition
 from kafkalite.broker.coordinators.share_sessions import ShareSession
 from kafkalite.cluster.partition import Partition
@@ -57,7 +57,9 @@ def _part(index: int, leader: tuple[int, int] = (-1, -1)) -> _Part:
     )
 
 
-async def handle(ctx: RequestContext, request: ShareFetchRequest) -> ShareFetchResponse:
+async def handle(
+    ctx: RequestContext, request: ShareFetchRequest
+) -> ShareFetchResponse | SlicedResponse:
     broker = ctx.broker
     manager = broker.share_partitions
     group_id = request.group_id or ""
@@ -107,9 +109,14 @@ async def handle(ctx: RequestContext, request: ShareFetchRequest) -> ShareFetchR
     for key in requested:
         session.partitions[key] = None
     budget = request.max_records if ctx.api_version >= 1 else 500
+    sliced = SlicedResponse(None)  # acquired batches go out from the log files as they are
     if budget > 0 and session.partitions and not renew:
-        await _fetch(ctx, request, session, out, budget)
-    return _answer(E.NO_ERROR, lock_ms=lock_ms, topics=out.topics(), endpoints=out.endpoints())
+        await _fetch(ctx, request, session, out, budget, sliced)
+    answer = _answer(E.NO_ERROR, lock_ms=lock_ms, topics=out.topics(), endpoints=out.endpoints())
+    if not sliced.regions:
+        return answer
+    sliced.response = answer
+    return sliced
 
 
 async def _fetch(
@@ -118,6 +125,7 @@ async def _fetch(
     session: ShareSession,
     out: _share.Responses[_Part],
     budget: int,
+    sliced: SlicedResponse,
 ) -> None:
     """Acquire up to `budget` records over the session's partitions (rotating, so no partition
     starves); when none is available, wait for produced or released records."""
@@ -127,6 +135,8 @@ async def _fetch(
     deadline = time.monotonic() + min(max(request.max_wait_ms, 0), MAX_WAIT_MS) / 1000
     max_bytes = request.max_bytes if request.max_bytes > 0 else 0x7FFFFFFF
     keys = list(session.partitions)
+    # ShareAcquireMode 0 (and before v2): MaxRecords is a soft limit, to the end of a batch
+    batch_optimized = ctx.api_version < 2 or request.share_acquire_mode == 0
     while True:
         targets = []
         for topic_id, index in keys:
@@ -144,13 +154,17 @@ async def _fetch(
         for topic_id, index, _topic, part, lp in targets:
             if budget <= 0 or max_bytes <= 0:
                 break
-            res = await manager.acquire(lp, part, member_id, budget, max_bytes)
+            res = await manager.acquire(
+                lp, part, member_id, budget, max_bytes, batch_optimized=batch_optimized
+            )
             if isinstance(res, ErrorCode):
                 out.part(topic_id, index).error_code = int(res)
                 continue
             if isinstance(res, Acquired) and res.ranges:
                 pr = out.part(topic_id, index)
-                pr.records = res.records
+                pr.records = (
+                    sliced.placeholder(res.region) if res.region is not None else res.records
+                )
                 pr.acquired_records = [
                     _Acq(
                         first_offset=r.first_offset,
@@ -162,7 +176,7 @@ async def _fetch(
                 n = sum(r.last_offset - r.first_offset + 1 for r in res.ranges)
                 budget -= n
                 got += n
-                max_bytes -= len(res.records)
+                max_bytes -= res.size
         if got or out.has_errors() or not targets:
             break
         remaining = deadline - time.monotonic()
