@@ -2,13 +2,16 @@
 against the same broker in the same run (kafkalite's broker in a subprocess, else Tansu), with ratios.
 
 Usage: python bench/bench_client.py [--messages-100b N] [--messages-1k N] [--broker kafkalite|tansu]
-       [--repeat N]  (producer runs alternate N times, best of each side kept: this machine is noisy)
+       [--repeat N] [--producer-only]
+Producer runs alternate N times (default 3); each round's ratio is taken on the same broker a moment
+apart, and the median of the rounds' records/s and of their ratios is printed (this machine is noisy).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import statistics
 import sys
 import time
 import uuid
@@ -126,7 +129,8 @@ def main() -> None:
     ap.add_argument("--messages-100b", type=int, default=300_000)
     ap.add_argument("--messages-1k", type=int, default=100_000)
     ap.add_argument("--broker", choices=["kafkalite", "tansu"], default="kafkalite")
-    ap.add_argument("--repeat", type=int, default=1, help="producer runs per side (best kept)")
+    ap.add_argument("--repeat", type=int, default=3, help="producer rounds per side (median kept)")
+    ap.add_argument("--producer-only", action="store_true", help="skip the consumer runs")
     args = ap.parse_args()
     kind = args.broker
     try:
@@ -141,14 +145,25 @@ def main() -> None:
     rows = []
     try:
         for size, n in ((100, args.messages_100b), (1024, args.messages_1k)):
-            kp = cp = 0.0
+            kps, cps = [], []
             for _ in range(max(1, args.repeat)):
                 t_kl = create_topic(bs)
                 t_ck = create_topic(bs)
-                kp = max(kp, kl_produce(bs, t_kl, n, size))
-                cp = max(cp, ck_produce(bs, t_ck, n, size))
-            kc = kl_consume(bs, t_ck, n)
-            cc = ck_consume(bs, t_ck, n)
+                kps.append(kl_produce(bs, t_kl, n, size))
+                cps.append(ck_produce(bs, t_ck, n, size))
+            ratios = [k / c for k, c in zip(kps, cps, strict=True)]
+            print(
+                f"{size} B producer rounds: kafkalite {[round(k) for k in kps]}, confluent "
+                f"{[round(c) for c in cps]}, ratios {[round(r, 2) for r in ratios]} "
+                f"(median {statistics.median(ratios):.2f})",
+                flush=True,
+            )
+            kp, cp = statistics.median(kps), statistics.median(cps)
+            if args.producer_only:
+                kc = cc = float("nan")
+            else:
+                kc = kl_consume(bs, t_ck, n)
+                cc = ck_consume(bs, t_ck, n)
             rows.append((size, n, kp, cp, kc, cc))
     finally:
         ctx.__exit__(None, None, None)

@@ -162,6 +162,14 @@ class ProducerBatch:
             -1 if value is None else len(value),
         )
 
+    def seal(self) -> None:
+        """Take no more records (drained, expired or aborted; a retried batch back in the deque
+        stays sealed). Called under the accumulator's lock, before the batch leaves its deque's
+        end: the C buffer's try_append is atomic under the GIL, so send()'s lock-free append
+        either lands before the seal (and is in the batch) or returns -1 and goes the slow way."""
+        self.limit = 0
+        self.records.seal()
+
     def build(self) -> bytes | bytearray | memoryview:
         """The batch's wire bytes, built once (a retry resends the same bytes); no copy made."""
         if self.built is None:
@@ -340,9 +348,9 @@ class RecordAccumulator:
                     if chosen and size + est > max_size:
                         break
                     dq.popleft()
-                    first.limit = (
-                        0  # sealed: a retried batch back in the deque takes no new records
-                    )
+                    first.seal()
+                    # a record appended by send() (no lock) between `est` and the seal is counted
+                    est = first.builder.estimated_size
                     size += est
                     first.drained_at = now
                     chosen.append(first)
@@ -400,6 +408,7 @@ class RecordAccumulator:
         with self.lock:
             for dq in self.batches.values():
                 while dq and now - dq[0].created > self.delivery_timeout:
+                    dq[0].seal()
                     out.append(dq.popleft())
         return out
 
@@ -413,6 +422,8 @@ class RecordAccumulator:
     def abort_all(self) -> list[ProducerBatch]:
         with self.lock:
             out = [b for dq in self.batches.values() for b in dq]
+            for b in out:
+                b.seal()
             for dq in self.batches.values():
                 dq.clear()
             return out

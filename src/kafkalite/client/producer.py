@@ -13,20 +13,20 @@ from typing import Any
 from kafkalite.client.accumulator import RECORD_OVERHEAD, RecordAccumulator
 from kafkalite.client.config import PRODUCER, make_config, normalize_key
 from kafkalite.client.errors import IllegalStateError, KafkaTimeoutError
-from kafkalite.client.futures import FutureRecordMetadata, RecordMetadata, _RecordFuture
+from kafkalite.client.futures import FutureRecordMetadata, RecordMetadata
 from kafkalite.client.io_thread import IOThread
 from kafkalite.client.network import NetworkClient
 from kafkalite.client.partitioner import (
     DefaultPartitioner,
     UniformStickyPartitioner,
     make_partitioner,
-    murmur2,
 )
 from kafkalite.client.prepared_transactions import PreparedTransaction
+from kafkalite.client.producer_send import make_send
 from kafkalite.client.sender import Sender
 from kafkalite.client.serialization import make_serializer
 from kafkalite.client.structs import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
-from kafkalite.client.transaction_manager import TransactionManager, TxnState
+from kafkalite.client.transaction_manager import TransactionManager
 from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.records.compression import Compression
 from kafkalite.records.speedups import now_ms
@@ -252,88 +252,8 @@ class KafkaProducer:
         return self._send_slow(topic, value, key, headers, partition, timestamp_ms, callback)
 
     def _make_send(self) -> Any:
-        """The per-record hot path as one closure with everything in locals: bytes/None key and value,
-        no headers, a known partition count and room in the open batch of the partition. The record is
-        encoded straight into that batch's RecordBuffer (C when built) under the accumulator lock (the
-        I/O thread drains concurrently); anything else, including a record that opens a batch, goes the
-        slow way."""
-        slow = self._send_slow
-        if not self._raw_both:  # serializers to call: no shortcut
-            return slow
-        fast_map = self._fast
-        md = self.metadata
-        sticky_get = self._sticky_map.get
-        sticky_null = self._sticky_null
-        murmur_keys = self._murmur_keys
-        hash_key = murmur2
-        acc = self._acc
-        acquire = acc.lock.acquire
-        release = acc.lock.release
-        wakeup = self._sender.wakeup
-        clock = now_ms
-        new_fut = _RecordFuture
-        txn = self._txn
-        open_txn = TxnState.IN_TRANSACTION
-
-        def send(
-            topic: str,
-            value: Any = None,
-            key: Any = None,
-            headers: Any = None,
-            partition: int | None = None,
-            timestamp_ms: int | None = None,
-            callback: Any = None,
-        ) -> FutureRecordMetadata:
-            fast = fast_map.get(topic)
-            if (
-                fast is not None
-                and headers is None
-                and (value is None or type(value) is bytes)
-                and fast[0] == md.version
-                and not acc.closed
-                and (txn is None or txn.state is open_txn)
-            ):
-                p = partition
-                if key is None:
-                    if p is None and sticky_null:
-                        p = sticky_get(topic)
-                elif type(key) is bytes:
-                    if p is None and murmur_keys:
-                        p = (hash_key(key) & 0x7FFFFFFF) % fast[1]
-                else:
-                    return slow(topic, value, key, headers, partition, timestamp_ms, callback)
-                if p is not None:
-                    ts = clock() if timestamp_ms is None else int(timestamp_ms)
-                    acquire()
-                    try:
-                        dq = fast[2].get(p)
-                        if dq:
-                            last = dq[-1]
-                            delta = last.records.try_append(key, value, ts, last.limit)
-                            wake = len(dq) > 1
-                        else:
-                            delta = -1
-                    finally:
-                        release()
-                    if delta >= 0:
-                        fut: FutureRecordMetadata = new_fut()
-                        fut._r = (
-                            last.outcome,
-                            topic,
-                            p,
-                            delta,
-                            ts,
-                            -1 if key is None else len(key),
-                            -1 if value is None else len(value),
-                        )
-                        if wake:
-                            wakeup()
-                        if callback is not None:
-                            fut.add_both(callback)
-                        return fut
-            return slow(topic, value, key, headers, partition, timestamp_ms, callback)
-
-        return send
+        """The per-record hot path (kafkalite.client.producer_send): lock-free over the C buffer."""
+        return make_send(self)
 
     def send_and_wait(
         self, topic: str, value: Any = None, key: Any = None, **kw: Any

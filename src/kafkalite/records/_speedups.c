@@ -232,6 +232,7 @@ typedef struct {
     long long count;
     long long base_ts;
     long long max_ts;
+    int sealed; /* set by seal(): no more records (the batch was drained or dropped) */
 } RecordBuffer;
 
 static int rb_reserve(RecordBuffer *self, Py_ssize_t extra) {
@@ -282,6 +283,7 @@ static int rb_init(RecordBuffer *self, PyObject *args, PyObject *kwds) {
     self->count = 0;
     self->base_ts = -1;
     self->max_ts = -1;
+    self->sealed = 0;
     return 0;
 }
 
@@ -361,6 +363,10 @@ static PyObject *rb_append_meth(RecordBuffer *self, PyObject *const *args, Py_ss
         PyErr_SetString(PyExc_TypeError, "append(key, value, timestamp, headers=None)");
         return NULL;
     }
+    if (self->sealed) {
+        PyErr_SetString(PyExc_BufferError, "cannot append to a sealed buffer");
+        return NULL;
+    }
     long long ts = PyLong_AsLongLong(args[2]);
     if (ts == -1 && PyErr_Occurred()) {
         return NULL;
@@ -375,12 +381,16 @@ static PyObject *rb_append_meth(RecordBuffer *self, PyObject *const *args, Py_ss
 PyDoc_STRVAR(rb_try_append_doc,
              "try_append(key, value, timestamp, limit) -> int\n\n"
              "Append one record without headers if the buffer (header included) stays within limit\n"
-             "bytes; returns its offset delta, or -1 (nothing written) when it would not fit.");
+             "bytes; returns its offset delta, or -1 (nothing written) when it would not fit or the\n"
+             "buffer is sealed. Atomic under the GIL: the producer's send() calls it without a lock.");
 
 static PyObject *rb_try_append_meth(RecordBuffer *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 4) {
         PyErr_SetString(PyExc_TypeError, "try_append(key, value, timestamp, limit)");
         return NULL;
+    }
+    if (self->sealed) {
+        return PyLong_FromLong(-1);
     }
     long long ts = PyLong_AsLongLong(args[2]);
     if (ts == -1 && PyErr_Occurred()) {
@@ -400,6 +410,11 @@ static PyObject *rb_try_append_meth(RecordBuffer *self, PyObject *const *args, P
     return PyLong_FromLongLong(r);
 }
 
+static PyObject *rb_seal(RecordBuffer *self, PyObject *Py_UNUSED(ignored)) {
+    self->sealed = 1;
+    Py_RETURN_NONE;
+}
+
 static PyObject *rb_view(RecordBuffer *self, PyObject *Py_UNUSED(ignored)) {
     return PyMemoryView_FromObject((PyObject *)self);
 }
@@ -412,6 +427,8 @@ static PyMethodDef rb_methods[] = {
     {"append", (PyCFunction)(void (*)(void))rb_append_meth, METH_FASTCALL, rb_append_doc},
     {"try_append", (PyCFunction)(void (*)(void))rb_try_append_meth, METH_FASTCALL,
      rb_try_append_doc},
+    {"seal", (PyCFunction)rb_seal, METH_NOARGS,
+     "Take no more records: try_append() returns -1 and append() raises BufferError after it."},
     {"view", (PyCFunction)rb_view, METH_NOARGS,
      "A writable memoryview of the whole buffer, header included (appends fail while it lives)."},
     {"getvalue", (PyCFunction)rb_getvalue, METH_NOARGS,
@@ -427,12 +444,14 @@ static PyObject *rb_get_base_ts(RecordBuffer *self, void *c) {
 static PyObject *rb_get_max_ts(RecordBuffer *self, void *c) {
     return PyLong_FromLongLong(self->max_ts);
 }
+static PyObject *rb_get_sealed(RecordBuffer *self, void *c) { return PyBool_FromLong(self->sealed); }
 
 static PyGetSetDef rb_getset[] = {
     {"count", (getter)rb_get_count, NULL, "records appended", NULL},
     {"size", (getter)rb_get_size, NULL, "bytes in use, the 61-byte header included", NULL},
     {"base_timestamp", (getter)rb_get_base_ts, NULL, "first record's timestamp (-1: none)", NULL},
     {"max_timestamp", (getter)rb_get_max_ts, NULL, "largest timestamp (-1: none)", NULL},
+    {"sealed", (getter)rb_get_sealed, NULL, "whether seal() was called", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -129,13 +129,14 @@ class PyRecordBuffer:
     output. `capacity` is a size hint (the C version preallocates it).
     """
 
-    __slots__ = ("_buf", "_count", "_base_ts", "_max_ts")
+    __slots__ = ("_buf", "_count", "_base_ts", "_max_ts", "_sealed")
 
     def __init__(self, capacity: int = 0) -> None:
         self._buf = bytearray(HEADER_SIZE)
         self._count = 0
         self._base_ts = -1
         self._max_ts = -1
+        self._sealed = False
 
     @property
     def count(self) -> int:
@@ -154,6 +155,15 @@ class PyRecordBuffer:
     def max_timestamp(self) -> int:
         return self._max_ts
 
+    @property
+    def sealed(self) -> bool:
+        return self._sealed
+
+    def seal(self) -> None:
+        """Take no more records: try_append() returns -1 and append() raises BufferError after it.
+        (Unlike the C twin's, this try_append is not atomic: the producer appends under a lock.)"""
+        self._sealed = True
+
     def append(
         self,
         key: Buffer | None,
@@ -162,6 +172,8 @@ class PyRecordBuffer:
         headers: Iterable[Header] | None = None,
     ) -> int:
         """Append one record; returns its offset delta."""
+        if self._sealed:
+            raise BufferError("cannot append to a sealed buffer")
         delta = self._try(key, value, timestamp, headers, -1)
         assert delta >= 0
         return delta
@@ -170,7 +182,10 @@ class PyRecordBuffer:
         self, key: Buffer | None, value: Buffer | None, timestamp: int, limit: int
     ) -> int:
         """Append one record without headers if the buffer (header included) stays within `limit`
-        bytes; returns its offset delta, or -1 (nothing written) when it would not fit."""
+        bytes; returns its offset delta, or -1 (nothing written) when it would not fit or the
+        buffer is sealed."""
+        if self._sealed:
+            return -1
         delta = self._count
         # inline fast path (the producer's common case): a later record, small fields, bytes values
         if delta and type(value) is bytes and key is None:

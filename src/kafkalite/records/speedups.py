@@ -4,6 +4,7 @@ else the pure-Python twins in `builder` (forced with the environment variable KA
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from types import ModuleType
@@ -18,6 +19,12 @@ def _load() -> ModuleType | None:
     try:
         from kafkalite.records import _speedups
     except ImportError:
+        return None
+    if not hasattr(_speedups.RecordBuffer, "seal"):  # built from an older _speedups.c
+        logging.getLogger(__name__).warning(
+            "kafkalite.records._speedups is stale (no RecordBuffer.seal): using the pure-Python "
+            "record buffer; rebuild it (pip install -e .)"
+        )
         return None
     return _speedups
 

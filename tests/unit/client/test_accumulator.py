@@ -162,6 +162,31 @@ def test_retried_batch_takes_no_new_records() -> None:
     assert [r.value for r in decode_batch(dq[1].build(), 0).records] == [b"b"]
 
 
+def test_batch_leaving_its_deque_is_sealed_for_the_lock_free_send() -> None:
+    """send()'s lock-free path reads the deque's last batch and its limit, then appends: when a drain,
+    expiry or abort runs in between, the buffer itself refuses the record (-1: the slow way)."""
+    md = _metadata({("t", 0): 1, ("t", 1): 1})
+    acc = RecordAccumulator(_cfg(batch_size=10_000, linger_ms=0, delivery_timeout_ms=100), 0)
+    seen = []
+    for p in (0, 1):
+        acc.append(("t", p), 1, None, b"a", ())
+        last = acc.topic_deques["t"][p][-1]
+        seen.append((last, last.limit))
+    acc.drain(md, {1}, 1 << 20, 5, time.monotonic())
+    acc.append(("t", 0), 1, None, b"b", ())
+    expiring = acc.topic_deques["t"][0][-1]
+    seen.append((expiring, expiring.limit))
+    assert len(acc.expired(time.monotonic() + 1)) == 1
+    acc.append(("t", 1), 1, None, b"c", ())
+    aborted = acc.topic_deques["t"][1][-1]
+    seen.append((aborted, aborted.limit))
+    assert acc.abort_all() == [aborted]
+    for batch, limit in seen:
+        assert limit > 0 and batch.records.sealed
+        assert batch.records.try_append(None, b"late", 1, limit) == -1
+        assert len(batch.builder) == 1
+
+
 @pytest.mark.parametrize("codec", [0, 1, 4])
 def test_batch_writer_same_bytes_with_and_without_speedups(
     codec: int, monkeypatch: pytest.MonkeyPatch

@@ -3,15 +3,20 @@ ordering under retries, delivery timeout, idempotence with and without InitProdu
 
 from __future__ import annotations
 
+import sys
+import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from fake_broker import FakeBroker
 
 from kafkalite.client import KafkaError, KafkaProducer, UnsupportedFeatureError
 from kafkalite.client.errors import KafkaTimeoutError
+from kafkalite.client.producer_send import make_send
 from kafkalite.protocol.errors import ErrorCode
+from kafkalite.records.speedups import SPEEDUPS
 
 
 @pytest.fixture
@@ -155,3 +160,47 @@ def test_large_batches_spliced_into_requests_keep_bytes_and_order(
         time.sleep(0.01)
     assert [v for _, v in fake.log[0]] == values
     assert offsets == (list(range(400)) if acks else [-1] * 400)
+
+
+@pytest.mark.parametrize(
+    "lock_free",
+    [False, pytest.param(True, marks=pytest.mark.skipif(not SPEEDUPS, reason="no C accelerator"))],
+)
+def test_hot_path_appends_race_the_drain_without_loss(fake: FakeBroker, lock_free: bool) -> None:
+    # user threads append through send()'s hot path (lock-free over the C buffer, under the lock over
+    # the Python one) while the I/O thread drains small batches as fast as it can: each record lands
+    # once, in its batch, with the offset its future reports
+    threads, each = 3, 3000
+    with KafkaProducer(
+        bootstrap_servers=fake.bootstrap_servers, batch_size=1024, linger_ms=0, acks=1
+    ) as p:
+        p.send = make_send(p, lock_free=lock_free)  # type: ignore[method-assign]
+        p.partitions_for("t")
+        futs: list[list[Any]] = [[] for _ in range(threads)]
+
+        def run(i: int) -> None:
+            send = p.send
+            futs[i] = [send("t", b"%d-%05d" % (i, n), partition=0) for n in range(each)]
+
+        workers = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(1e-6)  # switch threads often: between any two bytecodes of send()
+        try:
+            for w in workers:
+                w.start()
+            for w in workers:
+                w.join()
+        finally:
+            sys.setswitchinterval(interval)
+        p.flush(30)
+        got = {
+            f.get().offset: b"%d-%05d" % (i, n)
+            for i, fs in enumerate(futs)
+            for n, f in enumerate(fs)
+        }
+    log = [v for _, v in fake.log[0]]
+    assert len(log) == threads * each and sorted(got) == list(range(len(log)))
+    assert all(log[off] == v for off, v in got.items())
+    for i in range(threads):  # each thread's records keep their order
+        mine = [v for v in log if v is not None and v.startswith(b"%d-" % i)]
+        assert mine == [b"%d-%05d" % (i, n) for n in range(each)]

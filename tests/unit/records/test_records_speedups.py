@@ -151,6 +151,12 @@ def test_buffer_rules(cls: Any) -> None:
         with pytest.raises((TypeError, ValueError)):
             buf.append(None, b"x", 9, bad_headers)
     assert (buf.count, buf.size) == before  # a refused record leaves nothing behind
+    assert not buf.sealed
+    buf.seal()  # drained: the lock-free send() must see -1, anyone else an error
+    assert buf.sealed and buf.try_append(None, b"x", 9, 1000) == -1
+    with pytest.raises(BufferError):
+        buf.append(None, b"x", 9)
+    assert buf.count == 4
 
 
 def _python(code: str, **env: str) -> str:
