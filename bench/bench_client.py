@@ -2,15 +2,19 @@
 against the same broker in the same run (kafkalite's broker in a subprocess, else Tansu), with ratios.
 
 Usage: python bench/bench_client.py [--messages-100b N] [--messages-1k N] [--broker kafkalite|tansu]
-       [--repeat N] [--producer-only]
-Producer runs alternate N times (default 3); each round's ratio is taken on the same broker a moment
-apart, and the median of the rounds' records/s and of their ratios is printed (this machine is noisy).
+       [--repeat N] [--producer-only] [--pure]
+Producer and consumer runs alternate N times (default 3); each round's ratio is taken on the same broker
+a moment apart, and the median of the rounds' records/s and of their ratios is printed (this machine is
+noisy). Beside each figure: the client's and the broker's CPU seconds per GB of record payload (the
+broker's only when it is a subprocess this run started). --pure runs kafkalite's client without its C
+accelerator (KAFKALITE_NO_SPEEDUPS=1), to show what the pure-Python path reaches.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import statistics
 import sys
 import time
@@ -20,10 +24,12 @@ from pathlib import Path
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer
 from confluent_kafka import TopicPartition as CTopicPartition
 
-from peers import kafkalite_broker, tansu_broker
+from peers import CpuMeter, kafkalite_broker, tansu_broker
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+if "--pure" in sys.argv:  # before kafkalite is imported: the accelerator is chosen at import
+    os.environ["KAFKALITE_NO_SPEEDUPS"] = "1"
 
 from kafkalite.client import KafkaAdminClient, KafkaConsumer, KafkaProducer, NewTopic  # noqa: E402
 
@@ -124,6 +130,28 @@ def ck_consume(bs: str, topic: str, n: int) -> float:
     return n / dt
 
 
+class Round:
+    """One measured run: records/s, and client and broker CPU seconds per GB of payload."""
+
+    def __init__(self, rate: float, n: int, size: int, meter: CpuMeter, wall: float) -> None:
+        gb = n * size / 1e9
+        self.rate = rate
+        self.client_s_gb = meter.client * wall / gb
+        self.broker_s_gb = meter.broker * wall / gb
+
+
+def measured(bs: str, n: int, size: int, run: object, *args: object) -> Round:
+    meter = CpuMeter(bs)
+    t = time.perf_counter()
+    with meter:
+        rate = run(bs, *args)  # type: ignore[operator]
+    return Round(rate, n, size, meter, time.perf_counter() - t)
+
+
+def med(rounds: list[Round], attr: str) -> float:
+    return statistics.median(getattr(r, attr) for r in rounds)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--messages-100b", type=int, default=300_000)
@@ -131,6 +159,9 @@ def main() -> None:
     ap.add_argument("--broker", choices=["kafkalite", "tansu"], default="kafkalite")
     ap.add_argument("--repeat", type=int, default=3, help="producer rounds per side (median kept)")
     ap.add_argument("--producer-only", action="store_true", help="skip the consumer runs")
+    ap.add_argument(
+        "--pure", action="store_true", help="kafkalite's client without its C accelerator"
+    )
     args = ap.parse_args()
     kind = args.broker
     try:
@@ -145,42 +176,48 @@ def main() -> None:
     rows = []
     try:
         for size, n in ((100, args.messages_100b), (1024, args.messages_1k)):
-            kps, cps = [], []
+            kps: list[Round] = []
+            cps: list[Round] = []
+            kcs: list[Round] = []
+            ccs: list[Round] = []
             for _ in range(max(1, args.repeat)):
                 t_kl = create_topic(bs)
                 t_ck = create_topic(bs)
-                kps.append(kl_produce(bs, t_kl, n, size))
-                cps.append(ck_produce(bs, t_ck, n, size))
-            ratios = [k / c for k, c in zip(kps, cps, strict=True)]
-            print(
-                f"{size} B producer rounds: kafkalite {[round(k) for k in kps]}, confluent "
-                f"{[round(c) for c in cps]}, ratios {[round(r, 2) for r in ratios]} "
-                f"(median {statistics.median(ratios):.2f})",
-                flush=True,
-            )
-            kp, cp = statistics.median(kps), statistics.median(cps)
-            if args.producer_only:
-                kc = cc = float("nan")
-            else:
-                kc = kl_consume(bs, t_ck, n)
-                cc = ck_consume(bs, t_ck, n)
-            rows.append((size, n, kp, cp, kc, cc))
+                kps.append(measured(bs, n, size, kl_produce, t_kl, n, size))
+                cps.append(measured(bs, n, size, ck_produce, t_ck, n, size))
+                if not args.producer_only:
+                    kcs.append(measured(bs, n, size, kl_consume, t_ck, n))
+                    ccs.append(measured(bs, n, size, ck_consume, t_ck, n))
+            for what, ks, cs in (("producer", kps, cps), ("consumer", kcs, ccs)):
+                if not ks:
+                    continue
+                ratios = [k.rate / c.rate for k, c in zip(ks, cs, strict=True)]
+                print(
+                    f"{size} B {what} rounds: kafkalite {[round(k.rate) for k in ks]}, confluent "
+                    f"{[round(c.rate) for c in cs]}, ratios {[round(r, 2) for r in ratios]} "
+                    f"(median {statistics.median(ratios):.2f})",
+                    flush=True,
+                )
+            rows.append((size, n, kps, cps, kcs, ccs))
     finally:
         ctx.__exit__(None, None, None)
+    accel = "pure Python (KAFKALITE_NO_SPEEDUPS=1)" if args.pure else "C accelerator"
+    print(f"kafkalite client: {accel}; medians of {max(1, args.repeat)} rounds")
     print(
-        f"{'size':>6} {'records':>8} | {'producer msg/s':>28} {'ratio':>6} | {'consumer msg/s':>28} {'ratio':>6}"
+        f"{'size':>6} {'side':>9} | {'kafkalite':>11} {'confluent':>11} {'ratio':>6} | "
+        f"{'client CPU s/GB kl/ck':>22} | {'broker CPU s/GB kl/ck':>22}"
     )
-    print(
-        f"{'':>6} {'':>8} | {'kafkalite':>13} {'confluent':>14} {'':>6} | {'kafkalite':>13} {'confluent':>14}"
-    )
-    for size, n, kp, cp, kc, cc in rows:
-        print(
-            f"{size:>6} {n:>8} | {kp:>13,.0f} {cp:>14,.0f} {kp / cp:>6.2f} | {kc:>13,.0f} {cc:>14,.0f} {kc / cc:>6.2f}"
-        )
-        print(
-            f"{'':>6} {'MB/s':>8} | {kp * size / 1e6:>13.1f} {cp * size / 1e6:>14.1f} {'':>6} | {kc * size / 1e6:>13.1f} {cc * size / 1e6:>14.1f}"
-        )
-    print("targets: producer >= 0.5x, consumer >= 0.5x confluent-kafka")
+    for size, _n, kps, cps, kcs, ccs in rows:
+        for what, ks, cs in (("produce", kps, cps), ("consume", kcs, ccs)):
+            if not ks:
+                continue
+            kr, cr = med(ks, "rate"), med(cs, "rate")
+            print(
+                f"{size:>6} {what:>9} | {kr:>11,.0f} {cr:>11,.0f} {kr / cr:>6.2f} | "
+                f"{med(ks, 'client_s_gb'):>10.1f} {med(cs, 'client_s_gb'):>11.1f} | "
+                f"{med(ks, 'broker_s_gb'):>10.1f} {med(cs, 'broker_s_gb'):>11.1f}"
+            )
+    print("target (issue 32): the kafkalite producer >= 0.9x confluent-kafka at 100 B and 1 KiB")
 
 
 if __name__ == "__main__":
