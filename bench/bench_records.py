@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -91,9 +92,9 @@ def decode_theirs(blob: bytes) -> int:
 
 
 def best_seconds(fn: Callable[[], object], repeat: int, min_time: float) -> float:
-    """Best per-call time over `repeat` runs of at least `min_time` seconds each."""
-    best = float("inf")
-    for _ in range(repeat):
+    """Median per-call time over `repeat` (at least 3) runs of at least `min_time` seconds each."""
+    rounds: list[float] = []
+    for _ in range(max(3, repeat)):
         calls = 0
         start = time.perf_counter()
         while True:
@@ -102,22 +103,22 @@ def best_seconds(fn: Callable[[], object], repeat: int, min_time: float) -> floa
             elapsed = time.perf_counter() - start
             if elapsed >= min_time:
                 break
-        best = min(best, elapsed / calls)
-    return best
+        rounds.append(elapsed / calls)
+    return statistics.median(rounds)
 
 
 def header_view_us(repeat: int) -> float:
     groups = chunks(make_records(16, 1000), 1 << 30)
     blob = build_ours(groups, 0)
     n = 20_000
-    best = float("inf")
-    for _ in range(repeat):
+    rounds: list[float] = []
+    for _ in range(max(3, repeat)):
         start = time.perf_counter()
         for _ in range(n):
             h = parse_batch_header(blob, 0)
             crc_valid(blob, 0, h)
-        best = min(best, (time.perf_counter() - start) / n)
-    return best * 1e6
+        rounds.append((time.perf_counter() - start) / n)
+    return statistics.median(rounds) * 1e6
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -140,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
             peer = False
 
     print(
-        f"python {sys.version.split()[0]}; batches of ~{args.batch_bytes} B; best of {args.repeat}"
+        f"python {sys.version.split()[0]}; batches of ~{args.batch_bytes} B; median of "
+        f"{max(3, args.repeat)} rounds; one thread, so CPU s/GB = 1000 / (MB/s) of key + value bytes"
     )
     print(f"header view + CRC-32C of a 16 KiB batch: {header_view_us(args.repeat):.2f} us")
     cols = "size  codec   | build rec/s    MB/s  kp rec/s  ratio | decode rec/s    MB/s  kp rec/s  ratio"

@@ -14,6 +14,7 @@ import os
 import resource
 import shutil
 import socket
+import statistics
 import tempfile
 import threading
 import time
@@ -309,7 +310,9 @@ def bench_partitions(
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--mb", type=int, default=64, help="megabytes per scenario and round")
-    ap.add_argument("--rounds", type=int, default=3, help="rounds per scenario (best is kept)")
+    ap.add_argument(
+        "--rounds", type=int, default=3, help="rounds per scenario (the median is kept)"
+    )
     ap.add_argument("--dir", default=None, help="directory on the disk to measure")
     ap.add_argument("--threads", type=int, default=4, help="appending threads for group commit")
     ap.add_argument("--fsync-mb", type=int, default=8, help="megabytes for the fsync scenarios")
@@ -333,24 +336,32 @@ def main() -> None:
             count = args.mb * (1 << 20) // len(payload)
             nbytes = count * len(payload)
             label = f"{size // 1024:>2} KiB batches"
-            # interleave raw and Log rounds; the best of each is compared (this host is noisy)
-            raw_dt = bulk_dt = app_dt = app_bytes_dt = float("inf")
+            # interleave raw and Log rounds; the median of each is compared (this host is noisy)
+            raws: list[float] = []
+            bulks: list[float] = []
+            apps: list[float] = []
+            app_bytes: list[float] = []
             log_writes = count_log_writes(root, payload, count)
             lg: Log | None = None
             for _r in range(args.rounds):
-                raw_dt = min(raw_dt, raw_write(root / "raw.bin", payload, count))
-                bulk_dt = min(bulk_dt, raw_write_bulk(root / "bulk.bin", payload, count))
+                raws.append(raw_write(root / "raw.bin", payload, count))
+                bulks.append(raw_write_bulk(root / "bulk.bin", payload, count))
                 if lg is not None:
                     lg.close()
                     shutil.rmtree(root / "bench-0")
                 dt, lg = log_append_bytes(root, payload, count)
-                app_bytes_dt = min(app_bytes_dt, dt)
+                app_bytes.append(dt)
                 lg.close()
                 shutil.rmtree(root / "bench-0")
                 dt, lg = log_append_as_broker(root, payload, count)
-                app_dt = min(app_dt, dt)
+                apps.append(dt)
             assert lg is not None
-            print(f"\n[{label}] append, no fsync (best of {args.rounds})")
+            raw_dt, bulk_dt = statistics.median(raws), statistics.median(bulks)
+            app_dt, app_bytes_dt = statistics.median(apps), statistics.median(app_bytes)
+            print(
+                f"\n[{label}] append, no fsync (median of {args.rounds}; one thread, CPU s/GB "
+                f"= {app_dt / nbytes * 1e9:.2f} for Log.append_as_leader)"
+            )
             print(
                 f"  Log.append_as_leader       {mbps(nbytes, app_dt):9.1f} MB/s  ({count / app_dt:,.0f} batches/s, "
                 f"{nbytes} bytes, {log_writes:,} write calls incl. index files)\n"
@@ -368,13 +379,16 @@ def main() -> None:
                 "of the raw one-per-batch write (the general call: AppendInfo, immutable input)"
             )
             max_bytes = 1 << 20
-            rd = rd_raw = float("inf")
+            rds: list[float] = []
+            rd_raws: list[float] = []
             sent = 0
             for _r in range(args.rounds):
                 a, b, sent = bench_read(lg, max_bytes)
-                rd, rd_raw = min(rd, a), min(rd_raw, b)
+                rds.append(a)
+                rd_raws.append(b)
+            rd, rd_raw = statistics.median(rds), statistics.median(rd_raws)
             print(
-                f"[{label}] read -> os.sendfile to loopback TCP, max_bytes={max_bytes >> 10} KiB (best of {args.rounds})"
+                f"[{label}] read -> os.sendfile to loopback TCP, max_bytes={max_bytes >> 10} KiB (median of {args.rounds})"
             )
             print(f"  Log.read + sendfile        {mbps(sent, rd):9.1f} MB/s")
             print(
