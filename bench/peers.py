@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -144,14 +145,51 @@ def tansu_broker(binary: str | None = None) -> Iterator[str]:
         yield address
 
 
+def _build_speedups(tree: Path, ref: str, tmp: Path) -> None:
+    """Give the checkout at `ref` its C accelerator: this tree's build when the C source is the same,
+    else a wheel built by pip (its own build environment) from which the module is taken."""
+    rel = "src/kafkalite/records"
+    same = subprocess.run(
+        ["git", "-C", str(_ROOT), "diff", "--quiet", ref, "--", f"{rel}/_speedups.c"], check=False
+    )
+    if same.returncode == 0:
+        for so in (_ROOT / rel).glob("_speedups*.so"):
+            shutil.copy2(so, tree / rel / so.name)
+        return
+    wheels = tmp / "wheels"
+    cmd = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(tree)]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    for wheel in wheels.glob("*.whl"):
+        with zipfile.ZipFile(wheel) as z:
+            for name in z.namelist():
+                if name.startswith("kafkalite/records/_speedups") and name.endswith(".so"):
+                    (tree / rel / Path(name).name).write_bytes(z.read(name))
+
+
 @contextlib.contextmanager
-def kafkalite_broker(overrides: Sequence[str] = ()) -> Iterator[str]:
-    """Run `kafkalite serve` (this checkout's src/) on an ephemeral loopback port with a temporary
-    data dir and 10 MiB messages allowed (plus `overrides`, each KEY=VALUE); yields its bootstrap
-    address."""
+def baseline_checkout(ref: str) -> Iterator[Path]:
+    """This repository at git `ref` (a commit, tag or branch: the last release to compare against),
+    checked out into a temporary worktree with its C accelerator built; yields that tree's src/."""
+    tmp = Path(tempfile.mkdtemp(prefix="bench-baseline-"))
+    tree = tmp / "tree"
+    git = ["git", "-C", str(_ROOT)]
+    subprocess.run([*git, "worktree", "add", "--detach", "-q", str(tree), ref], check=True)
+    try:
+        _build_speedups(tree, ref, tmp)
+        yield tree / "src"
+    finally:
+        subprocess.run([*git, "worktree", "remove", "--force", str(tree)], check=False)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def kafkalite_broker(overrides: Sequence[str] = (), src: Path | None = None) -> Iterator[str]:
+    """Run `kafkalite serve` (this checkout's src/, or `src` from `baseline_checkout`) on an
+    ephemeral loopback port with a temporary data dir and 10 MiB messages allowed (plus `overrides`,
+    each KEY=VALUE); yields its bootstrap address."""
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="bench-kafkalite-") as d:
-        env = dict(os.environ, PYTHONPATH=str(_ROOT / "src"))
+        env = dict(os.environ, PYTHONPATH=str(src or _ROOT / "src"))
         args = [sys.executable, "-m", "kafkalite.cli.main", "serve", "--data-dir", d]
         args += ["--listen", f"127.0.0.1:{port}", "--log-level", "warning"]
         args += ["--override", "message.max.bytes=10485760"]
