@@ -8,6 +8,9 @@
   the same run (target >= 50%), and the follower's CPU seconds per replicated GB while it catches up.
 
 Usage: python bench/bench_cluster.py [--mb-produce 128] [--mb-behind 1024] [--value-size 1024]
+       [--baseline REF]
+--baseline REF runs the same benchmark again, in the same invocation, on this repository at git REF
+(the last release), and prints its figures after this checkout's.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import argparse
 import os
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -26,7 +30,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kafkalite.local_cluster import LocalCluster
-from peers import process_cpu_seconds
+from peers import baseline_checkout, process_cpu_seconds
 
 QUIET = {"log_level": 0}
 SESSION_MS = 6000
@@ -124,7 +128,21 @@ def main() -> None:
     ap.add_argument("--mb-behind", type=int, default=1024)
     ap.add_argument("--value-size", type=int, default=1024)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--baseline", metavar="REF", help="also run at git REF, in this invocation")
     a = ap.parse_args()
+    src = Path(sys.modules[LocalCluster.__module__].__file__ or "").resolve().parents[1]
+    print(f"== kafkalite from {src}", flush=True)
+    run(a)
+    if a.baseline:
+        argv = [x for x in sys.argv[1:] if x != "--baseline" and x != a.baseline]
+        argv = [x for x in argv if not x.startswith("--baseline=")]
+        with baseline_checkout(a.baseline) as src:
+            print(f"== the baseline, {a.baseline}", flush=True)
+            env = dict(os.environ, PYTHONPATH=str(src))
+            subprocess.run([sys.executable, __file__, *argv], env=env, check=True)
+
+
+def run(a: argparse.Namespace) -> None:
     value = os.urandom(a.value_size)
     n = a.mb_produce * 1024 * 1024 // a.value_size
     with LocalCluster(
