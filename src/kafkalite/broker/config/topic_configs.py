@@ -127,9 +127,14 @@ def broker_entries(broker: BrokerServer, resource_name: str = "") -> list[Config
 def check_topic_overrides(broker: BrokerServer, overrides: dict[str, str]) -> str | None:
     """Why these topic overrides are invalid, or None."""
     try:
-        LogConfig.from_properties(overrides, default_log_config(broker))
+        cfg = LogConfig.from_properties(overrides, default_log_config(broker))
     except InvalidConfig as exc:
         return str(exc)
+    if cfg.remote_storage_enable and not broker.config.get("remote.log.storage.system.enable"):
+        return (  # KIP-405: Kafka's words
+            "Tiered Storage functionality is disabled in the broker. Topic cannot be configured "
+            "with remote log storage."
+        )
     return None
 
 
