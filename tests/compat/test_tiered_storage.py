@@ -120,3 +120,14 @@ def test_archive_then_read_from_offset_zero_before_and_after_restart(tmp_path: P
         got = _read_all(bs, N)
         assert [o for o, _ in got] == list(range(N))
         assert all(v == _value(o) for o, v in got)
+
+
+def test_a_broker_without_tiered_storage_refuses_the_topic_config(tmp_path: Path) -> None:
+    with Broker(tmp_path / "plain") as b:
+        admin = AdminClient({"bootstrap.servers": f"{b.host}:{b.port}"})
+        fut = admin.create_topics([NewTopic("t", 1, 1, config={"remote.storage.enable": "true"})])
+        with pytest.raises(KafkaException) as info:
+            fut["t"].result(10)
+        err = info.value.args[0]
+        assert err.name() == "INVALID_CONFIG"
+        assert "Tiered Storage functionality is disabled in the broker" in err.str()

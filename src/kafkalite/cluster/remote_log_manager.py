@@ -79,12 +79,11 @@ def remote_retention_victims(
     retention_ms: int,
     retention_bytes: int,
     local_size: int,
-    local_start: int,
     now_ms: int,
 ) -> list[RemoteLogSegmentMetadata]:
-    """The oldest copied segments retention.ms / retention.bytes (over both tiers) let go; a
-    segment still wholly needed because the local log starts after it is never the only copy
-    kept: the remote segments are checked oldest first and the first survivor ends the run."""
+    """The oldest copied segments retention.ms / retention.bytes let go, as Kafka's RLM task: the
+    size is the remote segments' plus the local ones not copied yet (`local_size`); oldest first,
+    the first segment kept ends the run."""
     out: list[RemoteLogSegmentMetadata] = []
     remote_size = sum(m.segment_size_in_bytes for m in segments)
     excess = remote_size + local_size - retention_bytes if retention_bytes >= 0 else -1
@@ -326,12 +325,13 @@ class RemoteLogManager:
         cfg = part.config
         if not cfg.delete:
             return
+        highest = self.cache.highest_copied_offset(part.topic, part.partition)
+        only_local = sum(s.size for s in part._log.segments if s.base_offset > highest)
         victims = remote_retention_victims(
             self.cache.copied_segments(part.topic, part.partition),
             cfg.retention_ms,
             cfg.retention_bytes,
-            part.size_in_bytes,
-            part.log_start_offset,
+            only_local,
             self.clock(),
         )
         for m in victims:

@@ -1,0 +1,110 @@
+"""The remote log manager over a real LogManager and ReplicaManager: it copies rolled segments below the
+high watermark, local retention waits for the copy, a dead leader's half copy is cleaned up, retention.bytes
+expires remote segments with their metadata, and a new manager rebuilds the same state by replay."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+
+from kafkalite.cluster.remote_log_manager import (
+    REMOTE_LOG_METADATA_TOPIC,
+    RemoteLogManager,
+    copy_candidates,
+)
+from kafkalite.records import iter_batches
+from kafkalite.records.builder import build_batch
+from kafkalite.storage import LogManager
+from kafkalite.storage.remote import LocalTieredStorage, LogSegmentData, RemoteLogSegmentState
+from kafkalite.storage.remote.metadata import RemoteLogSegmentMetadata
+
+TOPIC = "t"
+TID = uuid.UUID(int=3)
+TIERED = {
+    "remote.storage.enable": "true",
+    "segment.bytes": "20000",
+    "local.retention.bytes": "20000",
+}
+
+
+def test_copy_local_retention_cleanup_remote_retention_and_replay(tmp_path: Path) -> None:
+    asyncio.run(_scenario(tmp_path))
+
+
+async def _scenario(tmp_path: Path) -> None:
+    from kafkalite.cluster.replica_manager import ReplicaManager
+
+    lm = LogManager([tmp_path / "data"])
+    lm.startup()
+    try:
+        rm = ReplicaManager(1, lm, lambda _key: None)
+        rm.create_local_leader(REMOTE_LOG_METADATA_TOPIC, 0, None)
+        part = rm.create_local_leader(TOPIC, 0, TID, TIERED)
+        lg = part._log
+        for i in range(150):
+            part.append_records_to_leader(build_batch([(None, b"%05d" % i * 100)] * 2), 1)
+        assert lg.high_watermark == 300 and len(lg.segments) >= 8
+        rsm = LocalTieredStorage(tmp_path / "remote", fsync=False)
+        rlm = RemoteLogManager(1, rm, rsm, task_interval_ms=10**9, metadata_partitions=1)
+        rm.remote_log_manager = rlm
+        await rlm.start()
+
+        # nothing copied yet: local retention keeps every segment
+        assert lg.delete_old_segments() == 0
+        rolled = [(s.base_offset, s.next_offset - 1) for s in lg.segments[:-1]]
+        assert copy_candidates(part, -1) == rolled
+        await rlm.run_once()
+        copied = rlm.cache.copied_segments(TOPIC, 0)
+        assert [(m.start_offset, m.end_offset) for m in copied] == rolled
+        assert lg.highest_offset_in_remote_storage == rolled[-1][1]
+        assert lg.delete_old_segments() > 0 and lg.log_start_offset > 0
+        assert rlm.log_start_offset(part) == 0 and rlm.serves(part, 0)
+
+        # the remote tier serves what the local log no longer has, with every offset in order
+        seen: list[int] = []
+        offset = 0
+        while offset < lg.log_start_offset:
+            data, aborted = await rlm.read(part, offset, 3000, True, lg.high_watermark)
+            assert data and aborted == []
+            for b in iter_batches(data):
+                seen.extend(range(b.base_offset, b.next_offset))
+            offset = seen[-1] + 1
+        assert seen == list(range(len(seen))) and len(seen) >= lg.log_start_offset
+
+        # a copy a dead leader left half-way (COPY_SEGMENT_STARTED, data written) is removed
+        seg = lg.segments[-1]
+        half = RemoteLogSegmentMetadata(
+            TID, TOPIC, 0, uuid.uuid4(), rolled[-1][1] + 1, rolled[-1][1] + 2, 0, 2, 0, (), 10
+        )
+        await rlm._publish(half)
+        rsm.copy_log_segment_data(half, LogSegmentData(seg.log_path, 0, b"", b"", None, None, b""))
+        assert len(rsm.list_segments()) == len(copied) + 1
+        await rlm.run_once()
+        assert len(rsm.list_segments()) == len(copied)
+        assert half.segment_id not in {m.segment_id for m in rlm.cache.segments(TOPIC, 0)}
+
+        # retention.bytes over both tiers expires the oldest remote segments, data and metadata
+        lm.set_topic_config(TOPIC, {**TIERED, "retention.bytes": "60000"})
+        await rlm.run_once()
+        left = rlm.cache.copied_segments(TOPIC, 0)
+        assert 0 < len(left) < len(copied)
+        only_local = sum(s.size for s in lg.segments if s.base_offset > left[-1].end_offset)
+        total = sum(m.segment_size_in_bytes for m in left) + only_local
+        # as Kafka's size retention: a segment goes only while the rest still reaches the limit
+        assert total - left[0].segment_size_in_bytes < 60000 <= total
+        assert len(rsm.list_segments()) == len(left)
+        assert rlm.log_start_offset(part) == left[0].start_offset > 0
+
+        # a new manager (a restart) rebuilds the same metadata from __remote_log_metadata
+        rlm2 = RemoteLogManager(1, rm, rsm, task_interval_ms=10**9, metadata_partitions=1)
+        await rlm2.start()
+        assert rlm2.cache.segments(TOPIC, 0) == rlm.cache.segments(TOPIC, 0)
+        assert all(
+            m.state is RemoteLogSegmentState.COPY_SEGMENT_FINISHED
+            for m in rlm2.cache.segments(TOPIC, 0)
+        )
+        await rlm2.stop()
+        await rlm.stop()
+    finally:
+        lm.shutdown()
