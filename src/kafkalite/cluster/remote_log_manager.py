@@ -240,7 +240,11 @@ class RemoteLogManager:
             await self._delete_orphans()
             for part in self.rm.partitions():
                 cfg = part.config
-                if not cfg.remote_storage_enable or part.closed or part.offline:
+                if part.closed or part.offline:
+                    continue
+                if not cfg.remote_storage_enable:
+                    if cfg.remote_log_delete_on_disable and part.is_leader:
+                        await self._delete_all_remote(part)
                     continue
                 if not part.is_leader:
                     self._publish_highest(part)
@@ -340,6 +344,21 @@ class RemoteLogManager:
                 "%s-%d: remote segment [%d, %d] expired by retention",
                 part.topic, part.partition, m.start_offset, m.end_offset,
             )  # fmt: skip
+
+    async def _delete_all_remote(self, part: Partition) -> None:
+        """KIP-950: remote.storage.enable turned off with remote.log.delete.on.disable=true."""
+        segs = self.cache.segments(part.topic, part.partition)
+        try:
+            for m in segs:
+                await self._delete_remote(m)
+        except (RemoteStorageError, RemoteLogMetadataError, OSError) as exc:
+            log.warning("remote tier of %s-%d: %s", part.topic, part.partition, exc)
+        if segs:
+            log.info(
+                "%s-%d: remote storage disabled, %d remote segment(s) deleted",
+                part.topic, part.partition, len(segs),
+            )  # fmt: skip
+        part._log.highest_offset_in_remote_storage = -1
 
     async def _delete_orphans(self) -> None:
         """Topic deletion: the remote segments of partitions whose topic is gone go too."""

@@ -22,7 +22,8 @@ def delete_retained_segments(
     deleted = local.delete_prefix(local.segments_below(local.log_start_offset), "log start offset")
     if not config.delete:
         return deleted
-    tiered = config.remote_storage_enable
+    # (KIP-950: with remote.log.copy.disable the local log keeps to retention.* alone)
+    tiered = config.remote_storage_enable and not config.remote_log_copy_disable
     retention_ms = config.local_retention_ms_effective if tiered else config.retention_ms
     retention_bytes = config.local_retention_bytes_effective if tiered else config.retention_bytes
     # retention deletes only segments wholly below the high watermark: never a record a

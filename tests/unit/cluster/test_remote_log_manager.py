@@ -105,6 +105,25 @@ async def _scenario(tmp_path: Path) -> None:
             for m in rlm2.cache.segments(TOPIC, 0)
         )
         await rlm2.stop()
+
+        # KIP-950: remote storage turned off with remote.log.delete.on.disable deletes the remote tier
+        lm.set_topic_config(
+            TOPIC, {"remote.storage.enable": "false", "remote.log.delete.on.disable": "true"}
+        )
+        await rlm.run_once()
+        assert rlm.cache.segments(TOPIC, 0) == [] and rsm.list_segments() == []
+        assert rlm.log_start_offset(part) == lg.log_start_offset
+
+        # topic deletion: a partition no longer hosted, of a topic that is gone, loses its remote copies
+        other = rm.create_local_leader("gone", 0, uuid.UUID(int=4), TIERED)
+        for i in range(30):
+            other.append_records_to_leader(build_batch([(None, b"%05d" % i * 100)] * 2), 1)
+        await rlm.run_once()
+        assert rlm.cache.copied_segments("gone", 0) and rsm.list_segments()
+        rm.stop_replica("gone", 0, delete=True)
+        rlm._topic_exists = lambda topic: topic != "gone"
+        await rlm.run_once()
+        assert rlm.cache.segments("gone", 0) == [] and rsm.list_segments() == []
         await rlm.stop()
     finally:
         lm.shutdown()
