@@ -2,7 +2,7 @@
 and its rsm.config.* properties (Kafka's LocalTieredStorage and Aiven's plugin names where they map), and the
 RemoteLogManager started with it on a single node.
 
-Bad settings fail startup with one line (ConfigError); S3 is refused as not built yet.
+Bad settings (or an unreachable bucket) fail startup with one line (ConfigError).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from kafkalite.broker.config.broker_config import BrokerConfig, ConfigError
 from kafkalite.cluster.remote_log_manager import REMOTE_LOG_METADATA_TOPIC, RemoteLogManager
 from kafkalite.storage.remote import LocalTieredStorage, RemoteStorageError, RemoteStorageManager
+from kafkalite.storage.remote.s3_storage import S3RemoteStorageManager, S3Settings
 
 if TYPE_CHECKING:
     from kafkalite.broker.server import BrokerServer
@@ -49,16 +50,12 @@ def build_remote_storage_manager(config: BrokerConfig) -> RemoteStorageManager:
         name = "rsm.config.dir"
     elif cls == AIVEN_RSM:
         backend = props.get("storage.backend.class", "")
-        if backend == AIVEN_S3 or any(k.startswith("storage.s3.") for k in props):
-            raise ConfigError(
-                f"{AIVEN_RSM} with the S3 backend (rsm.config.storage.s3.*): S3 is not built in "
-                "kafkalite yet; use the filesystem backend "
-                f"(rsm.config.storage.backend.class={AIVEN_FILESYSTEM}, rsm.config.storage.root)"
-            )
+        if backend == AIVEN_S3:
+            return _s3_manager(props)
         if backend != AIVEN_FILESYSTEM:
             raise ConfigError(
                 f"rsm.config.storage.backend.class={backend!r}: kafkalite builds "
-                f"{AIVEN_FILESYSTEM} only"
+                f"{AIVEN_FILESYSTEM} and {AIVEN_S3}"
             )
         root = props.get("storage.root")
         name = "rsm.config.storage.root"
@@ -73,6 +70,34 @@ def build_remote_storage_manager(config: BrokerConfig) -> RemoteStorageManager:
         return LocalTieredStorage(root)
     except RemoteStorageError as exc:
         raise ConfigError(f"{name}={root}: {exc}") from None
+
+
+def _s3_manager(props: dict[str, str]) -> RemoteStorageManager:
+    """Aiven's S3 backend settings (rsm.config.storage.s3.*, storage.aws.*, key.prefix)."""
+    bucket = props.get("storage.s3.bucket.name")
+    if not bucket:
+        raise ConfigError(f"{AIVEN_S3} needs rsm.config.storage.s3.bucket.name")
+    raw_part = props.get("storage.s3.multipart.upload.part.size", str(25 * 1024 * 1024))
+    try:
+        part = int(raw_part)
+    except ValueError:
+        raise ConfigError(
+            f"rsm.config.storage.s3.multipart.upload.part.size={raw_part}: not a whole number"
+        ) from None
+    settings = S3Settings(
+        bucket=bucket,
+        endpoint_url=props.get("storage.s3.endpoint.url") or None,
+        region=props.get("storage.s3.region") or None,
+        access_key_id=props.get("storage.aws.access.key.id") or None,
+        secret_access_key=props.get("storage.aws.secret.access.key") or None,
+        path_style=props.get("storage.s3.path.style.access.enabled", "false").lower() == "true",
+        prefix=props.get("key.prefix", ""),
+        part_size=part,
+    )
+    try:
+        return S3RemoteStorageManager(settings)
+    except RemoteStorageError as exc:
+        raise ConfigError(f"rsm.config.storage.s3.*: {exc}") from None
 
 
 def _metadata_partitions(config: BrokerConfig) -> int:

@@ -54,9 +54,20 @@ def test_kafka_and_aiven_names_give_the_directory_store(tmp_path: Path) -> None:
             {
                 "remote.log.storage.manager.class.name": AIVEN_RSM,
                 "rsm.config.storage.backend.class": AIVEN_S3,
-                "rsm.config.storage.s3.bucket.name": "b",
             },
-            "S3 is not built",
+            "needs rsm.config.storage.s3.bucket.name",
+        ),
+        (
+            {
+                "remote.log.storage.manager.class.name": AIVEN_RSM,
+                "rsm.config.storage.backend.class": AIVEN_S3,
+                "rsm.config.storage.s3.bucket.name": "b",
+                "rsm.config.storage.s3.endpoint.url": "http://127.0.0.1:9",
+                "rsm.config.storage.s3.region": "us-east-1",
+                "rsm.config.storage.aws.access.key.id": "k",
+                "rsm.config.storage.aws.secret.access.key": "s",
+            },
+            "bucket 'b' at http://127.0.0.1:9 is not reachable",
         ),
     ],
 )

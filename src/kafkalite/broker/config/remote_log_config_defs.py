@@ -41,7 +41,8 @@ REMOTE_LOG_CONFIG_DEFS: tuple[ConfigDef, ...] = (
         None,
         "The RemoteStorageManager: org.apache.kafka.server.log.remote.storage.LocalTieredStorage "
         "(a directory, rsm.config.dir) or io.aiven.kafka.tieredstorage.RemoteStorageManager with "
-        "the filesystem backend (rsm.config.storage.root). S3 is not built yet.",
+        "its filesystem (rsm.config.storage.root) or S3 backend (rsm.config.storage.s3.bucket.name, "
+        ".endpoint.url, .region, .path.style.access.enabled, storage.aws.*).",
     ),
     _d(
         "remote.log.storage.manager.impl.prefix",
