@@ -5,6 +5,7 @@ bucket finds only objects the remote log metadata points at."""
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 import sys
@@ -37,7 +38,7 @@ MiB = 1024 * 1024
 
 
 @pytest.fixture(scope="module")
-def s3_endpoint() -> Iterator[str]:
+def moto_server() -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -56,10 +57,16 @@ def s3_endpoint() -> Iterator[str]:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("moto server did not start") from None
                 time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{port}", proc
     finally:
+        proc.send_signal(signal.SIGCONT)
         proc.terminate()
         proc.wait(10)
+
+
+@pytest.fixture
+def s3_endpoint(moto_server: tuple[str, subprocess.Popen[bytes]]) -> str:
+    return moto_server[0]
 
 
 def _settings(endpoint: str, bucket: str) -> S3Settings:
@@ -77,6 +84,24 @@ def _bucket(endpoint: str) -> str:
         aws_access_key_id="test", aws_secret_access_key="test",
     ).create_bucket(Bucket=name)  # fmt: skip
     return name
+
+
+def _broker_props(endpoint: str, bucket: str) -> dict[str, str]:
+    return {
+        "remote.log.storage.system.enable": "true",
+        "remote.log.storage.manager.class.name": "io.aiven.kafka.tieredstorage.RemoteStorageManager",
+        "rsm.config.storage.backend.class": "io.aiven.kafka.tieredstorage.storage.s3.S3Storage",
+        "rsm.config.storage.s3.bucket.name": bucket,
+        "rsm.config.storage.s3.endpoint.url": endpoint,
+        "rsm.config.storage.s3.region": "us-east-1",
+        "rsm.config.storage.s3.path.style.access.enabled": "true",
+        "rsm.config.storage.s3.api.call.attempt.timeout": "1000",
+        "rsm.config.storage.aws.access.key.id": "test",
+        "rsm.config.storage.aws.secret.access.key": "test",
+        "rlmm.config.remote.log.metadata.topic.num.partitions": "1",
+        "remote.log.manager.task.interval.ms": "100",
+        "log.retention.check.interval.ms": "100",
+    }
 
 
 def _meta(start: int, size: int) -> RemoteLogSegmentMetadata:
@@ -115,20 +140,7 @@ def test_broker_archives_to_s3_and_consumer_reads_from_zero(
     from confluent_kafka.admin import AdminClient, NewTopic
 
     bucket = _bucket(s3_endpoint)
-    props = {
-        "remote.log.storage.system.enable": "true",
-        "remote.log.storage.manager.class.name": "io.aiven.kafka.tieredstorage.RemoteStorageManager",
-        "rsm.config.storage.backend.class": "io.aiven.kafka.tieredstorage.storage.s3.S3Storage",
-        "rsm.config.storage.s3.bucket.name": bucket,
-        "rsm.config.storage.s3.endpoint.url": s3_endpoint,
-        "rsm.config.storage.s3.region": "us-east-1",
-        "rsm.config.storage.s3.path.style.access.enabled": "true",
-        "rsm.config.storage.aws.access.key.id": "test",
-        "rsm.config.storage.aws.secret.access.key": "test",
-        "rlmm.config.remote.log.metadata.topic.num.partitions": "1",
-        "remote.log.manager.task.interval.ms": "100",
-        "log.retention.check.interval.ms": "100",
-    }
+    props = _broker_props(s3_endpoint, bucket)
     with Broker(tmp_path / "data", config=props) as b:
         bs = f"{b.host}:{b.port}"
         configs = {
@@ -165,4 +177,70 @@ def test_broker_archives_to_s3_and_consumer_reads_from_zero(
         names = {m.object_name for m in rlm.cache.segments(TOPIC, 0)}
         keys = rsm.list_objects()
         assert names and {k.split("/")[1].split(".")[0] for k in keys} == names
+        assert rsm.list_uploads() == []
+
+
+def _produce(bs: str, first: int, count: int) -> None:
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bs, "acks": "all", "linger.ms": 5, "batch.size": 65536})
+    for i in range(first, first + count):
+        p.produce(TOPIC, value=_value(i))
+        if i % 200 == 0:
+            p.poll(0)
+    assert p.flush(30) == 0
+
+
+@pytest.mark.slow  # (about 20 s: S3 timeouts and retries while the server is paused)
+def test_s3_paused_copy_waits_local_goes_on_and_archive_catches_up(
+    moto_server: tuple[str, subprocess.Popen[bytes]], tmp_path: Path
+) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    endpoint, proc = moto_server
+    bucket = _bucket(endpoint)
+    half = N // 2
+    with Broker(tmp_path / "data", config=_broker_props(endpoint, bucket)) as b:
+        bs = f"{b.host}:{b.port}"
+        configs = {
+            "remote.storage.enable": "true",
+            "segment.bytes": str(256 * 1024),
+            "local.retention.bytes": str(256 * 1024),
+        }
+        admin = AdminClient({"bootstrap.servers": bs})
+        admin.create_topics([NewTopic(TOPIC, 1, 1, config=configs)])[TOPIC].result(10)
+        _produce(bs, 0, half)
+        part = b.server.replica_manager.get_partition(TOPIC, 0)
+        rlm = b.server.remote_log_manager
+        _wait(lambda: part.log_start_offset > half // 2, "the first half archived")
+        proc.send_signal(signal.SIGSTOP)  # the object store stops answering
+        try:
+            errors = rlm.stats.remote_copy_errors
+            _produce(bs, half, N - half)  # produce goes on
+            _wait(lambda: rlm.stats.remote_copy_errors > errors, "a copy to fail", 60)
+            # no local segment the remote tier does not hold was deleted
+            highest = rlm.cache.highest_copied_offset(TOPIC, 0)
+            assert part.log_start_offset <= highest + 1 < half + 1000
+            # fetch of local data goes on
+            c = Consumer(
+                {"bootstrap.servers": bs, "group.id": "local", "enable.auto.commit": False}
+            )
+            c.assign([TopicPartition(TOPIC, 0, N - 10)])
+            tail = []
+            deadline = time.monotonic() + 30
+            while len(tail) < 10 and time.monotonic() < deadline:
+                m = c.poll(0.2)
+                if m is not None and m.error() is None:
+                    tail.append(m.offset())
+            c.close()
+            assert tail == list(range(N - 10, N))
+        finally:
+            proc.send_signal(signal.SIGCONT)
+        # the archive catches up, and nothing is lost
+        _wait(lambda: part.log_start_offset > N // 2 + half // 2, "the archive to catch up", 60)
+        got = _read_all(bs, N)
+        assert [o for o, _ in got] == list(range(N))
+        assert all(v == _value(o) for o, v in got)
+        rsm = S3RemoteStorageManager(_settings(endpoint, bucket))
         assert rsm.list_uploads() == []

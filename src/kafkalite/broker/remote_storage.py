@@ -84,6 +84,13 @@ def _s3_manager(props: dict[str, str]) -> RemoteStorageManager:
         raise ConfigError(
             f"rsm.config.storage.s3.multipart.upload.part.size={raw_part}: not a whole number"
         ) from None
+    raw_timeout = props.get("storage.s3.api.call.attempt.timeout", "30000")
+    try:
+        attempt_timeout_s = int(raw_timeout) / 1000
+    except ValueError:
+        raise ConfigError(
+            f"rsm.config.storage.s3.api.call.attempt.timeout={raw_timeout}: not a whole number"
+        ) from None
     settings = S3Settings(
         bucket=bucket,
         endpoint_url=props.get("storage.s3.endpoint.url") or None,
@@ -93,6 +100,8 @@ def _s3_manager(props: dict[str, str]) -> RemoteStorageManager:
         path_style=props.get("storage.s3.path.style.access.enabled", "false").lower() == "true",
         prefix=props.get("key.prefix", ""),
         part_size=part,
+        connect_timeout_s=min(5.0, attempt_timeout_s),
+        read_timeout_s=attempt_timeout_s,
     )
     try:
         return S3RemoteStorageManager(settings)
