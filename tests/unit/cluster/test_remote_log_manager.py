@@ -8,6 +8,7 @@ import asyncio
 import uuid
 from pathlib import Path
 
+from kafkalite.broker.apis.data.list_offsets import lookup
 from kafkalite.cluster.remote_log_manager import (
     REMOTE_LOG_METADATA_TOPIC,
     RemoteLogManager,
@@ -60,6 +61,12 @@ async def _scenario(tmp_path: Path) -> None:
         assert lg.highest_offset_in_remote_storage == rolled[-1][1]
         assert lg.delete_old_segments() > 0 and lg.log_start_offset > 0
         assert rlm.log_start_offset(part) == 0 and rlm.serves(part, 0)
+        # ListOffsets: EARLIEST the remote log start, EARLIEST_LOCAL the local one, LATEST_TIERED
+        # the last offset the remote tier holds
+        assert lookup(part, -2, False, rlm) == (-1, 0)
+        assert lookup(part, -4, False, rlm) == (-1, lg.log_start_offset)
+        assert lookup(part, -5, False, rlm) == (-1, rolled[-1][1])
+        assert lookup(part, -2, False, None) == (-1, lg.log_start_offset)
 
         # the remote tier serves what the local log no longer has, with every offset in order
         seen: list[int] = []
