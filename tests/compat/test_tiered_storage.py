@@ -133,3 +133,48 @@ def test_a_broker_without_tiered_storage_refuses_the_topic_config(tmp_path: Path
         err = info.value.args[0]
         assert err.name() == "INVALID_CONFIG"
         assert "Tiered Storage functionality is disabled in the broker" in err.str()
+
+
+def test_read_committed_from_the_remote_tier_skips_aborted_transactions(tmp_path: Path) -> None:
+    topic = "txn-archived"
+    with Broker(tmp_path / "data", config=_props(tmp_path)) as b:
+        bs = f"{b.host}:{b.port}"
+        admin = AdminClient({"bootstrap.servers": bs})
+        configs = {
+            "remote.storage.enable": "true",
+            "segment.bytes": str(64 * 1024),
+            "local.retention.bytes": str(64 * 1024),
+        }
+        admin.create_topics([NewTopic(topic, 1, 1, config=configs)])[topic].result(10)
+        p = Producer({"bootstrap.servers": bs, "transactional.id": "tiered-tx", "linger.ms": 5})
+        p.init_transactions(30)
+        committed: list[bytes] = []
+        for k in range(24):
+            p.begin_transaction()
+            values = [f"{k:03d}-{i:03d}".encode() * 150 for i in range(30)]
+            for v in values:
+                p.produce(topic, value=v)
+            if k % 3 == 2:
+                p.abort_transaction(30)
+            else:
+                p.commit_transaction(30)
+                committed += values
+        del p
+        part = b.server.replica_manager.get_partition(topic, 0)
+        # more than half of the log, with aborted transactions in it, is read from the remote tier
+        _wait(lambda: part.log_start_offset > part.log_end_offset // 2, "archiving")
+        c = Consumer(
+            {"bootstrap.servers": bs, "group.id": "rc", "enable.auto.commit": False,
+             "isolation.level": "read_committed"}
+        )  # fmt: skip
+        got: list[bytes] = []
+        try:
+            c.assign([TopicPartition(topic, 0, 0)])
+            deadline = time.monotonic() + 60
+            while len(got) < len(committed) and time.monotonic() < deadline:
+                m = c.poll(0.5)
+                if m is not None and m.error() is None:
+                    got.append(m.value())
+        finally:
+            c.close()
+        assert got == committed
