@@ -134,3 +134,57 @@ async def _scenario(tmp_path: Path) -> None:
         await rlm.stop()
     finally:
         lm.shutdown()
+
+
+def test_a_copy_cut_by_a_crash_is_archived_exactly_once_after_restart(tmp_path: Path) -> None:
+    asyncio.run(_crash_scenario(tmp_path))
+
+
+async def _crash_scenario(tmp_path: Path) -> None:
+    from kafkalite.cluster.replica_manager import ReplicaManager
+    from kafkalite.storage.remote.segment_export import export_segment
+
+    lm = LogManager([tmp_path / "data"])
+    lm.startup()
+    try:
+        rm = ReplicaManager(1, lm, lambda _key: None)
+        rm.create_local_leader(REMOTE_LOG_METADATA_TOPIC, 0, None)
+        part = rm.create_local_leader(TOPIC, 0, TID, TIERED)
+        lg = part._log
+        for i in range(60):
+            part.append_records_to_leader(build_batch([(None, b"%05d" % i * 100)] * 2), 1)
+        root = tmp_path / "remote"
+        rlm = RemoteLogManager(
+            1, rm, LocalTieredStorage(root), task_interval_ms=10**9, metadata_partitions=1
+        )
+        await rlm.start()
+        # the broker dies while copying the first segment: COPY_SEGMENT_STARTED is in the topic, the
+        # store holds a temporary directory with part of it
+        seg = lg.segments[0]
+        started = RemoteLogSegmentMetadata(
+            TID, TOPIC, 0, uuid.uuid4(), seg.base_offset, seg.next_offset - 1, 0, 1, 0, (), seg.size
+        )
+        await rlm._publish(started)
+        tmp = LocalTieredStorage(root).segment_dir(started)
+        half = tmp.parent / f".tmp-{tmp.name}-dead"
+        half.mkdir(parents=True)
+        (half / "segment.log").write_bytes(export_segment(lg, seg).log_segment.read_bytes()[:100])
+        await rlm.stop()
+
+        # restart: the store's leftovers go, the STARTED copy is cleaned up, every segment is
+        # archived once
+        rsm = LocalTieredStorage(root)
+        assert rsm.cleaned == 1
+        rlm2 = RemoteLogManager(1, rm, rsm, task_interval_ms=10**9, metadata_partitions=1)
+        await rlm2.start()
+        assert rlm2.cache.segments(TOPIC, 0)[0].state is RemoteLogSegmentState.COPY_SEGMENT_STARTED
+        await rlm2.run_once()
+        segs = rlm2.cache.segments(TOPIC, 0)
+        rolled = [(s.base_offset, s.next_offset - 1) for s in lg.segments[:-1]]
+        assert [(m.start_offset, m.end_offset) for m in segs] == rolled
+        assert all(m.state is RemoteLogSegmentState.COPY_SEGMENT_FINISHED for m in segs)
+        assert started.segment_id not in {m.segment_id for m in segs}
+        assert rsm.list_segments() == sorted(f"{TOPIC}-0-{TID}/{m.object_name}" for m in segs)
+        await rlm2.stop()
+    finally:
+        lm.shutdown()
