@@ -4,7 +4,9 @@ order, served from the remote tier below the local log start, before and after a
 
 from __future__ import annotations
 
+import re
 import time
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
@@ -80,7 +82,7 @@ def _list_offset(bs: str, spec: OffsetSpec) -> int:
 
 def test_archive_then_read_from_offset_zero_before_and_after_restart(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    with Broker(data, config=_props(tmp_path)) as b:
+    with Broker(data, config={**_props(tmp_path), "http.listeners": "http://127.0.0.1:0"}) as b:
         bs = f"{b.host}:{b.port}"
         admin = AdminClient({"bootstrap.servers": bs})
         configs = {
@@ -113,6 +115,13 @@ def test_archive_then_read_from_offset_zero_before_and_after_restart(tmp_path: P
         assert [o for o, _ in got] == list(range(N))
         assert all(v == _value(o) for o, v in got)
         assert rlm.stats.remote_fetch_bytes > 0
+        # Kafka's metric names for the remote tier
+        metrics = urllib.request.urlopen(b.http_url + "/metrics", timeout=10).read().decode()
+        fetched = re.search(
+            r"^kafka_server_brokertopicmetrics_remotefetchbytes_total (\S+)$", metrics, re.M
+        )
+        assert fetched is not None and float(fetched.group(1)) > 0
+        assert f'kafka_server_brokertopicmetrics_remotelogsizebytes{{topic="{TOPIC}"}}' in metrics
     # after a restart the metadata is rebuilt from __remote_log_metadata
     with Broker(data, config=_props(tmp_path)) as b:
         bs = f"{b.host}:{b.port}"
