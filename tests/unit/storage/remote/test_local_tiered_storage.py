@@ -87,3 +87,25 @@ def test_remote_reads_return_the_same_whole_batches_as_the_local_log(tmp_path: P
         assert read_remote_batches(rsm, cache, m, seg.next_offset, 1000) == (b"", seg.next_offset)
     assert len(cache) <= 2
     lg.close()
+
+
+def test_dump_log_reads_a_segment_in_the_remote_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from kafkalite.cli.main import main
+
+    lg = _log(tmp_path)
+    seg = lg.segments[1]
+    rsm = LocalTieredStorage(tmp_path / "remote", fsync=False)
+    m = _meta(seg, seg.size)
+    rsm.copy_log_segment_data(m, export_segment(lg, seg))
+    d = rsm.segment_dir(m)
+    files = f"{d / 'segment.log'},{d / 'segment.index'}"
+    assert main(["dump-log", "--files", files, "--index-sanity-check", "--output", "json"]) == 0
+    docs = json.loads(capsys.readouterr().out)
+    assert docs[0]["startingOffset"] == seg.base_offset
+    assert docs[0]["batches"][0]["baseOffset"] == seg.base_offset
+    assert not docs[1].get("mismatches")
+    lg.close()
