@@ -65,6 +65,7 @@ from kafkalite.broker.network.memory_pool import MemoryPool
 from kafkalite.broker.network.open_files import prepare_open_files
 from kafkalite.broker.network.request_handler import RequestHandler
 from kafkalite.broker.network.tls import client_context, ssl_settings
+from kafkalite.broker.remote_storage import start_remote_log_manager
 from kafkalite.broker.security.authorizer import Authorizer
 from kafkalite.broker.security.client_quotas import ClientQuotas
 from kafkalite.broker.security.sasl_auth import (
@@ -84,6 +85,7 @@ from kafkalite.cluster.metadata import (
     ensure_meta_properties,
 )
 from kafkalite.cluster.metadata_cache import BrokerEndpoint, MetadataCache
+from kafkalite.cluster.remote_log_manager import RemoteLogManager
 from kafkalite.cluster.replica_manager import ReplicaManager
 from kafkalite.cluster.replica_selector import parse_selector
 from kafkalite.cluster.replication_quota import ReplicationQuotas
@@ -204,6 +206,9 @@ class BrokerServer:
         self.share_partitions = SharePartitionManager(self)
         # components above the broker (kafkalite.web's HTTP listener) started last, stopped first
         self.extensions: list[BrokerExtension] = []
+        self.remote_log_manager: RemoteLogManager | None = (
+            None  # KIP-405, when tiered storage is on
+        )
         # ACL checks: None (everything allowed) unless authorizer.class.name is set; a bad name
         # fails here, before anything starts. Bound to the metadata store in start().
         self.authorizer: Authorizer | None = Authorizer.from_config(config, self.metadata_store)
@@ -329,6 +334,8 @@ class BrokerServer:
             if not recovering:  # (else once the last log is recovered: no passes until then)
                 settle_collector(self.log_manager, gc_enabled)
         self.log_manager.start_background()
+        if self.config.get("remote.log.storage.system.enable"):  # KIP-405 (broker.remote_storage)
+            self.remote_log_manager = await start_remote_log_manager(self)
         if recovering:
             self.local_topics.recover_later(gc_enabled)
         await self._start_listeners()
@@ -454,6 +461,9 @@ class BrokerServer:
                 await self.groups.stop()
             except Exception:
                 log.exception("stopping the group coordinator failed")
+        if self.remote_log_manager is not None:
+            await self.remote_log_manager.stop()
+            self.remote_log_manager = None
         if self._logs_open:
             self._logs_open = False
             await asyncio.to_thread(self.log_manager.shutdown)

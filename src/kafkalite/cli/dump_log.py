@@ -81,6 +81,8 @@ def _read(path: Path) -> bytes:
 
 def _base_offset(path: Path) -> int:
     try:
+        if path.stem == "segment":  # a segment in the directory remote store (KIP-405):
+            return int(path.parent.name.split("-", 1)[0])  # <start offset>-<segment id>/segment.log
         return int(path.stem)
     except ValueError:
         raise CliError(f"{path.name}: segment files are named after their base offset") from None

@@ -22,6 +22,7 @@ from kafkalite.protocol.errors import ErrorCode
 from kafkalite.storage.types import FileSlice
 
 if TYPE_CHECKING:
+    from kafkalite.cluster.remote_log_manager import RemoteLogManager
     from kafkalite.cluster.replica_manager import ReplicaManager
 
 log = logging.getLogger("kafkalite.cluster.fetch")
@@ -367,6 +368,13 @@ async def fetch_messages(
                 continue
             if throttle is not None and throttle.holds_back(part):
                 continue  # the answer carries the offsets, no records
+            rlm = rm.remote_log_manager  # KIP-405: below the local log start, the remote tier
+            if rlm is not None and part.config.remote_storage_enable:
+                pr.log_start_offset = rlm.log_start_offset(part)
+                if rlm.serves(part, tgt.offset):
+                    n = await _read_remote(rlm, part, tgt, pr, ts, max(limit, 0), first, limit_at)
+                    first, budget = first and n == 0, budget - n
+                    continue
             try:
                 info = lg.read(
                     tgt.offset, max(limit, 0), max_offset=limit_at, min_one_message=first
@@ -399,6 +407,32 @@ async def fetch_messages(
                 ts.bytes_out += region.length
             pr.region = region
     return FetchMessagesResult(out, parked_ns)
+
+
+async def _read_remote(
+    rlm: RemoteLogManager,
+    part: Partition,
+    tgt: FetchPartition,
+    pr: PartitionReadResult,
+    ts: FetchCounters,
+    limit: int,
+    first: bool,
+    limit_at: int,
+) -> int:
+    """A read below the local log start from the remote tier into `pr.records` (bytes, no file
+    region); returns the bytes read. A failed remote read answers KAFKA_STORAGE_ERROR."""
+    try:
+        data, aborted = await rlm.read(part, tgt.offset, limit, first, limit_at)
+    except Exception as exc:
+        ts.failed_fetch_requests += 1
+        log.warning("remote read of %s-%d at %d: %s", tgt.topic, tgt.partition, tgt.offset, exc)
+        pr.error_code = ErrorCode.KAFKA_STORAGE_ERROR
+        return 0
+    if data:
+        pr.records = data
+        pr.aborted_transactions = aborted
+        ts.bytes_out += len(data)
+    return len(data)
 
 
 def _answer_consumer(

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable, Coroutine, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkalite.cluster.append_records import (
     AppendOrigin,
@@ -43,6 +43,9 @@ from kafkalite.storage.errors import StorageError
 from kafkalite.storage.log_dir_move import ReplicaMove
 from kafkalite.storage.producer_state import SENTINEL_GUARD
 from kafkalite.storage.types import AppendResult, FetchDataInfo
+
+if TYPE_CHECKING:
+    from kafkalite.cluster.remote_log_manager import RemoteLogManager
 
 log = logging.getLogger("kafkalite.cluster.replica_manager")
 
@@ -85,6 +88,8 @@ class ReplicaManager:
         # KIP-890 (transaction.partition.verification.enable): a client's batch that opens a
         # transaction on a partition is appended only with the guard its verification gave
         self.transaction_verification_enabled = True
+        # KIP-405: the remote tier's reads below the local log start (None: tiered storage off)
+        self.remote_log_manager: RemoteLogManager | None = None
 
     # -- lookups -----------------------------------------------------------------------------------
     def get_partition(self, topic: str, partition: int) -> Partition | None:

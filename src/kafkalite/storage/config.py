@@ -56,6 +56,12 @@ class LogConfig:
     # KIP-73 replication throttles: "partition:broker,..." or "*" (read by cluster.replication_quota)
     leader_replication_throttled_replicas: str = ""
     follower_replication_throttled_replicas: str = ""
+    # -- KIP-405 tiered storage (KIP-950 for the disable policy); -2: the local part follows retention.*
+    remote_storage_enable: bool = False
+    local_retention_ms: int = -2
+    local_retention_bytes: int = -2
+    remote_log_copy_disable: bool = False
+    remote_log_delete_on_disable: bool = False
 
     # -- derived views -------------------------------------------------------------------------
     @property
@@ -73,6 +79,18 @@ class LogConfig:
     @property
     def delete(self) -> bool:
         return "delete" in _policies(self.cleanup_policy)
+
+    @property
+    def local_retention_ms_effective(self) -> int:
+        """How long segments stay on local disk: local.retention.ms, or retention.ms when -2."""
+        return self.retention_ms if self.local_retention_ms == -2 else self.local_retention_ms
+
+    @property
+    def local_retention_bytes_effective(self) -> int:
+        """The local part's size bound: local.retention.bytes, or retention.bytes when -2."""
+        return (
+            self.retention_bytes if self.local_retention_bytes == -2 else self.local_retention_bytes
+        )
 
     @property
     def log_append_time(self) -> bool:
@@ -151,6 +169,7 @@ class LogConfig:
                 f"`{self.message_format_version}` is not a valid version (a Kafka release such "
                 "as 2.8 or 3.0-IV1)"
             )
+        validate_remote_storage(self)
         for name in (LEADER_THROTTLED_REPLICAS, FOLLOWER_THROTTLED_REPLICAS):
             value = getattr(self, _SPECS[name].field)
             if not valid_throttled_replicas(value):
@@ -165,6 +184,39 @@ class LogConfig:
 _RELEASES = re.compile(
     r"(0\.8\.[0-2]|0\.9\.0|0\.10\.[0-2]|0\.11\.0|1\.[01]|2\.[0-8]|3\.[0-9])(\.\d+)?(-IV\d+)?"
 )
+
+
+def validate_remote_storage(cfg: LogConfig) -> None:
+    """Kafka's checks of a topic with remote.storage.enable=true (LogConfig.validateTopicLogConfigValues):
+    not compacted, and the local part no larger nor longer-lived than the whole log."""
+    for name in ("local.retention.ms", "local.retention.bytes"):
+        value = getattr(cfg, _SPECS[name].field)
+        if value < -2:
+            raise InvalidConfig(
+                f"Invalid value {value} for configuration {name}: Value must be at least -2"
+            )
+    if not cfg.remote_storage_enable:
+        return
+    if cfg.compact:
+        raise InvalidConfig("Remote log storage is unsupported for the compacted topics")
+    for local_name, whole_name in (
+        ("local.retention.bytes", "retention.bytes"),
+        ("local.retention.ms", "retention.ms"),
+    ):
+        whole = getattr(cfg, _SPECS[whole_name].field)
+        local = getattr(cfg, _SPECS[local_name].field)
+        if whole == -1 or local == -2:
+            continue
+        if local == -1:
+            raise InvalidConfig(
+                f"Invalid value -1 for configuration {local_name}: Value must not be -1 as "
+                f"{whole_name} value is set as {whole}."
+            )
+        if local > whole:
+            raise InvalidConfig(
+                f"Invalid value {local} for configuration {local_name}: Value must not be more "
+                f"than {whole_name} property value: {whole}"
+            )
 
 
 def is_message_format_version(value: str) -> bool:
@@ -362,6 +414,33 @@ _SPECS: dict[str, _Spec] = {
         "Replicas whose replication the follower throttles (follower.replication.throttled.rate): "
         "partitionId:brokerId,... naming the follower broker, or '*' for every replica.",
     ),
+    # -- KIP-405 tiered storage (one block: storage/remote, cluster/remote_log_manager) -------------
+    "remote.storage.enable": _spec(
+        "remote_storage_enable",
+        "boolean",
+        "Keep this topic's rolled segments in the remote tier (needs the broker's "
+        "remote.log.storage.system.enable=true; not for compacted topics).",
+    ),
+    "local.retention.ms": _spec(
+        "local_retention_ms",
+        "long",
+        "How long a segment stays on local disk once copied to the remote tier (-2: retention.ms).",
+    ),
+    "local.retention.bytes": _spec(
+        "local_retention_bytes",
+        "long",
+        "Size of the local part past which copied segments leave local disk (-2: retention.bytes).",
+    ),
+    "remote.log.copy.disable": _spec(
+        "remote_log_copy_disable",
+        "boolean",
+        "KIP-950: stop copying new segments; the remote ones stay readable and expire by retention.",
+    ),
+    "remote.log.delete.on.disable": _spec(
+        "remote_log_delete_on_disable",
+        "boolean",
+        "KIP-950: turning remote.storage.enable off deletes the remote segments.",
+    ),
 }
 
 PROPERTY_TO_FIELD: dict[str, str] = {k: s.field for k, s in _SPECS.items()}
@@ -384,6 +463,8 @@ _BROKER_NAMES: dict[str, tuple[str, int]] = {
     "log.retention.minutes": ("retention.ms", 60 * 1000),
     "log.retention.ms": ("retention.ms", 1),
     "log.retention.bytes": ("retention.bytes", 1),
+    "log.local.retention.ms": ("local.retention.ms", 1),
+    "log.local.retention.bytes": ("local.retention.bytes", 1),
     "log.flush.interval.messages": ("flush.messages", 1),
     "log.flush.interval.ms": ("flush.ms", 1),
     "log.cleanup.policy": ("cleanup.policy", 1),

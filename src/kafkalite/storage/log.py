@@ -68,6 +68,7 @@ class Log:
         local.on_roll = self._producers.take_snapshot
         self.leader_epoch_cache = parts.epochs
         self._latest_epoch = parts.epochs.latest_epoch  # for the append fast path
+        self.highest_offset_in_remote_storage = -1  # KIP-405, kept by the remote log manager
 
     # -- opening --------------------------------------------------------------------------------
     @classmethod
@@ -497,7 +498,8 @@ class Log:
         with self._lock:
             if self._local.closed:
                 return 0
-            deleted = delete_retained_segments(self._local, self.config, self._hw, t)
+            remote = self.highest_offset_in_remote_storage
+            deleted = delete_retained_segments(self._local, self.config, self._hw, t, remote)
             if deleted:
                 self._log_start_moved()
         return deleted

@@ -110,6 +110,7 @@ class BrokerCollector(Collector):
         self._replica_metrics(sink)
         self._controller_metrics(sink)
         self._group_metrics(sink)
+        self._remote_log_metrics(sink)
         probe = self.probe
         sink.histogram(
             "kafkalite_eventloop_lagms",
@@ -232,6 +233,48 @@ class BrokerCollector(Collector):
             "kafka_log_logflushstats_logflushrateandtimems",
             "Log flushes (fsync of segments and indexes) and how long they took, ms.",
             [((), self.broker.log_manager.flush_times)],
+        )
+
+    # -- KIP-405 / KIP-963: the remote tier (kafka.server:type=BrokerTopicMetrics, broker-wide here)
+    def _remote_log_metrics(self, sink: MetricSink) -> None:
+        rlm = self.broker.remote_log_manager
+        if rlm is None:
+            return
+        st = rlm.stats
+        for suffix, value, doc in (
+            (
+                "remotecopybytes",
+                st.remote_copy_bytes,
+                "Bytes of segments copied to the remote tier.",
+            ),
+            ("remotecopyrequests", st.remote_copy_requests, "Segments copied to the remote tier."),
+            ("failedremotecopyrequests", st.remote_copy_errors, "Segment copies that failed."),
+            ("remotefetchbytes", st.remote_fetch_bytes, "Bytes read from the remote tier."),
+            ("remotefetchrequests", st.remote_fetch_requests, "Reads from the remote tier."),
+            ("failedremotefetchrequests", st.remote_fetch_errors, "Remote reads that failed."),
+            ("remotedeleterequests", st.remote_delete_requests, "Remote segments deleted."),
+            (
+                "failedremotedeleterequests",
+                st.remote_delete_errors,
+                "Remote deletions that failed.",
+            ),
+        ):
+            sink.counter(f"kafka_server_brokertopicmetrics_{suffix}", doc, [((), value)])
+        sizes: dict[str, int] = {}
+        lag: dict[str, int] = {}
+        for topic, partition in rlm.cache.partitions():
+            sizes[topic] = sizes.get(topic, 0) + rlm.remote_size(topic, partition)
+        for (topic, _p), n in st.copy_lag.items():
+            lag[topic] = lag.get(topic, 0) + n
+        sink.gauge(
+            "kafka_server_brokertopicmetrics_remotelogsizebytes",
+            "Bytes of the topic's segments in the remote tier.",
+            [((("topic", t),), v) for t, v in sorted(sizes.items())],
+        )
+        sink.gauge(
+            "kafka_server_brokertopicmetrics_remotecopylagsegments",
+            "Rolled segments below the last stable offset not copied yet (at the last round).",
+            [((("topic", t),), v) for t, v in sorted(lag.items())],
         )
 
     # -- kafka.server:type=ReplicaManager

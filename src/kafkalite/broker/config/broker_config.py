@@ -260,6 +260,8 @@ class BrokerConfig:
                 _check_level(k, v)
             elif k.startswith("listener.name."):
                 continue  # per-listener settings kafkalite does not read are checked in check_listeners
+            elif k.startswith(("rsm.config.", "rlmm.config.")):
+                continue  # the remote storage / metadata managers' own (broker.remote_storage)
             else:
                 self.warnings.append(_unknown_note(k))
         if self.broker_id < 0:

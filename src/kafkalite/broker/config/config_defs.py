@@ -41,6 +41,7 @@ from kafkalite.broker.config.coordinator_config_defs import (
     TRANSACTION_CONFIG_DEFS,
 )
 from kafkalite.broker.config.group_config_defs import GROUP_COORDINATOR_CONFIG_DEFS
+from kafkalite.broker.config.remote_log_config_defs import REMOTE_LOG_CONFIG_DEFS
 from kafkalite.broker.config.security_config_defs import (
     SASL_CONFIG_DEFS,
     SECURITY_CONFIG_DEFS,
@@ -486,6 +487,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         *SHARE_COORDINATOR_CONFIG_DEFS,
         *SECURITY_CONFIG_DEFS,
         *CLUSTER_CONFIG_DEFS,
+        *REMOTE_LOG_CONFIG_DEFS,
         _d(
             "offsets.retention.minutes",
             T_INT,

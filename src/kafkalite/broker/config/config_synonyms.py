@@ -33,6 +33,8 @@ TOPIC_CONFIGS: dict[str, tuple[tuple[str, ...], int]] = {
     "min.insync.replicas": (("min.insync.replicas",), T_INT),
     "preallocate": (("log.preallocate",), T_BOOLEAN),
     "retention.bytes": (("log.retention.bytes",), T_LONG),
+    "local.retention.ms": (("log.local.retention.ms",), T_LONG),
+    "local.retention.bytes": (("log.local.retention.bytes",), T_LONG),
     "retention.ms": (("log.retention.ms", "log.retention.minutes", "log.retention.hours"), T_LONG),
     "segment.bytes": (("log.segment.bytes",), T_INT),
     "segment.index.bytes": (("log.index.size.max.bytes",), T_INT),

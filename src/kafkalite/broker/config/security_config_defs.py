@@ -101,6 +101,7 @@ SENSITIVE_SUFFIXES: tuple[str, ...] = (
     "ssl.truststore.password",
     "ssl.keystore.key",
     "sasl.jaas.config",
+    "secret.access.key",  # rsm.config.storage.aws.secret.access.key (tiered storage on S3)
 )
 
 

@@ -126,6 +126,12 @@ def broker_entries(broker: BrokerServer, resource_name: str = "") -> list[Config
 
 def check_topic_overrides(broker: BrokerServer, overrides: dict[str, str]) -> str | None:
     """Why these topic overrides are invalid, or None."""
+    remote = str(overrides.get("remote.storage.enable", "")).strip().lower() == "true"
+    if remote and not broker.config.get("remote.log.storage.system.enable"):
+        return (  # KIP-405, checked first as Kafka does, in its words
+            "Tiered Storage functionality is disabled in the broker. Topic cannot be configured "
+            "with remote log storage."
+        )
     try:
         LogConfig.from_properties(overrides, default_log_config(broker))
     except InvalidConfig as exc:

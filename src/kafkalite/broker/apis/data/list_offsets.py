@@ -20,6 +20,7 @@ from kafkalite.security.acl import AclOperation, ResourceType
 
 if TYPE_CHECKING:
     from kafkalite.cluster.partition import Partition
+    from kafkalite.cluster.remote_log_manager import RemoteLogManager
 
 API = LIST_OFFSETS
 log = logging.getLogger("kafkalite.broker.list_offsets")
@@ -34,14 +35,26 @@ EARLIEST_LOCAL = -4
 LATEST_TIERED = -5
 
 
-def lookup(part: Partition, ts: int, read_committed: bool = False) -> tuple[int, int]:
+def lookup(
+    part: Partition,
+    ts: int,
+    read_committed: bool = False,
+    remote: RemoteLogManager | None = None,
+) -> tuple[int, int]:
     """(timestamp, offset) for a ListOffsets timestamp query; offset -1 when nothing matches. The
-    latest offset of a read_committed client is the last stable offset."""
+    latest offset of a read_committed client is the last stable offset. With tiered storage
+    (`remote`), EARLIEST is the remote log start, EARLIEST_LOCAL the local one, LATEST_TIERED the
+    last offset the remote tier holds."""
     if ts == LATEST:
         return -1, part.last_stable_offset if read_committed else part.high_watermark
-    if ts in (EARLIEST, EARLIEST_LOCAL):
+    rlm = remote if remote is not None and part.config.remote_storage_enable else None
+    if ts == EARLIEST:
+        return -1, rlm.log_start_offset(part) if rlm is not None else part.log_start_offset
+    if ts == EARLIEST_LOCAL:
         return -1, part.log_start_offset
     if ts == LATEST_TIERED:
+        if rlm is not None:
+            return -1, rlm.cache.highest_copied_offset(part.topic, part.partition)
         return -1, part.log_start_offset - 1
     if ts == MAX_TIMESTAMP:
         t, off = part.max_timestamp_and_offset()
@@ -91,7 +104,12 @@ async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffset
                 # v0 by time is answered from segment boundaries in Kafka; the closest we give is the lookup
                 pass
             try:
-                ts, off = lookup(part, p.timestamp, v >= 2 and request.isolation_level == 1)
+                ts, off = lookup(
+                    part,
+                    p.timestamp,
+                    v >= 2 and request.isolation_level == 1,
+                    broker.replica_manager.remote_log_manager,
+                )
             except Exception as exc:
                 code = getattr(exc, "error_code", None)
                 if code is None:

@@ -1,0 +1,434 @@
+"""RemoteLogManager (KIP-405): on the leader, every remote.log.manager.task.interval.ms, copies rolled
+segments below the last stable offset to a storage.remote manager, cleans up copies a dead leader left
+half-way, applies retention.ms / .bytes to the remote tier, and serves reads below the local log start.
+
+Its metadata goes to `__remote_log_metadata` (write, then apply; replayed at start): storage.remote.metadata.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kafkalite.cluster.append_records import AppendEntry, AppendOrigin
+from kafkalite.cluster.partition import Partition
+from kafkalite.cluster.replica_manager import ReplicaManager
+from kafkalite.records import iter_batches
+from kafkalite.records.builder import build_batch
+from kafkalite.storage.remote.metadata import (
+    RemoteLogMetadataCache,
+    RemoteLogMetadataEvent,
+    RemoteLogSegmentMetadata,
+    RemoteLogSegmentState,
+    RemoteLogSegmentUpdate,
+    decode_event,
+    encode_event,
+    record_key,
+)
+from kafkalite.storage.remote.remote_read import RemoteIndexCache, read_remote_batches
+from kafkalite.storage.remote.segment_export import export_segment, segment_leader_epochs
+from kafkalite.storage.remote.storage_manager import RemoteStorageError, RemoteStorageManager
+
+log = logging.getLogger("kafkalite.cluster.remote_log_manager")
+
+REMOTE_LOG_METADATA_TOPIC = "__remote_log_metadata"
+_S = RemoteLogSegmentState
+_READ_CHUNK = 4 * 1024 * 1024
+
+
+class RemoteLogMetadataError(Exception):
+    """A metadata record could not be written to `__remote_log_metadata`."""
+
+
+def metadata_partition(topic_id: uuid.UUID, partition: int, partitions: int) -> int:
+    """The `__remote_log_metadata` partition of a topic-partition's events (kafkalite's own
+    placement: crc32 of the record key; Kafka hashes with murmur2)."""
+    return zlib.crc32(record_key(topic_id, partition)) % partitions
+
+
+def topic_id_of(part: Partition) -> uuid.UUID:
+    tid = part._log.topic_id
+    return tid if tid is not None else uuid.uuid5(uuid.NAMESPACE_URL, f"kafkalite:{part.topic}")
+
+
+def copy_candidates(part: Partition, highest_copied: int) -> list[tuple[int, int]]:
+    """(base offset, last offset) of the rolled segments to copy now: after `highest_copied`, wholly
+    below the last stable offset and the high watermark (never the active segment)."""
+    lg = part._log
+    bound = min(lg.last_stable_offset, lg.high_watermark)
+    out = []
+    segs = lg.segments
+    for seg in segs[:-1]:
+        last = seg.next_offset - 1
+        if last <= highest_copied or seg.size == 0:
+            continue
+        if seg.next_offset > bound:
+            break
+        out.append((seg.base_offset, last))
+    return out
+
+
+def remote_retention_victims(
+    segments: list[RemoteLogSegmentMetadata],
+    retention_ms: int,
+    retention_bytes: int,
+    local_size: int,
+    now_ms: int,
+) -> list[RemoteLogSegmentMetadata]:
+    """The oldest copied segments retention.ms / retention.bytes let go, as Kafka's RLM task: the
+    size is the remote segments' plus the local ones not copied yet (`local_size`); oldest first,
+    the first segment kept ends the run."""
+    out: list[RemoteLogSegmentMetadata] = []
+    remote_size = sum(m.segment_size_in_bytes for m in segments)
+    excess = remote_size + local_size - retention_bytes if retention_bytes >= 0 else -1
+    for m in segments:
+        by_time = retention_ms >= 0 and now_ms - m.max_timestamp_ms > retention_ms
+        by_size = retention_bytes >= 0 and excess - m.segment_size_in_bytes >= 0
+        if not (by_time or by_size):
+            break
+        excess -= m.segment_size_in_bytes
+        out.append(m)
+    return out
+
+
+@dataclass(slots=True)
+class RemoteLogManagerStats:
+    """Kafka's names: RemoteCopyBytesPerSec, RemoteFetchBytesPerSec, ...Errors (as totals)."""
+
+    remote_copy_bytes: int = 0
+    remote_copy_requests: int = 0
+    remote_copy_errors: int = 0
+    remote_fetch_bytes: int = 0
+    remote_fetch_requests: int = 0
+    remote_fetch_errors: int = 0
+    remote_delete_requests: int = 0
+    remote_delete_errors: int = 0
+    copy_lag: dict[tuple[str, int], int] = field(default_factory=dict)
+
+
+class RemoteLogManager:
+    """One per broker; runs on the event loop, the remote store's calls on worker threads."""
+
+    def __init__(
+        self,
+        broker_id: int,
+        replica_manager: ReplicaManager,
+        rsm: RemoteStorageManager,
+        *,
+        task_interval_ms: int = 30000,
+        metadata_partitions: int = 50,
+        ensure_metadata_topic: Callable[[], None] | None = None,
+        topic_exists: Callable[[str], bool] | None = None,
+        clock: Callable[[], int] | None = None,
+    ) -> None:
+        self.broker_id = broker_id
+        self.rm = replica_manager
+        self.rsm = rsm
+        self.task_interval_ms = task_interval_ms
+        self.metadata_partitions = metadata_partitions
+        self._ensure_topic = ensure_metadata_topic
+        self._topic_exists = topic_exists
+        self.clock = clock or (lambda: int(time.time() * 1000))
+        self.cache = RemoteLogMetadataCache()
+        self.index_cache = RemoteIndexCache(rsm)
+        self.stats = RemoteLogManagerStats()
+        self._task: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()  # one round at a time (the task and tests' run_once)
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Create the metadata topic if needed, rebuild the metadata by replay, start the task."""
+        if self._ensure_topic is not None:
+            self._ensure_topic()
+        await asyncio.to_thread(self._replay_all)
+        for part in self.rm.partitions():
+            self._publish_highest(part)
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        await asyncio.to_thread(self.rsm.close)
+
+    def _replay_all(self) -> None:
+        n = 0
+        for p in range(self.metadata_partitions):
+            part = self.rm.get_partition(REMOTE_LOG_METADATA_TOPIC, p)
+            if part is None:
+                continue
+            offset, end = part.log_start_offset, part.log_end_offset
+            while offset < end:
+                region = part.read(offset, _READ_CHUNK).slice
+                if region is None:
+                    break
+                advanced = False
+                for batch in iter_batches(region.read_bytes(), allow_truncated_tail=True):
+                    if batch.next_offset <= offset:
+                        continue
+                    advanced = True
+                    offset = batch.next_offset
+                    if batch.is_control:
+                        continue
+                    for r in batch.records:
+                        if r.value is None:
+                            continue
+                        try:
+                            self.cache.replay(decode_event(r.value))
+                            n += 1
+                        except (ValueError, KeyError) as exc:
+                            log.warning("skipped a %s record: %s", REMOTE_LOG_METADATA_TOPIC, exc)
+                if not advanced:
+                    break
+        log.info("remote log metadata: replayed %d event(s)", n)
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.task_interval_ms / 1000)
+            try:
+                await self.run_once()
+            except Exception:
+                log.exception("remote log manager round failed")
+
+    # -- metadata -----------------------------------------------------------------------------------
+    async def _publish(self, event: RemoteLogMetadataEvent) -> None:
+        """Write the event to its `__remote_log_metadata` partition and wait until it is committed,
+        then apply it (the replay at start applies the same events the same way)."""
+        key, value = encode_event(event)
+        p = metadata_partition(event.topic_id, event.partition, self.metadata_partitions)
+        appended = self.rm.append_records(
+            [(REMOTE_LOG_METADATA_TOPIC, (AppendEntry(p, build_batch([(key, value)])),))],
+            -1,
+            30000,
+            AppendOrigin.COORDINATOR,
+        )
+        result = appended.results[0][0]
+        if not result.error_code and appended.delayed is not None:
+            await appended.delayed.complete()
+        if result.error_code:
+            raise RemoteLogMetadataError(
+                f"{REMOTE_LOG_METADATA_TOPIC}-{p}: error {result.error_code} writing the metadata "
+                f"of {event.topic}-{event.partition}"
+            )
+        self.cache.apply(event)
+
+    async def _update(self, m: RemoteLogSegmentMetadata, state: RemoteLogSegmentState) -> None:
+        event = RemoteLogSegmentUpdate(
+            m.topic_id, m.topic, m.partition, m.segment_id, state, self.clock(), self.broker_id
+        )
+        await self._publish(event)
+
+    def _publish_highest(self, part: Partition) -> None:
+        """Tell the log what the remote tier holds (its local retention waits for it)."""
+        part._log.highest_offset_in_remote_storage = self.cache.highest_copied_offset(
+            part.topic, part.partition
+        )
+
+    # -- one round ----------------------------------------------------------------------------------
+    async def run_once(self) -> None:
+        """Copy, clean up and expire on every partition this broker leads with remote storage on;
+        followers learn what the remote tier holds (for their local retention)."""
+        async with self._lock:
+            await self._delete_orphans()
+            for part in self.rm.partitions():
+                cfg = part.config
+                if part.closed or part.offline:
+                    continue
+                if not cfg.remote_storage_enable:
+                    if cfg.remote_log_delete_on_disable and part.is_leader:
+                        await self._delete_all_remote(part)
+                    continue
+                if not part.is_leader:
+                    self._publish_highest(part)
+                    continue
+                try:
+                    await self._clean_up_unfinished(part)
+                    if not cfg.remote_log_copy_disable:
+                        await self._copy_segments(part)
+                    await self._expire_remote(part)
+                except (RemoteStorageError, RemoteLogMetadataError, OSError) as exc:
+                    log.warning("remote tier of %s-%d: %s", part.topic, part.partition, exc)
+                finally:
+                    self._publish_highest(part)
+
+    async def _copy_segments(self, part: Partition) -> None:
+        highest = self.cache.highest_copied_offset(part.topic, part.partition)
+        todo = copy_candidates(part, highest)
+        self.stats.copy_lag[part.key] = len(todo)
+        for base, last in todo:
+            if not part.is_leader:
+                return
+            await self._copy_one(part, base, last)
+            self.stats.copy_lag[part.key] -= 1
+
+    async def _copy_one(self, part: Partition, base: int, last: int) -> None:
+        lg = part._log
+        seg = next((s for s in lg.segments if s.base_offset == base), None)
+        if seg is None or seg.next_offset - 1 != last:
+            return  # retention or truncation took it meanwhile
+        data = await asyncio.to_thread(export_segment, lg, seg)
+        epochs = segment_leader_epochs(lg.leader_epoch_cache.entries(), base, last)
+        meta = RemoteLogSegmentMetadata(
+            topic_id_of(part), part.topic, part.partition, uuid.uuid4(), base, last,
+            seg.max_timestamp if seg.max_timestamp >= 0 else seg.largest_timestamp(),
+            self.broker_id, self.clock(), epochs, data.log_size,
+        )  # fmt: skip
+        await self._publish(meta)
+        try:
+            await asyncio.to_thread(self.rsm.copy_log_segment_data, meta, data)
+        except (RemoteStorageError, OSError):
+            self.stats.remote_copy_errors += 1
+            raise  # (the STARTED segment is cleaned up next round)
+        await self._update(meta, _S.COPY_SEGMENT_FINISHED)
+        self.stats.remote_copy_requests += 1
+        self.stats.remote_copy_bytes += data.log_size
+        log.info(
+            "copied %s-%d [%d, %d] (%d bytes) to the remote tier",
+            part.topic, part.partition, base, last, data.log_size,
+        )  # fmt: skip
+
+    async def _delete_remote(self, m: RemoteLogSegmentMetadata) -> None:
+        """DELETE_SEGMENT_STARTED, remove the data, DELETE_SEGMENT_FINISHED: the data never outlives
+        its metadata (a crash between leaves DELETE_STARTED, finished by the next round)."""
+        if m.state is not _S.DELETE_SEGMENT_STARTED:
+            await self._update(m, _S.DELETE_SEGMENT_STARTED)
+        try:
+            await asyncio.to_thread(self.rsm.delete_log_segment_data, m)
+        except (RemoteStorageError, OSError):
+            self.stats.remote_delete_errors += 1
+            raise
+        self.index_cache.forget(m.segment_id)
+        m2 = next(
+            (s for s in self.cache.segments(m.topic, m.partition) if s.segment_id == m.segment_id),
+            None,
+        )
+        if m2 is not None:
+            await self._update(m2, _S.DELETE_SEGMENT_FINISHED)
+        self.stats.remote_delete_requests += 1
+
+    async def _clean_up_unfinished(self, part: Partition) -> None:
+        """Copies a previous leader (or this broker before a crash) left STARTED, and deletions left
+        STARTED, are removed: no copy of this broker is in flight between rounds."""
+        for m in self.cache.segments(part.topic, part.partition):
+            if m.state in (_S.COPY_SEGMENT_STARTED, _S.DELETE_SEGMENT_STARTED):
+                log.info(
+                    "%s-%d: removing remote segment %s left in %s",
+                    part.topic, part.partition, m.object_name, m.state.name,
+                )  # fmt: skip
+                await self._delete_remote(m)
+
+    async def _expire_remote(self, part: Partition) -> None:
+        cfg = part.config
+        if not cfg.delete:
+            return
+        highest = self.cache.highest_copied_offset(part.topic, part.partition)
+        only_local = sum(s.size for s in part._log.segments if s.base_offset > highest)
+        victims = remote_retention_victims(
+            self.cache.copied_segments(part.topic, part.partition),
+            cfg.retention_ms,
+            cfg.retention_bytes,
+            only_local,
+            self.clock(),
+        )
+        for m in victims:
+            await self._delete_remote(m)
+            log.info(
+                "%s-%d: remote segment [%d, %d] expired by retention",
+                part.topic, part.partition, m.start_offset, m.end_offset,
+            )  # fmt: skip
+
+    async def _delete_all_remote(self, part: Partition) -> None:
+        """KIP-950: remote.storage.enable turned off with remote.log.delete.on.disable=true."""
+        segs = self.cache.segments(part.topic, part.partition)
+        try:
+            for m in segs:
+                await self._delete_remote(m)
+        except (RemoteStorageError, RemoteLogMetadataError, OSError) as exc:
+            log.warning("remote tier of %s-%d: %s", part.topic, part.partition, exc)
+        if segs:
+            log.info(
+                "%s-%d: remote storage disabled, %d remote segment(s) deleted",
+                part.topic, part.partition, len(segs),
+            )  # fmt: skip
+        part._log.highest_offset_in_remote_storage = -1
+
+    async def _delete_orphans(self) -> None:
+        """Topic deletion: the remote segments of partitions whose topic is gone go too."""
+        exists = self._topic_exists
+        if exists is None:
+            return
+        for topic, partition in self.cache.partitions():
+            if self.rm.get_partition(topic, partition) is None and not exists(topic):
+                try:
+                    for m in self.cache.segments(topic, partition):
+                        await self._delete_remote(m)
+                except (RemoteStorageError, RemoteLogMetadataError, OSError) as exc:
+                    log.warning("remote tier of deleted %s-%d: %s", topic, partition, exc)
+
+    # -- reads --------------------------------------------------------------------------------------
+    def log_start_offset(self, part: Partition) -> int:
+        """The partition's log start across tiers (Kafka's logStartOffset of a tiered log)."""
+        local = part.log_start_offset
+        if not part.config.remote_storage_enable:
+            return local
+        remote = self.cache.log_start_offset(part.topic, part.partition)
+        return local if remote is None else min(remote, local)
+
+    def serves(self, part: Partition, offset: int) -> bool:
+        """Whether a fetch at `offset` goes to the remote tier: below the local log start, at or
+        after the remote log start."""
+        if offset >= part.log_start_offset or not part.config.remote_storage_enable:
+            return False
+        start = self.cache.log_start_offset(part.topic, part.partition)
+        return start is not None and offset >= start
+
+    async def read(
+        self, part: Partition, offset: int, max_bytes: int, min_one_message: bool, upper: int
+    ) -> tuple[bytes, list[tuple[int, int]]]:
+        """(whole batches from `offset`, aborted transactions (producer id, first offset) in them) read
+        from the remote tier, never past `upper` (the HW / LSO limit) by a whole segment's worth."""
+        m = self.cache.segment_for_offset(part.topic, part.partition, offset)
+        if m is None or m.start_offset >= upper:
+            return b"", []
+        self.stats.remote_fetch_requests += 1
+        try:
+            data, nxt = await asyncio.to_thread(
+                read_remote_batches, self.rsm, self.index_cache, m, offset, max_bytes,
+                min_one_message,
+            )  # fmt: skip
+            aborted = await asyncio.to_thread(self._aborted, part, offset, nxt)
+        except (RemoteStorageError, OSError):
+            self.stats.remote_fetch_errors += 1
+            raise
+        self.stats.remote_fetch_bytes += len(data)
+        return data, aborted
+
+    def _aborted(self, part: Partition, start: int, upper: int) -> list[tuple[int, int]]:
+        """Aborted transactions overlapping [start, upper) from the remote transaction indexes (the
+        abort marker may sit in a later segment, even a local one)."""
+        out: list[tuple[int, int]] = []
+        for m in self.cache.copied_segments(part.topic, part.partition):
+            if m.end_offset < start:
+                continue
+            for pid, first, last, _lso in self.index_cache.aborted(m):
+                if last >= start and first < upper:
+                    out.append((pid, first))
+        local_start = part.log_start_offset
+        out += [
+            (a.producer_id, a.first_offset)
+            for a in part.collect_aborted_transactions(local_start, max(upper, local_start + 1))
+            if a.first_offset < upper
+        ]
+        return sorted(set(out), key=lambda t: t[1])
+
+    # -- sizes ----------------------------------------------------------------------------------------
+    def remote_size(self, topic: str, partition: int) -> int:
+        return self.cache.size_in_bytes(topic, partition)
