@@ -191,9 +191,19 @@ class SharePartition:
         return self.end_offset
 
     def acquire(
-        self, member_id: str, batches: Sequence[tuple[int, int]], max_records: int, now_ms: int
+        self,
+        member_id: str,
+        batches: Sequence[tuple[int, int]],
+        max_records: int,
+        now_ms: int,
+        *,
+        finish_batch: bool = False,
     ) -> list[AcquiredRange]:
-        """Lock records of the given log batches (base offset, last offset) for `member_id`."""
+        """Lock records of the given log batches (base offset, last offset) for `member_id`.
+
+        New records are taken while fewer than `max_in_flight` are in flight; `finish_batch` (the
+        rest of a log batch already begun, batch-optimized acquisition) lets them run past that
+        limit, as Kafka's acquisition does, so that no batch has to be sent twice."""
         acquired: list[AcquiredRange] = []
         if max_records <= 0:
             return acquired
@@ -209,7 +219,7 @@ class SharePartition:
             while offset <= last and count < max_records:
                 if offset >= self.end_offset:
                     # new records (any hole before `offset` stays a hole)
-                    room = config.max_in_flight - self._open
+                    room = max_records if finish_batch else config.max_in_flight - self._open
                     if room <= 0:
                         full = True
                         break

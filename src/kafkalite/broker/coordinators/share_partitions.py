@@ -446,7 +446,9 @@ class SharePartitionManager:
         """Acquire up to `max_records` records for `member_id`. `batch_optimized` (ShareAcquireMode
         0, and every ShareFetch before v2) makes it a soft limit as in Kafka (KIP-1206): the last
         batch begun is acquired to its end, so no batch is sent again for its rest; otherwise
-        (RECORD_LIMIT) it is strict. The in-flight limit holds either way."""
+        (RECORD_LIMIT) it is strict. The in-flight limit (max.record.locks) gates new records:
+        none are taken once it is reached, but, as in Kafka, a batch begun below it is finished
+        past it in batch-optimized mode."""
         sp = lp.sp
         if sp.start_offset < part.log_start_offset:
             # retention (or DeleteRecords) removed records the group never finished
@@ -541,13 +543,13 @@ def _to_batch_end(
     now: int,
 ) -> list[AcquiredRange]:
     """`ranges` with the rest of the batch their last offset falls in acquired too (what of it is
-    available, within the in-flight limit), merged into them."""
+    available, past the in-flight limit if need be), merged into them."""
     end = ranges[-1].last_offset
     i = bisect.bisect_right(bounds, end, key=lambda b: b[0]) - 1
     if i < 0 or bounds[i][1] <= end:
         return ranges
     last = bounds[i][1]
-    more = sp.acquire(member_id, [(end + 1, last)], last - end, now)
+    more = sp.acquire(member_id, [(end + 1, last)], last - end, now, finish_batch=True)
     out = list(ranges)
     for r in more:
         tail = out[-1]
