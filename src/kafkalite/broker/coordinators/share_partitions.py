@@ -172,6 +172,8 @@ class SharePartitionManager:
         self._ticker: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[ErrorCode]] = set()  # persists under way
         self.channels: ChannelManager | None = None  # to dead-letter partitions led elsewhere
+        # share fetches waiting for records, per share-partition (ShareFetch lets them go first)
+        self.parked: dict[Key, int] = {}
         self._next_session_check = 0
 
     # -- lifecycle ---------------------------------------------------------------------------------
