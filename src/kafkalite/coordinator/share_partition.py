@@ -191,19 +191,12 @@ class SharePartition:
         return self.end_offset
 
     def acquire(
-        self,
-        member_id: str,
-        batches: Sequence[tuple[int, int]],
-        max_records: int,
-        now_ms: int,
-        *,
-        finish_batch: bool = False,
-    ) -> list[AcquiredRange]:
-        """Lock records of the given log batches (base offset, last offset) for `member_id`.
-
-        New records are taken while fewer than `max_in_flight` are in flight; `finish_batch` (the
-        rest of a log batch already begun, batch-optimized acquisition) lets them run past that
-        limit, as Kafka's acquisition does, so that no batch has to be sent twice."""
+        self, member_id: str, batches: Sequence[tuple[int, int]], max_records: int, now_ms: int,
+        *, finish_batch: bool = False,
+    ) -> list[AcquiredRange]:  # fmt: skip
+        """Lock records of the given log batches (base offset, last offset) for `member_id`. New
+        records are taken while fewer than `max_in_flight` are in flight; `finish_batch` (the rest
+        of a batch begun) lets them run past that limit, as Kafka's acquisition does."""
         acquired: list[AcquiredRange] = []
         if max_records <= 0:
             return acquired
