@@ -191,9 +191,12 @@ class SharePartition:
         return self.end_offset
 
     def acquire(
-        self, member_id: str, batches: Sequence[tuple[int, int]], max_records: int, now_ms: int
-    ) -> list[AcquiredRange]:
-        """Lock records of the given log batches (base offset, last offset) for `member_id`."""
+        self, member_id: str, batches: Sequence[tuple[int, int]], max_records: int, now_ms: int,
+        *, finish_batch: bool = False,
+    ) -> list[AcquiredRange]:  # fmt: skip
+        """Lock records of the given log batches (base offset, last offset) for `member_id`. New
+        records are taken while fewer than `max_in_flight` are in flight; `finish_batch` (the rest
+        of a batch begun) lets them run past that limit, as Kafka's acquisition does."""
         acquired: list[AcquiredRange] = []
         if max_records <= 0:
             return acquired
@@ -209,7 +212,7 @@ class SharePartition:
             while offset <= last and count < max_records:
                 if offset >= self.end_offset:
                     # new records (any hole before `offset` stays a hole)
-                    room = config.max_in_flight - self._open
+                    room = max_records if finish_batch else config.max_in_flight - self._open
                     if room <= 0:
                         full = True
                         break

@@ -116,7 +116,7 @@ class ShareSnapshot:
 
 @dataclass(frozen=True, slots=True)
 class ShareUpdate:
-    """An incremental change (a ShareUpdateValue): kafkalite never writes one but replays Kafka's."""
+    """An incremental change (a ShareUpdateValue), merged into the state so far on replay."""
 
     snapshot_epoch: int
     leader_epoch: int
@@ -145,6 +145,13 @@ def share_snapshot_key(key: SharePartitionKey) -> bytes:
     return _versioned(
         ShareSnapshotKey(group_id=key.group_id, topic_id=key.topic_id, partition=key.partition),
         SHARE_SNAPSHOT_RECORD_TYPE,
+    )
+
+
+def share_update_key(key: SharePartitionKey) -> bytes:
+    return _versioned(
+        ShareUpdateKey(group_id=key.group_id, topic_id=key.topic_id, partition=key.partition),
+        SHARE_UPDATE_RECORD_TYPE,
     )
 
 
@@ -226,9 +233,25 @@ def snapshot_record(key: SharePartitionKey, snapshot: ShareSnapshot) -> Coordina
     return CoordinatorRecord(share_snapshot_key(key), share_snapshot_value(snapshot), key, snapshot)
 
 
+def update_record(
+    key: SharePartitionKey, update: ShareUpdate, merged: ShareSnapshot | None = None
+) -> CoordinatorRecord:
+    """A ShareUpdate record; `merged` (the state once it is applied, when the writer knows it)
+    spares the live path the merge that a replay does."""
+    return CoordinatorRecord(
+        share_update_key(key), share_update_value(update), key, (update, merged)
+    )
+
+
 def share_tombstone(key: SharePartitionKey) -> CoordinatorRecord:
     """The record that deletes a share-partition's state (compaction drops it later)."""
     return CoordinatorRecord(share_snapshot_key(key), None, key, None)
+
+
+def share_update_tombstone(key: SharePartitionKey) -> CoordinatorRecord:
+    """Deletes the share-partition's last ShareUpdate, so compaction cannot leave it alone to
+    bring a deleted state back on a later load (replay ignores it otherwise)."""
+    return CoordinatorRecord(share_update_key(key), None, key, None)
 
 
 # ---------------------------------------------------------------------------
@@ -303,5 +326,8 @@ __all__ = [
     "partition_for",
     "share_snapshot_key",
     "share_tombstone",
+    "share_update_key",
+    "share_update_tombstone",
     "snapshot_record",
+    "update_record",
 ]

@@ -1,5 +1,12 @@
 """The share coordinator's state: the durable state of every share-partition per `__share_group_state`
 partition, its operations returning (records, result), loading by replay and fencing by state and leader epoch.
+
+As in Kafka, a write is recorded as a ShareUpdate (a delta) and, every `updates_per_snapshot` updates
+(or when the state epoch changes), as a whole ShareSnapshot. An update holds the batches that differ
+from the share-partition's last snapshot, not from the update before it: the topic is compacted,
+which keeps only the last record of each key, and the last snapshot with the last update still
+replays to the whole state (the stored state only moves forward per offset, as the batch combiner
+keeps the batch of highest delivery count and state).
 """
 
 from __future__ import annotations
@@ -22,7 +29,9 @@ from kafkalite.coordinator.share_records import (
     parse_value,
     partition_for,
     share_tombstone,
+    share_update_tombstone,
     snapshot_record,
+    update_record,
 )
 from kafkalite.coordinator.types import CoordinatorRecord
 from kafkalite.protocol.errors import ErrorCode
@@ -32,6 +41,8 @@ log = logging.getLogger("kafkalite.coordinator.share")
 
 E = ErrorCode
 _SNAPSHOT_EPOCH_MODULUS = 1 << 16  # the snapshot epoch is a uint16 on the wire
+# share.coordinator.snapshot.update.records.per.snapshot's default
+UPDATES_PER_SNAPSHOT = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,8 +72,15 @@ class ShareStateManager:
     memory, raised by reads, to fence writes from a former partition leader.
     """
 
-    def __init__(self, num_partitions: int) -> None:
+    def __init__(
+        self, num_partitions: int, updates_per_snapshot: int = UPDATES_PER_SNAPSHOT
+    ) -> None:
         self.num_partitions = num_partitions
+        self.updates_per_snapshot = updates_per_snapshot
+        # each share-partition's last ShareSnapshot (what updates are written against) and the
+        # number of ShareUpdates applied since
+        self.snapshots: dict[int, dict[SharePartitionKey, ShareSnapshot]] = {}
+        self.update_counts: dict[int, dict[SharePartitionKey, int]] = {}
         # partitions we lead -> their leader epoch when we became leader
         self.coordinator_epochs: dict[int, int] = {}
         self.loading_partitions: set[int] = set()
@@ -188,16 +206,43 @@ class ShareStateManager:
                 start_offset,
                 combine_state_batches((), batches, start_offset),
             )
+            record = snapshot_record(key, snapshot)
         else:
             new_start = current.start_offset if start_offset == -1 else start_offset
-            snapshot = ShareSnapshot(
-                snapshot_epoch=_next_snapshot_epoch(current),
-                state_epoch=current.state_epoch if state_epoch == -1 else state_epoch,
-                leader_epoch=current.leader_epoch if leader_epoch == -1 else leader_epoch,
-                start_offset=new_start,
-                state_batches=combine_state_batches(current.state_batches, batches, new_start),
-            )
-        return [snapshot_record(key, snapshot)], ShareStateResult(
+            new_state_epoch = current.state_epoch if state_epoch == -1 else state_epoch
+            merged = combine_state_batches(current.state_batches, batches, new_start)
+            base = self.snapshots.get(partition, {}).get(key)
+            updates = self.update_counts.get(partition, {}).get(key, 0)
+            if (
+                base is None
+                or updates >= self.updates_per_snapshot
+                or new_state_epoch != current.state_epoch
+                or new_start < current.start_offset  # a delta cannot bring cut offsets back
+            ):
+                snapshot = ShareSnapshot(
+                    snapshot_epoch=_next_snapshot_epoch(current),
+                    state_epoch=new_state_epoch,
+                    leader_epoch=current.leader_epoch if leader_epoch == -1 else leader_epoch,
+                    start_offset=new_start,
+                    state_batches=merged,
+                )
+                record = snapshot_record(key, snapshot)
+            else:
+                snapshot = ShareSnapshot(
+                    snapshot_epoch=current.snapshot_epoch,
+                    state_epoch=current.state_epoch,
+                    leader_epoch=current.leader_epoch if leader_epoch == -1 else leader_epoch,
+                    start_offset=new_start,
+                    state_batches=merged,
+                )
+                update = ShareUpdate(
+                    snapshot_epoch=base.snapshot_epoch,
+                    leader_epoch=snapshot.leader_epoch,
+                    start_offset=new_start,
+                    state_batches=changed_since(base.state_batches, merged),
+                )
+                record = update_record(key, update, snapshot)
+        return [record], ShareStateResult(
             E.NO_ERROR, None, snapshot.state_epoch, snapshot.start_offset, snapshot.state_batches
         )
 
@@ -209,7 +254,7 @@ class ShareStateManager:
         _, current = checked
         if current is None:
             return [], ShareStateResult(E.NO_ERROR)
-        return [share_tombstone(key)], ShareStateResult(E.NO_ERROR)
+        return [share_tombstone(key), share_update_tombstone(key)], ShareStateResult(E.NO_ERROR)
 
     # ------------------------------------------------------------------ applying records
 
@@ -221,17 +266,30 @@ class ShareStateManager:
         self,
         partition: int,
         key: SharePartitionKey,
-        value: ShareSnapshot | ShareUpdate | None,
+        value: ShareSnapshot | ShareUpdate | tuple[ShareUpdate, ShareSnapshot | None] | None,
     ) -> None:
         states = self.states.setdefault(partition, {})
         epochs = self.leader_epochs.setdefault(partition, {})
+        snapshots = self.snapshots.setdefault(partition, {})
+        counts = self.update_counts.setdefault(partition, {})
         if value is None:
             states.pop(key, None)
             epochs.pop(key, None)
+            snapshots.pop(key, None)
+            counts.pop(key, None)
             return
-        if isinstance(value, ShareUpdate):
+        merged: ShareSnapshot | None = None
+        if isinstance(value, tuple):  # an update this coordinator wrote, with its result
+            value, merged = value
+        if isinstance(value, ShareSnapshot):
+            snapshots[key] = value
+            counts[key] = 0
+        else:
+            counts[key] = counts.get(key, 0) + 1
             current = states.get(key)
-            if current is None:
+            if merged is not None:
+                value = merged
+            elif current is None:
                 value = ShareSnapshot(
                     value.snapshot_epoch,
                     DEFAULT_STATE_EPOCH,
@@ -281,6 +339,8 @@ class ShareStateManager:
         self.loading_partitions.add(partition)
         self.states[partition] = {}
         self.leader_epochs[partition] = {}
+        self.snapshots[partition] = {}
+        self.update_counts[partition] = {}
 
     def replay(self, partition: int, key: bytes | None, value: bytes | None) -> None:
         """Feed one record of the partition's log, oldest first, while it loads."""
@@ -306,10 +366,24 @@ class ShareStateManager:
         self.loading_partitions.discard(partition)
         self.states.pop(partition, None)
         self.leader_epochs.pop(partition, None)
+        self.snapshots.pop(partition, None)
+        self.update_counts.pop(partition, None)
 
     def shutdown(self) -> None:
         for partition in list(self.coordinator_epochs):
             self.unload(partition)
+
+
+def changed_since(
+    base: tuple[PersisterStateBatch, ...], merged: tuple[PersisterStateBatch, ...]
+) -> tuple[PersisterStateBatch, ...]:
+    """The batches of `merged` that `base` does not hold as they are: combined with `base` (cut
+    at the new start offset) they give `merged` again, since `merged` is at least `base` at every
+    offset and the combiner's output is canonical."""
+    if not base:
+        return merged
+    held = set(base)
+    return tuple(b for b in merged if b not in held)
 
 
 def _next_snapshot_epoch(current: ShareSnapshot | None) -> int:

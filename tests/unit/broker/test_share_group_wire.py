@@ -6,6 +6,7 @@ dead-letter topic, ShareGroupDescribe and ListGroups with type share, and state 
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -339,6 +340,33 @@ def test_max_records_is_a_soft_limit_unless_record_limit_is_asked(
     assert acquired(r) == [(0, 0, 2)]
     # v1: batch-optimized; what others hold is skipped, the available rest taken
     assert acquired(fetch(wire, group, c, 0, tid, max_records=1, version=1, mode=0)) == [(1, 2, 2)]
+
+
+def test_a_waiting_share_fetch_goes_before_the_member_that_frees_records(
+    share_broker: Broker, wire: WireClient
+) -> None:
+    """A member that releases records and fetches in the same ShareFetch does not take them back
+    while another member's ShareFetch waits for records: the waiting one gets them."""
+    topic, group, tid = setup_group(share_broker, wire, 10)
+    a = join(wire, group, topic).member_id
+    b = join(wire, group, topic).member_id
+    assert acquired(fetch(wire, group, a, 0, tid, max_records=10)) == [(0, 9, 1)]
+    parked = share_broker.server.share_partitions.parked
+    got: list[Any] = []
+    with WireClient(share_broker.bootstrap_servers, timeout=15) as other:
+        waiter = threading.Thread(
+            target=lambda: got.append(fetch(other, group, b, 0, tid, max_records=10, wait_ms=10000))
+        )
+        waiter.start()
+        deadline = time.monotonic() + 10
+        while not parked and time.monotonic() < deadline:  # B's fetch waits for records
+            time.sleep(0.01)
+        assert parked
+        r = fetch(wire, group, a, 1, tid, acks=[(0, 9, 2)], max_records=10, wait_ms=0)
+        waiter.join(15)
+    assert part_of(r).acknowledge_error_code == 0
+    assert acquired(r) == []
+    assert len(got) == 1 and acquired(got[0]) == [(0, 9, 2)]
 
 
 def test_state_survives_a_restart(tmp_path: Path) -> None:

@@ -102,6 +102,19 @@ def test_acquire_respects_max_in_flight_for_new_offsets_only() -> None:
     assert sp.acquire("m3", [(2, 9)], 100, now_ms=0) == [AcquiredRange(2, 2, 2)]
 
 
+def test_finishing_a_batch_runs_past_max_in_flight_but_starts_nothing_new() -> None:
+    """Kafka's acquisition: the in-flight limit gates new records, and the batch begun below it is
+    acquired to its end (batch-optimized), so it is not sent again for its rest."""
+    sp = make(max_in_flight=5)
+    assert sp.acquire("m1", [(0, 9)], 100, now_ms=0) == [AcquiredRange(0, 4, 1)]
+    got = sp.acquire("m1", [(5, 9)], 5, now_ms=0, finish_batch=True)
+    assert got == [AcquiredRange(5, 9, 1)]
+    assert sp.in_flight_count() == 10
+    assert sp.acquire("m2", [(10, 12)], 100, now_ms=0) == []  # over the limit: nothing new
+    assert sp.acknowledge("m1", [ack(0, 7, ACCEPT)], 0).error is ErrorCode.NO_ERROR
+    assert sp.acquire("m2", [(10, 12)], 100, now_ms=0) == [AcquiredRange(10, 12, 1)]
+
+
 def test_holes_between_batches_are_skipped_but_end_offset_moves_past_them() -> None:
     sp = make()
     got = sp.acquire("m1", [(0, 2), (5, 6), (9, 9)], 100, now_ms=0)

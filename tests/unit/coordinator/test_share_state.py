@@ -24,6 +24,7 @@ from kafkalite.coordinator.share_records import (
     parse_key,
     parse_value,
     share_snapshot_key,
+    share_update_key,
     share_update_value,
     snapshot_record,
 )
@@ -151,9 +152,10 @@ def test_initialize_write_read() -> None:
     assert c.m.read(key(), 0)[1].batches == batches
     assert c.m.read_summary(key(), 0)[1] == ShareStateResult(E.NO_ERROR, None, 1, 10)
     snap = c.m.state(key())
-    assert snap is not None and snap.snapshot_epoch == 1  # initialize 0, write 1
-    # every write is one whole snapshot record
-    assert all(r.parsed_value is not None for r in c.log[c.m.partition_for(key())])
+    # initialize wrote snapshot 0; the write is a ShareUpdate against it
+    assert snap is not None and snap.snapshot_epoch == 0
+    log = c.log[c.m.partition_for(key())]
+    assert [parse_key(r.key)[0] for r in log] == [0, 1]
 
 
 def test_write_is_fenced_by_state_epoch() -> None:
@@ -199,7 +201,7 @@ def test_write_merges_offset_by_offset_and_cuts_at_the_start_offset() -> None:
     fresh = key(1)
     c.commit(c.m.initialize(fresh, 2, 0))
     assert c.commit(c.m.write(fresh, 2, -1, -1, (B(0, 0, 2, 1),))).error == E.NO_ERROR
-    assert c.m.state(fresh) == ShareSnapshot(1, 2, -1, 0, (B(0, 0, 2, 1),))
+    assert c.m.state(fresh) == ShareSnapshot(0, 2, -1, 0, (B(0, 0, 2, 1),))
 
 
 def test_delete_writes_a_tombstone() -> None:
@@ -207,11 +209,91 @@ def test_delete_writes_a_tombstone() -> None:
     c.commit(c.m.write(key(), 2, 1, 5, (B(5, 6, 0, 1),)))
     records, result = c.m.delete(key())
     assert result.error == E.NO_ERROR
-    assert [(r.key, r.value) for r in records] == [(share_snapshot_key(key()), None)]
+    # both keys: a ShareUpdate left alone by compaction must not bring the state back
+    assert [(r.key, r.value) for r in records] == [
+        (share_snapshot_key(key()), None),
+        (share_update_key(key()), None),
+    ]
     c.commit((records, result))
     assert c.m.read(key(), 0)[1] == ShareStateResult(E.NO_ERROR)
     # the fences went with the state
     assert c.commit(c.m.write(key(), 0, 0, 0, ())).error == E.NO_ERROR
+
+
+def test_writes_are_deltas_against_the_last_snapshot_with_a_snapshot_every_n() -> None:
+    c = Coordinator()
+    c.m.updates_per_snapshot = 2
+    k = key()
+    log = c.log.setdefault(c.m.partition_for(k), [])
+    c.commit(c.m.initialize(k, 1, 0))
+    c.commit(c.m.write(k, 1, 0, 0, (B(0, 9, 0, 1), B(10, 19, 0, 1))))
+    c.commit(c.m.write(k, 1, 0, 5, (B(5, 7, 2, 1),)))
+    kinds = [parse_key(r.key)[0] for r in log]
+    assert kinds == [0, 1, 1]
+    # an update holds what differs from the last snapshot (initialize's, empty) at its start
+    last = parse_value(1, log[-1].value or b"")
+    assert isinstance(last, ShareUpdate) and last.start_offset == 5
+    assert last.state_batches == (B(5, 7, 2, 1), B(8, 19, 0, 1))
+    c.commit(c.m.write(k, 1, 0, 8, ()))  # the third write: two updates since the snapshot
+    assert parse_key(log[-1].key)[0] == 0
+    snap = c.m.state(k)
+    assert snap is not None and snap.snapshot_epoch == 1
+    assert snap.state_batches == (B(8, 19, 0, 1),)
+    c.commit(c.m.write(k, 1, 0, 9, (B(12, 12, 2, 1),)))
+    last = parse_value(1, log[-1].value or b"")
+    assert isinstance(last, ShareUpdate) and last.snapshot_epoch == 1
+    assert last.state_batches == (B(9, 11, 0, 1), B(12, 12, 2, 1), B(13, 19, 0, 1))
+    # a new state epoch (an offsets reset) and a start offset moved back are snapshots
+    c.commit(c.m.write(k, 2, 0, 9, ()))
+    assert parse_key(log[-1].key)[0] == 0
+    c.commit(c.m.write(k, 2, 0, 10, ()))
+    assert parse_key(log[-1].key)[0] == 1
+    c.commit(c.m.write(k, 2, 0, 3, (B(3, 3, 2, 1),)))
+    assert parse_key(log[-1].key)[0] == 0
+
+
+_batch = st.builds(
+    lambda first, size, state, count: B(first, first + size, state, count),
+    st.integers(0, 40),
+    st.integers(0, 6),
+    st.sampled_from([0, 2, 4]),
+    st.integers(1, 4),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.lists(_batch, max_size=4), st.integers(0, 3), st.booleans()),
+        min_size=1,
+        max_size=25,
+    ),
+    st.integers(0, 4),
+)
+def test_the_last_snapshot_and_the_last_update_rebuild_the_state(
+    writes: list[tuple[list[PersisterStateBatch], int, bool]], per_snapshot: int
+) -> None:
+    """Replay gives the live state from the whole log, and from what compaction leaves of it (the
+    last record of each key) too: an update is taken against the last snapshot."""
+    c = Coordinator()
+    c.m.updates_per_snapshot = per_snapshot
+    k = key()
+    start = 0
+    c.commit(c.m.initialize(k, 0, 0))
+    for batches, advance, keep in writes:
+        start += advance
+        c.commit(c.m.write(k, 0, 0, -1 if keep else start, tuple(batches)))
+    p = c.m.partition_for(k)
+    assert _reload(c).states[p] == c.m.states[p]
+    log = c.log[p]
+    last_of = {r.key: i for i, r in enumerate(log)}
+    compacted = ShareStateManager(NPART)
+    compacted.begin_loading(p, 1)
+    for i, r in enumerate(log):
+        if last_of[r.key] == i:
+            compacted.replay(p, r.key, r.value)
+    compacted.finish_loading(p)
+    assert compacted.states[p] == c.m.states[p]
 
 
 # ---------------------------------------------------------------------------- replay

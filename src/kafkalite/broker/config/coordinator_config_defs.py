@@ -76,6 +76,15 @@ SHARE_COORDINATOR_CONFIG_DEFS: tuple[ConfigDef, ...] = (
         at_least=1,
     ),
     _d(
+        "share.coordinator.snapshot.update.records.per.snapshot",
+        T_INT,
+        "500",
+        "ShareUpdate records (deltas) written for a share-partition before its state is written "
+        "whole again as a ShareSnapshot (0: a snapshot every time).",
+        at_least=0,
+        at_most=500,
+    ),
+    _d(
         "share.coordinator.write.timeout.ms",
         T_INT,
         "5000",

@@ -69,7 +69,10 @@ class ShareCoordinatorComponent(CoordinatorPartitions):
     # -- lifecycle ---------------------------------------------------------------------------------
     async def start(self) -> None:
         partitions = await self._open_topic(create=False)
-        self.manager = ShareStateManager(partitions)
+        per_snapshot = int(
+            self.broker.config.get("share.coordinator.snapshot.update.records.per.snapshot")
+        )
+        self.manager = ShareStateManager(partitions, per_snapshot)
         started = time.monotonic()
         led = await self._load_led_partitions()
         if led:

@@ -20,6 +20,7 @@ from kafkalite.broker.config.broker_config import BrokerConfig
 from kafkalite.broker.config.group_configs import GroupConfigManager
 from kafkalite.broker.coordinators.dead_letters import DeadLetterHost, write_dead_letters
 from kafkalite.broker.coordinators.share_persister import PersisterStateBatch, SharePersister
+from kafkalite.broker.coordinators.share_reads import RecordsRegion, batch_spans, header_spans
 from kafkalite.broker.coordinators.share_sessions import ShareSession, ShareSessionCache, now_ms
 from kafkalite.cluster.channel import ChannelManager
 from kafkalite.cluster.delayed_operations import DelayedOperations
@@ -33,9 +34,6 @@ from kafkalite.coordinator.share_partition import (
     StateBatch,
 )
 from kafkalite.protocol.errors import ErrorCode
-from kafkalite.records import iter_batches
-from kafkalite.records.header import parse_batch_header, read_magic
-from kafkalite.storage.types import FileSlice
 
 if TYPE_CHECKING:
     from kafkalite.broker.coordinators.groups import ShareSettings
@@ -52,6 +50,8 @@ _SESSION_IDLE_MS = 5 * 60 * 1000
 _SESSION_CHECK_MS = 10 * 1000
 _READ_MIN = 64 * 1024
 _READ_MAX = 8 * 1024 * 1024
+# a read this big is scanned by its batch headers, not read whole
+_HEADER_WALK_MIN_BYTES = 256 * 1024
 
 
 Key = tuple[str, uuid.UUID, int]  # group id, topic id, partition
@@ -75,29 +75,6 @@ class LoadedSharePartition:
 
 
 @dataclass(frozen=True, slots=True)
-class RecordsRegion:
-    """The acquired batches' part of a read log region, sent as it is (sendfile on plain TCP); it
-    holds the read's FileSlice, whose descriptor lease thus lasts until it is sent."""
-
-    parent: FileSlice
-    position: int
-    length: int
-
-    @property
-    def fileno(self) -> int:
-        return self.parent.fileno
-
-    def read_bytes(self) -> bytes:
-        out = bytearray()
-        while len(out) < self.length:
-            chunk = os.pread(self.fileno, self.length - len(out), self.position + len(out))
-            if not chunk:
-                break
-            out += chunk
-        return bytes(out)
-
-
-@dataclass(frozen=True, slots=True)
 class Acquired:
     records: bytes  # the batches holding `ranges`, unless `region` says where they lie in the log
     ranges: list[AcquiredRange]
@@ -106,40 +83,6 @@ class Acquired:
     @property
     def size(self) -> int:
         return self.region.length if self.region is not None else len(self.records)
-
-
-def batch_spans(
-    blob: bytes, aborted: Sequence[tuple[int, int]] = ()
-) -> tuple[list[tuple[int, int, int, int]], int]:
-    """(base offset, last offset, start, end) of each whole batch of records a consumer may see in
-    a read, and the offset after the last whole batch. Control batches are skipped, and with
-    `aborted` ((producer id, first offset) of aborted transactions, read_committed) so are the
-    batches of those transactions, up to their abort marker."""
-    out: list[tuple[int, int, int, int]] = []
-    open_aborts = sorted(aborted, key=lambda a: a[1])
-    active: set[int] = set()
-    pos = 0
-    n = len(blob)
-    end_offset = -1
-    while pos + 61 <= n:
-        if read_magic(blob, pos) < 2:  # a legacy-format topic: no transactions there
-            for b in iter_batches(blob[pos:], allow_truncated_tail=True):
-                out.append((b.base_offset, b.last_offset, pos, n))
-                end_offset = b.last_offset + 1
-            break
-        h = parse_batch_header(blob, pos)
-        end = pos + h.size
-        if end > n:
-            break
-        end_offset = h.last_offset + 1
-        while open_aborts and open_aborts[0][1] <= h.base_offset:
-            active.add(open_aborts.pop(0)[0])
-        if h.is_control:
-            active.discard(h.producer_id)  # its marker ends that transaction
-        elif not (h.is_transactional and h.producer_id in active):
-            out.append((h.base_offset, h.last_offset, pos, end))
-        pos = end
-    return out, end_offset
 
 
 class SharePartitionHost(DeadLetterHost, Protocol):
@@ -172,6 +115,8 @@ class SharePartitionManager:
         self._ticker: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[ErrorCode]] = set()  # persists under way
         self.channels: ChannelManager | None = None  # to dead-letter partitions led elsewhere
+        # share fetches waiting for records, per share-partition (ShareFetch lets them go first)
+        self.parked: dict[Key, int] = {}
         self._next_session_check = 0
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -446,7 +391,9 @@ class SharePartitionManager:
         """Acquire up to `max_records` records for `member_id`. `batch_optimized` (ShareAcquireMode
         0, and every ShareFetch before v2) makes it a soft limit as in Kafka (KIP-1206): the last
         batch begun is acquired to its end, so no batch is sent again for its rest; otherwise
-        (RECORD_LIMIT) it is strict. The in-flight limit holds either way."""
+        (RECORD_LIMIT) it is strict. The in-flight limit (max.record.locks) gates new records:
+        none are taken once it is reached, but, as in Kafka, a batch begun below it is finished
+        past it in batch-optimized mode."""
         sp = lp.sp
         if sp.start_offset < part.log_start_offset:
             # retention (or DeleteRecords) removed records the group never finished
@@ -474,10 +421,6 @@ class SharePartitionManager:
         region = info.slice
         if region is None or region.length == 0:
             return Acquired(b"", [])
-        blob = os.pread(region.fileno, region.length, region.position)
-        whole = len(blob) == region.length
-        if not whole:  # a short read: FileSlice.read_bytes reads on, and its bytes are sent
-            blob = bytes(region.read_bytes())
         aborted = (
             [
                 (a.producer_id, a.first_offset)
@@ -486,9 +429,23 @@ class SharePartitionManager:
             if committed
             else []
         )
-        spans, read_end = batch_spans(blob, aborted)
+        found = None
+        if region.length >= _HEADER_WALK_MIN_BYTES:  # big batches: their headers only
+            found = header_spans(region.fileno, region.position, region.length, aborted)
+        if found is not None:
+            blob = b""
+            whole = True
+            spans, read_end = found
+            scanned = spans[-1][3] if spans else 0
+        else:
+            blob = os.pread(region.fileno, region.length, region.position)
+            whole = len(blob) == region.length
+            if not whole:  # a short read: FileSlice.read_bytes reads on, and its bytes are sent
+                blob = bytes(region.read_bytes())
+            spans, read_end = batch_spans(blob, aborted)
+            scanned = len(blob)
         if spans and read_end > offset:
-            lp.bytes_per_record = max(len(blob) / (read_end - offset), 16.0)
+            lp.bytes_per_record = max(scanned / (read_end - offset), 16.0)
         bounds = [(b, last) for b, last, _, _ in spans]
         now = now_ms()
         ranges = sp.acquire(member_id, bounds, max_records, now)
@@ -541,13 +498,13 @@ def _to_batch_end(
     now: int,
 ) -> list[AcquiredRange]:
     """`ranges` with the rest of the batch their last offset falls in acquired too (what of it is
-    available, within the in-flight limit), merged into them."""
+    available, past the in-flight limit if need be), merged into them."""
     end = ranges[-1].last_offset
     i = bisect.bisect_right(bounds, end, key=lambda b: b[0]) - 1
     if i < 0 or bounds[i][1] <= end:
         return ranges
     last = bounds[i][1]
-    more = sp.acquire(member_id, [(end + 1, last)], last - end, now)
+    more = sp.acquire(member_id, [(end + 1, last)], last - end, now, finish_batch=True)
     out = list(ranges)
     for r in more:
         tail = out[-1]

@@ -4,6 +4,7 @@ the next records for it, up to MaxRecords, waiting up to MaxWaitMs when nothing 
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 
@@ -137,6 +138,8 @@ async def _fetch(
     keys = list(session.partitions)
     # ShareAcquireMode 0 (and before v2): MaxRecords is a soft limit, to the end of a batch
     batch_optimized = ctx.api_version < 2 or request.share_acquire_mode == 0
+    parked = manager.parked
+    yielded = False
     while True:
         targets = []
         for topic_id, index in keys:
@@ -150,6 +153,12 @@ async def _fetch(
                 out.part(topic_id, index).error_code = int(lp)
                 continue
             targets.append((topic_id, index, topic, part, lp))
+        if not yielded and any(parked.get(t[4].key) for t in targets):
+            # share fetches of other members wait on these partitions (woken by this request's
+            # acknowledgements, say): they go first, so that a member that acknowledges and
+            # fetches in one request cannot take every batch while the others starve
+            yielded = True
+            await asyncio.sleep(0)
         got = 0
         for topic_id, index, _topic, part, lp in targets:
             if budget <= 0 or max_bytes <= 0:
@@ -190,7 +199,18 @@ async def _fetch(
             return any(manager.acquirable(t[4], t[3]) for t in targets)
 
         if not ready():
-            await broker.delayed.wait_until(watch, ready, min(remaining, 1.0))
+            waiting = [t[4].key for t in targets]
+            for key in waiting:
+                parked[key] = parked.get(key, 0) + 1
+            try:
+                await broker.delayed.wait_until(watch, ready, min(remaining, 1.0))
+            finally:
+                for key in waiting:
+                    left = parked[key] - 1
+                    if left:
+                        parked[key] = left
+                    else:
+                        del parked[key]
             if ctx.connection.closed:
                 return
         keys = keys[1:] + keys[:1]
