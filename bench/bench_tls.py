@@ -257,6 +257,11 @@ def _decrypt_cost(
     return (time.process_time() - t0) / (pending / 1e9)
 
 
+def _ratio(x: float, base: float) -> float:
+    """x / base; NaN when the base is 0 (a CPU figure under one clock tick on a short run)."""
+    return x / base if base else float("nan")
+
+
 KEYS = ["produce", "produce_cpu", "produce_client", "consume", "consume_cpu", "consume_client"]
 
 
@@ -314,8 +319,8 @@ def main() -> None:
         a, b, c = (med[n][key] * scale for n in NAMES)
         digits = 0 if scale != 1.0 else 2
         print(
-            f"{label:24s}{a:12.{digits}f}{b:12.{digits}f}{c:12.{digits}f}{b / a:10.2f}x"
-            f"{c / a:15.2f}x"
+            f"{label:24s}{a:12.{digits}f}{b:12.{digits}f}{c:12.{digits}f}{_ratio(b, a):10.2f}x"
+            f"{_ratio(c, a):15.2f}x"
         )
     with tempfile.TemporaryDirectory(prefix="bench-tls-floor-") as d:
         floor = record_protection_cost(Path(d))
@@ -326,8 +331,9 @@ def main() -> None:
         f"\nfloor: record protection on one core here ({floor['cipher']}): decrypt {dec:.2f} s/GB "
         f"in 16 KiB records, {small:.2f} in ~2.7 KB ones as librdkafka sends them (produce); "
         f"pread + encrypt {enc:.2f} s/GB (consume). PLAINTEXT plus these, the least SSL can cost: "
-        f"produce {(plain_p + dec) / plain_p:.2f}x ({(plain_p + small) / plain_p:.2f}x with "
-        f"librdkafka's records), consume {(plain_c + enc) / plain_c:.2f}x the PLAINTEXT CPU per GB"
+        f"produce {_ratio(plain_p + dec, plain_p):.2f}x ({_ratio(plain_p + small, plain_p):.2f}x "
+        f"with librdkafka's records), consume {_ratio(plain_c + enc, plain_c):.2f}x the PLAINTEXT "
+        "CPU per GB"
     )
 
 
