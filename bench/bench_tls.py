@@ -10,8 +10,16 @@ AlterUserScramCredentials). Each repeat measures every listener, rotating which 
 - consume: a fresh consumer reads that topic from offset 0 (max.partition.fetch.bytes=4 MiB,
   fetch.max.bytes=64 MiB, counted in C by consume() batches); MB/s from the first record to the last.
   PLAINTEXT fetches leave through os.sendfile; SSL ones through 1 MiB preads encrypted in the broker.
-- cpu: CPU seconds the broker process used (utime + stime from /proc) per GB moved, same span.
-Medians over --repeats, with each secured listener's ratio to PLAINTEXT.
+- cpu: CPU seconds the broker process used (utime + stime from /proc) per GB moved, same span; and
+  the client's (this process: the Python loop and librdkafka's threads), which shares the two cores.
+Medians over --repeats (at least 3), records/s beside MB/s, each secured listener's ratio to PLAINTEXT
+and the machine's load average before and after.
+
+The floor: what TLS record protection itself costs one core here, measured in this process through the
+same memory-BIO path the broker's event loop uses (ssl.SSLObject): a consume pays a pread, the encryption
+and the BIO copies on top of what a PLAINTEXT sendfile costs; a produce pays the BIO copy and the
+decryption. Added to the PLAINTEXT figures they give the lowest SSL/PLAINTEXT CPU ratio Python's ssl
+module allows (without kernel TLS, which this kernel lacks: no CONFIG_TLS, no `tls` TCP ULP).
 
 Usage: python bench/bench_tls.py [--messages N] [--size BYTES] [--repeats R] [--client-auth required|none]
 """
@@ -21,6 +29,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import ssl
 import statistics
 import subprocess
 import sys
@@ -38,7 +47,7 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from peers import free_port, process_cpu_seconds, stop, wait_port
+from peers import free_port, own_cpu_seconds, process_cpu_seconds, stop, wait_port
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -106,14 +115,15 @@ def tls_broker(certs: Path, client_auth: str) -> Iterator[tuple[int, dict[str, d
 
 def produce(
     pid: int, conf: dict[str, object], topic: str, count: int, size: int
-) -> tuple[float, float]:
-    """(MB/s, broker CPU s/GB) of producing `count` records of `size` bytes to partition 0."""
+) -> tuple[float, float, float]:
+    """(MB/s, broker CPU s/GB, client CPU s/GB) of producing `count` records of `size` bytes to
+    partition 0."""
     admin = AdminClient(conf)
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
     p = Producer({**conf, "acks": 1})
     p.list_topics(topic, timeout=10)
     payload = b"x" * size
-    cpu0, t0 = process_cpu_seconds(pid), time.perf_counter()
+    cpu0, own0, t0 = process_cpu_seconds(pid), own_cpu_seconds(), time.perf_counter()
     for _ in range(count):
         while True:
             try:
@@ -124,14 +134,16 @@ def produce(
     if p.flush(300):
         raise RuntimeError("produce: undelivered records")
     elapsed, cpu = time.perf_counter() - t0, process_cpu_seconds(pid) - cpu0
+    own = own_cpu_seconds() - own0
     gb = count * size / 1e9
-    return gb * 1000 / elapsed, cpu / gb
+    return gb * 1000 / elapsed, cpu / gb, own / gb
 
 
 def consume(
     pid: int, conf: dict[str, object], topic: str, count: int, size: int
-) -> tuple[float, float]:
-    """(MB/s, broker CPU s/GB) of reading the topic from offset 0 with a fresh consumer."""
+) -> tuple[float, float, float]:
+    """(MB/s, broker CPU s/GB, client CPU s/GB) of reading the topic from offset 0 with a fresh
+    consumer."""
     c = Consumer(
         {
             **conf,
@@ -145,7 +157,7 @@ def consume(
         }
     )
     c.assign([TopicPartition(topic, 0, 0)])
-    got, t0, cpu0 = 0, 0.0, 0.0
+    got, t0, cpu0, own0 = 0, 0.0, 0.0, 0.0
     deadline = time.monotonic() + 600
     try:
         while got < count and time.monotonic() < deadline:
@@ -155,27 +167,115 @@ def consume(
             if msgs[-1].error() is not None:
                 raise RuntimeError(f"consume: {msgs[-1].error()}")
             if got == 0:
-                t0, cpu0 = time.perf_counter(), process_cpu_seconds(pid)
+                t0, cpu0, own0 = time.perf_counter(), process_cpu_seconds(pid), own_cpu_seconds()
             got += len(msgs)
         elapsed, cpu = time.perf_counter() - t0, process_cpu_seconds(pid) - cpu0
+        own = own_cpu_seconds() - own0
     finally:
         c.close()
     if got < count:
         raise RuntimeError(f"consume: {got} of {count} records")
     gb = count * size / 1e9
-    return gb * 1000 / elapsed, cpu / gb
+    return gb * 1000 / elapsed, cpu / gb, own / gb
+
+
+def record_protection_cost(
+    certs: Path, chunk: int = 1 << 20, total: int = 256 << 20, record: int = 2760
+) -> dict[str, object]:
+    """CPU s/GB of TLS record protection through memory BIOs, as the broker does it: `encrypt` is a
+    pread of `chunk` bytes, SSLObject.write and the outgoing BIO read (consume); `decrypt` is the
+    incoming BIO write and SSLObject.read into a buffer (produce), in full 16 KiB records and in
+    records of `record` bytes, about what librdkafka sends (a uprobe on SSL_read_ex counted 74,000
+    calls for 200 MB produced). Best of 3, one thread."""
+    ca = CertificateAuthority(certs / "floor")
+    server = ca.issue("broker", server=True)
+    sctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    sctx.load_cert_chain(str(server.bundle))
+    cctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    cctx.load_verify_locations(str(ca.cert))
+    cctx.check_hostname = False
+    encrypt: list[float] = []
+    decrypt: list[float] = []
+    decrypt_small: list[float] = []
+    cipher = None
+    with tempfile.TemporaryFile(dir=certs) as f:
+        f.write(os.urandom(chunk) * (total // chunk))
+        f.flush()
+        fd = f.fileno()
+        for _ in range(3):
+            s_in, s_out, c_in, c_out = (ssl.MemoryBIO() for _ in range(4))
+            srv = sctx.wrap_bio(s_in, s_out, server_side=True)
+            cli = cctx.wrap_bio(c_in, c_out)
+            for _ in range(8):  # the handshake, both ends in this thread
+                for side in (cli, srv):
+                    with contextlib.suppress(ssl.SSLWantReadError):
+                        side.do_handshake()
+                s_in.write(c_out.read())
+                c_in.write(s_out.read())
+            cipher = srv.cipher()
+            t0 = time.process_time()
+            for pos in range(0, total, chunk):
+                srv.write(os.pread(fd, chunk, pos))
+                s_out.read()
+            encrypt.append((time.process_time() - t0) / (total / 1e9))
+            for size, into in ((16384, decrypt), (record, decrypt_small)):
+                into.append(_decrypt_cost(s_in, srv, cli, c_out, os.pread(fd, chunk, 0), size))
+    return {
+        "encrypt": min(encrypt),
+        "decrypt": min(decrypt),
+        "decrypt_small": min(decrypt_small),
+        "cipher": cipher,
+    }
+
+
+def _decrypt_cost(
+    s_in: ssl.MemoryBIO,
+    srv: ssl.SSLObject,
+    cli: ssl.SSLObject,
+    c_out: ssl.MemoryBIO,
+    data: bytes,
+    record: int,
+    total: int = 128 << 20,
+) -> float:
+    """CPU s/GB of the broker's side of a produce: TLS records of `record` bytes (one client write
+    each), arriving in 256 KiB reads, written to the incoming BIO and read out into a buffer."""
+    pieces = [memoryview(data)[i : i + record] for i in range(0, len(data), record)]
+    reads, pending = [], 0
+    while pending < total:
+        for piece in pieces:
+            cli.write(piece)
+        reads.append(c_out.read())
+        pending += len(data)
+    buf = bytearray(len(data))
+    t0 = time.process_time()
+    for ciphertext in reads:
+        for at in range(0, len(ciphertext), 256 << 10):
+            s_in.write(ciphertext[at : at + (256 << 10)])
+            with contextlib.suppress(ssl.SSLWantReadError):
+                while srv.read(len(buf), buf):
+                    pass
+    return (time.process_time() - t0) / (pending / 1e9)
+
+
+def _ratio(x: float, base: float) -> float:
+    """x / base; NaN when the base is 0 (a CPU figure under one clock tick on a short run)."""
+    return x / base if base else float("nan")
+
+
+KEYS = ["produce", "produce_cpu", "produce_client", "consume", "consume_cpu", "consume_client"]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--messages", type=int, default=200_000)
     ap.add_argument("--size", type=int, default=1024)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=3, help="at least 3: figures are medians")
     ap.add_argument("--client-auth", default="required", choices=["required", "requested", "none"])
     args = ap.parse_args()
-    results: dict[str, dict[str, list[float]]] = {
-        name: {"produce": [], "produce_cpu": [], "consume": [], "consume_cpu": []} for name in NAMES
-    }
+    if args.repeats < 3:
+        ap.error("--repeats must be at least 3 (the figures are medians)")
+    results: dict[str, dict[str, list[float]]] = {name: {k: [] for k in KEYS} for name in NAMES}
+    load0 = os.getloadavg()
     with contextlib.ExitStack() as stack:
         certs = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-tls-certs-"))
         pid, confs = stack.enter_context(tls_broker(Path(certs), args.client_auth))
@@ -183,35 +283,58 @@ def main() -> None:
             order = NAMES[r % 3 :] + NAMES[: r % 3]
             for name in order:
                 topic = f"bench-{name.lower()}-{r}"
-                mbs, cpu = produce(pid, confs[name], topic, args.messages, args.size)
-                results[name]["produce"].append(mbs)
-                results[name]["produce_cpu"].append(cpu)
-                mbs, cpu = consume(pid, confs[name], topic, args.messages, args.size)
-                results[name]["consume"].append(mbs)
-                results[name]["consume_cpu"].append(cpu)
+                got = (
+                    *produce(pid, confs[name], topic, args.messages, args.size),
+                    *consume(pid, confs[name], topic, args.messages, args.size),
+                )
+                for key, value in zip(KEYS, got, strict=True):
+                    results[name][key].append(value)
                 print(
-                    f"repeat {r + 1} {name:9s} produce {results[name]['produce'][-1]:7.1f} MB/s "
-                    f"consume {results[name]['consume'][-1]:7.1f} MB/s",
+                    f"repeat {r + 1} {name:9s} produce {got[0]:7.1f} MB/s ({got[1]:.2f} broker "
+                    f"CPU s/GB) consume {got[3]:7.1f} MB/s ({got[4]:.2f})",
                     flush=True,
                 )
     med = {n: {k: statistics.median(v) for k, v in m.items()} for n, m in results.items()}
     print(
         f"\n{args.messages} records of {args.size} B, ssl.client.auth={args.client_auth}, "
-        f"medians of {args.repeats} (one broker, every listener)"
+        f"medians of {args.repeats} (one broker, every listener); load average "
+        f"{load0[0]:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} cores"
     )
     print(
         f"{'':24s}{'PLAINTEXT':>12s}{'SSL':>12s}{'SASL_SSL':>12s}{'SSL/PLAIN':>11s}"
         f"{'SASL_SSL/PLAIN':>16s}"
     )
+    rec_s = 1e6 / args.size  # records/s per MB/s
     rows = [
-        ("produce MB/s", "produce"),
-        ("produce broker CPU s/GB", "produce_cpu"),
-        ("consume MB/s", "consume"),
-        ("consume broker CPU s/GB", "consume_cpu"),
+        ("produce records/s", "produce", rec_s),
+        ("produce MB/s", "produce", 1.0),
+        ("produce broker CPU s/GB", "produce_cpu", 1.0),
+        ("produce client CPU s/GB", "produce_client", 1.0),
+        ("consume records/s", "consume", rec_s),
+        ("consume MB/s", "consume", 1.0),
+        ("consume broker CPU s/GB", "consume_cpu", 1.0),
+        ("consume client CPU s/GB", "consume_client", 1.0),
     ]
-    for label, key in rows:
-        a, b, c = (med[n][key] for n in NAMES)
-        print(f"{label:24s}{a:12.2f}{b:12.2f}{c:12.2f}{b / a:10.2f}x{c / a:15.2f}x")
+    for label, key, scale in rows:
+        a, b, c = (med[n][key] * scale for n in NAMES)
+        digits = 0 if scale != 1.0 else 2
+        print(
+            f"{label:24s}{a:12.{digits}f}{b:12.{digits}f}{c:12.{digits}f}{_ratio(b, a):10.2f}x"
+            f"{_ratio(c, a):15.2f}x"
+        )
+    with tempfile.TemporaryDirectory(prefix="bench-tls-floor-") as d:
+        floor = record_protection_cost(Path(d))
+    enc, dec = float(floor["encrypt"]), float(floor["decrypt"])  # type: ignore[arg-type]
+    small = float(floor["decrypt_small"])  # type: ignore[arg-type]
+    plain_p, plain_c = med["PLAINTEXT"]["produce_cpu"], med["PLAINTEXT"]["consume_cpu"]
+    print(
+        f"\nfloor: record protection on one core here ({floor['cipher']}): decrypt {dec:.2f} s/GB "
+        f"in 16 KiB records, {small:.2f} in ~2.7 KB ones as librdkafka sends them (produce); "
+        f"pread + encrypt {enc:.2f} s/GB (consume). PLAINTEXT plus these, the least SSL can cost: "
+        f"produce {_ratio(plain_p + dec, plain_p):.2f}x ({_ratio(plain_p + small, plain_p):.2f}x "
+        f"with librdkafka's records), consume {_ratio(plain_c + enc, plain_c):.2f}x the PLAINTEXT "
+        "CPU per GB"
+    )
 
 
 if __name__ == "__main__":
