@@ -39,12 +39,13 @@ def http_listener_urls(broker: BrokerServer) -> list[tuple[str, int]]:
 
 def build_app(broker: BrokerServer) -> web.Application:
     """The application: every route module's setup(app), in order."""
-    from kafkalite.web import console, metrics, rest
+    from kafkalite.web import console, metrics, rest, schema_registry
 
     app = web.Application(client_max_size=16 * 1024 * 1024)
     app[BROKER_KEY] = broker
     metrics.setup(app)
     rest.setup(app)
+    schema_registry.setup(app)
     console.setup(app)
     return app
 

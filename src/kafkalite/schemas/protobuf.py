@@ -1,0 +1,293 @@
+"""Protobuf schemas: `.proto` text through proto-schema-parser, or a base64 FileDescriptorProto as
+confluent-kafka's serializer registers it; both become a FileDescriptorProto (the `serialized` format),
+payloads are checked with the protobuf runtime, and Confluent's Protobuf compatibility rules apply.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.message import DecodeError
+from proto_schema_parser import ast
+from proto_schema_parser.parser import Parser
+
+from kafkalite.schemas.model import PROTOBUF, Incompatibility, ParsedSchema, invalid_schema
+
+FDP = descriptor_pb2.FileDescriptorProto
+FieldProto = descriptor_pb2.FieldDescriptorProto
+_SCALARS = {
+    name: getattr(FieldProto, "TYPE_" + name.upper())
+    for name in ("double", "float", "int64", "uint64", "int32", "fixed64", "fixed32", "bool",
+                 "string", "bytes", "uint32", "sfixed32", "sfixed64", "sint32", "sint64")
+}  # fmt: skip
+# scalar types whose wire encodings are interchangeable (Protobuf's "compatible types")
+_WIRE_GROUPS = [
+    {FieldProto.TYPE_INT32, FieldProto.TYPE_UINT32, FieldProto.TYPE_INT64,
+     FieldProto.TYPE_UINT64, FieldProto.TYPE_BOOL},
+    {FieldProto.TYPE_SINT32, FieldProto.TYPE_SINT64},
+    {FieldProto.TYPE_FIXED32, FieldProto.TYPE_SFIXED32},
+    {FieldProto.TYPE_FIXED64, FieldProto.TYPE_SFIXED64},
+    {FieldProto.TYPE_STRING, FieldProto.TYPE_BYTES},
+]  # fmt: skip
+
+
+def _decode_descriptor(text: str) -> Any:
+    stripped = text.strip()
+    if not stripped or any(c.isspace() for c in stripped) or "{" in stripped or ";" in stripped:
+        return None
+    try:
+        raw = base64.b64decode(stripped, validate=True)
+        fdp = FDP.FromString(raw)
+    except (binascii.Error, DecodeError, ValueError):
+        return None
+    return fdp
+
+
+class ProtobufSchema:
+    """One Protobuf file: its FileDescriptorProto and the files its references name."""
+
+    schema_type = PROTOBUF
+
+    def __init__(self, text: str, references: dict[str, str] | None = None) -> None:
+        fdp = _decode_descriptor(text)
+        if fdp is None:
+            try:
+                tree = Parser().parse(text)
+            except Exception as exc:
+                raise invalid_schema(f"{text[:200]}, details: {str(exc)[:300]}") from None
+            fdp = _to_descriptor(tree)
+        if not fdp.message_type and not fdp.enum_type:
+            raise invalid_schema(f"{text[:200]}, details: no message or enum is defined")
+        self.fdp = fdp
+        self.references = references or {}
+        self.text = text
+        self._pool: Any = None
+
+    def canonical(self) -> str:
+        return base64.b64encode(self.fdp.SerializeToString(deterministic=True)).decode("ascii")
+
+    def normalized(self) -> str:
+        return self.canonical()
+
+    def formatted(self, fmt: str) -> str | None:
+        return self.canonical() if fmt == "serialized" else None
+
+    # -- payloads ------------------------------------------------------------------------------------
+    def _message_class(self, indexes: list[int]) -> Any:
+        if self._pool is None:
+            pool = descriptor_pool.DescriptorPool()
+            for ref in self.references.values():
+                ref_schema = ProtobufSchema(ref)
+                ref_fdp = FDP()
+                ref_fdp.CopyFrom(ref_schema.fdp)
+                pool.Add(ref_fdp)
+            pool.Add(self.fdp)
+            self._pool = pool
+        fd = self._pool.FindFileByName(self.fdp.name)
+        desc = fd.message_types_by_name[self.fdp.message_type[indexes[0]].name]
+        for i in indexes[1:]:
+            desc = desc.nested_types[i]
+        return message_factory.GetMessageClass(desc)
+
+    def validate(self, payload: bytes) -> str | None:
+        try:
+            indexes, pos = _message_indexes(payload)
+            cls = self._message_class(indexes)
+            msg = cls()
+            msg.ParseFromString(payload[pos:])
+        except (DecodeError, IndexError, KeyError, ValueError, TypeError) as exc:
+            return f"the Protobuf payload does not match the schema: {exc!s:.200}"
+        return None
+
+    # -- compatibility ------------------------------------------------------------------------------
+    def can_read(self, writer: ParsedSchema) -> list[Incompatibility]:
+        if not isinstance(writer, ProtobufSchema):
+            return [Incompatibility("TYPE_CHANGED", "the other schema is not Protobuf")]
+        out: list[Incompatibility] = []
+        mine, theirs = _messages(self.fdp), _messages(writer.fdp)
+        for name, wfields in theirs.items():
+            rfields = mine.get(name)
+            if rfields is None:
+                out.append(Incompatibility("MESSAGE_REMOVED", f"message {name} was removed", name))
+                continue
+            for number, wf in wfields.items():
+                rf = rfields.get(number)
+                if rf is None:
+                    if wf.label == FieldProto.LABEL_REQUIRED:
+                        out.append(_field("REQUIRED_FIELD_REMOVED", name, wf))
+                    continue
+                _compare_field(name, rf, wf, out)
+            for number, rf in rfields.items():
+                if number not in wfields and rf.label == FieldProto.LABEL_REQUIRED:
+                    out.append(_field("REQUIRED_FIELD_ADDED", name, rf))
+        return out
+
+
+def _field(kind: str, message: str, f: Any) -> Incompatibility:
+    return Incompatibility(kind, f"field {f.name} (number {f.number}) of {message}", message)
+
+
+def _compare_field(message: str, rf: Any, wf: Any, out: list[Incompatibility]) -> None:
+    repeated = (rf.label == FieldProto.LABEL_REPEATED, wf.label == FieldProto.LABEL_REPEATED)
+    if repeated[0] != repeated[1]:
+        out.append(_field("FIELD_KIND_CHANGED", message, rf))
+        return
+    named = (FieldProto.TYPE_MESSAGE, FieldProto.TYPE_ENUM, FieldProto.TYPE_GROUP)
+    if rf.type in named or wf.type in named:
+        if rf.type != wf.type:
+            out.append(_field("FIELD_KIND_CHANGED", message, rf))
+        elif rf.type_name.lstrip(".") != wf.type_name.lstrip("."):
+            out.append(_field("FIELD_NAMED_TYPE_CHANGED", message, rf))
+        return
+    if rf.type != wf.type and not any(rf.type in g and wf.type in g for g in _WIRE_GROUPS):
+        out.append(_field("FIELD_SCALAR_KIND_CHANGED", message, rf))
+
+
+def _messages(fdp: Any) -> dict[str, dict[int, Any]]:
+    out: dict[str, dict[int, Any]] = {}
+
+    def walk(prefix: str, messages: Any) -> None:
+        for m in messages:
+            full = f"{prefix}{m.name}"
+            out[full] = {f.number: f for f in m.field}
+            walk(full + ".", m.nested_type)
+
+    walk(f"{fdp.package}." if fdp.package else "", fdp.message_type)
+    return out
+
+
+def _message_indexes(payload: bytes) -> tuple[list[int], int]:
+    """Confluent's framing after the schema id: a zigzag-varint count and that many indexes
+    (a lone 0 byte is [0])."""
+    pos = 0
+
+    def varint() -> int:
+        nonlocal pos
+        shift = result = 0
+        while True:
+            b = payload[pos]
+            pos += 1
+            result |= (b & 0x7F) << shift
+            if not b & 0x80:
+                break
+            shift += 7
+        return (result >> 1) ^ -(result & 1)
+
+    count = varint()
+    if count == 0:
+        return [0], pos
+    if not 0 < count < 64:
+        raise ValueError(f"bad message-index count {count}")
+    return [varint() for _ in range(count)], pos
+
+
+# -- .proto text -> FileDescriptorProto -------------------------------------------------------------
+
+
+def _to_descriptor(tree: ast.File) -> Any:
+    fdp = FDP(name="schema.proto", syntax=tree.syntax or "proto2")
+    package = ""
+    for el in tree.file_elements:
+        if isinstance(el, ast.Package):
+            package = el.name
+            fdp.package = el.name
+        elif isinstance(el, ast.Import):
+            fdp.dependency.append(el.name)
+    enums: set[str] = set()
+    messages: set[str] = set()
+
+    def collect(prefix: str, elements: Any) -> None:
+        for el in elements:
+            if isinstance(el, ast.Message):
+                messages.add(prefix + el.name)
+                collect(prefix + el.name + ".", el.elements)
+            elif isinstance(el, ast.Enum):
+                enums.add(prefix + el.name)
+
+    base = f"{package}." if package else ""
+    collect(base, tree.file_elements)
+
+    def resolve(scope: str, name: str) -> tuple[int, str]:
+        if name.startswith("."):
+            full = name[1:]
+            return (FieldProto.TYPE_ENUM if full in enums else FieldProto.TYPE_MESSAGE), name
+        parts = scope.rstrip(".").split(".") if scope.rstrip(".") else []
+        for i in range(len(parts), -1, -1):
+            candidate = ".".join([*parts[:i], name])
+            if candidate in enums:
+                return FieldProto.TYPE_ENUM, "." + candidate
+            if candidate in messages:
+                return FieldProto.TYPE_MESSAGE, "." + candidate
+        return FieldProto.TYPE_MESSAGE, "." + name  # from an import
+
+    def add_field(msg: Any, scope: str, f: Any, oneof: int | None, proto3: bool) -> None:
+        fp = msg.field.add(name=f.name, number=f.number, json_name=_json_name(f.name))
+        card = getattr(f.cardinality, "value", None)
+        fp.label = {
+            "REPEATED": FieldProto.LABEL_REPEATED,
+            "REQUIRED": FieldProto.LABEL_REQUIRED,
+        }.get(card or "", FieldProto.LABEL_OPTIONAL)
+        if f.type in _SCALARS:
+            fp.type = _SCALARS[f.type]
+        else:
+            fp.type, fp.type_name = resolve(scope, f.type)
+        if oneof is not None:
+            fp.oneof_index = oneof
+        elif proto3 and card == "OPTIONAL":
+            fp.proto3_optional = True
+            fp.oneof_index = len(msg.oneof_decl)
+            msg.oneof_decl.add(name=f"_{f.name}")
+
+    def build_message(msg: Any, scope: str, m: ast.Message, proto3: bool) -> None:
+        msg.name = m.name
+        inner = f"{scope}{m.name}."
+        for el in m.elements:
+            if isinstance(el, ast.Field):
+                add_field(msg, inner, el, None, proto3)
+            elif isinstance(el, ast.OneOf):
+                idx = len(msg.oneof_decl)
+                msg.oneof_decl.add(name=el.name)
+                for f in el.elements:
+                    if isinstance(f, ast.Field):
+                        add_field(msg, inner, f, idx, proto3)
+            elif isinstance(el, ast.MapField):
+                entry = msg.nested_type.add(name=_map_entry(el.name))
+                entry.options.map_entry = True
+                key = ast.Field(name="key", number=1, type=el.key_type)
+                value = ast.Field(name="value", number=2, type=el.value_type)
+                add_field(entry, inner, key, None, False)
+                add_field(entry, inner, value, None, False)
+                fp = msg.field.add(name=el.name, number=el.number, json_name=_json_name(el.name))
+                fp.label = FieldProto.LABEL_REPEATED
+                fp.type = FieldProto.TYPE_MESSAGE
+                fp.type_name = f".{inner}{entry.name}"
+            elif isinstance(el, ast.Message):
+                build_message(msg.nested_type.add(), inner, el, proto3)
+            elif isinstance(el, ast.Enum):
+                build_enum(msg.enum_type.add(), el)
+
+    def build_enum(en: Any, e: ast.Enum) -> None:
+        en.name = e.name
+        for v in e.elements:
+            if isinstance(v, ast.EnumValue):
+                en.value.add(name=v.name, number=v.number)
+
+    proto3 = fdp.syntax == "proto3"
+    for el in tree.file_elements:
+        if isinstance(el, ast.Message):
+            build_message(fdp.message_type.add(), base, el, proto3)
+        elif isinstance(el, ast.Enum):
+            build_enum(fdp.enum_type.add(), el)
+    return fdp
+
+
+def _json_name(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+def _map_entry(name: str) -> str:
+    return "".join(p[:1].upper() + p[1:] for p in name.split("_")) + "Entry"
