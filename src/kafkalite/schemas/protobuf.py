@@ -9,6 +9,7 @@ import base64
 import binascii
 from typing import Any
 
+from antlr4.error.ErrorListener import ErrorListener
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import DecodeError
 from proto_schema_parser import ast
@@ -34,6 +35,20 @@ _WIRE_GROUPS = [
 ]  # fmt: skip
 
 
+class _SyntaxErrors(ErrorListener):  # type: ignore[misc]
+    """Turns the .proto grammar's first syntax error into an exception (ANTLR would recover)."""
+
+    def syntaxError(
+        self, recognizer: Any, symbol: Any, line: int, column: int, msg: str, e: Any
+    ) -> None:
+        raise ValueError(f"line {line}:{column} {msg}")
+
+
+def _strict(recognizer: Any) -> None:
+    recognizer.removeErrorListeners()
+    recognizer.addErrorListener(_SyntaxErrors())
+
+
 def _decode_descriptor(text: str) -> Any:
     stripped = text.strip()
     if not stripped or any(c.isspace() for c in stripped) or "{" in stripped or ";" in stripped:
@@ -55,7 +70,7 @@ class ProtobufSchema:
         fdp = _decode_descriptor(text)
         if fdp is None:
             try:
-                tree = Parser().parse(text)
+                tree = Parser(setup_lexer=_strict, setup_parser=_strict).parse(text)
             except Exception as exc:
                 raise invalid_schema(f"{text[:200]}, details: {str(exc)[:300]}") from None
             fdp = _to_descriptor(tree)
