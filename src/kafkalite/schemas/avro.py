@@ -57,6 +57,11 @@ class AvroSchema:
     def normalized(self) -> str:
         return self.canonical_form
 
+    def record_name(self) -> str | None:
+        if isinstance(self.parsed, dict) and self.parsed.get("type") in ("record", "enum", "fixed"):
+            return str(self.parsed["name"])
+        return None
+
     def formatted(self, fmt: str) -> str | None:
         return None
 

@@ -63,6 +63,10 @@ class JsonSchema:
     def normalized(self) -> str:
         return json.dumps(self.raw, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
 
+    def record_name(self) -> str | None:
+        title = self.raw.get("title") if isinstance(self.raw, dict) else None
+        return title if isinstance(title, str) else None
+
     def formatted(self, fmt: str) -> str | None:
         return None
 

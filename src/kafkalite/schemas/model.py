@@ -196,6 +196,10 @@ class ParsedSchema(Protocol):
         """Why a serialized payload (after the framing) does not match this schema (None: it does)."""
         ...
 
+    def record_name(self) -> str | None:
+        """The record's fully qualified name, for RecordNameStrategy (None: it has none)."""
+        ...
+
     def formatted(self, fmt: str) -> str | None:
         """The schema's text in another format (`serialized` for Protobuf); None: as stored."""
         ...

@@ -87,6 +87,12 @@ class ProtobufSchema:
     def normalized(self) -> str:
         return self.canonical()
 
+    def record_name(self) -> str | None:
+        if not self.fdp.message_type:
+            return None
+        first = self.fdp.message_type[0].name
+        return f"{self.fdp.package}.{first}" if self.fdp.package else first
+
     def formatted(self, fmt: str) -> str | None:
         return self.canonical() if fmt == "serialized" else None
 

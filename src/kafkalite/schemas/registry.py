@@ -145,6 +145,7 @@ class RegistryState:
     modes: dict[str | None, str] = field(default_factory=dict)
     max_id: int = 0
     _parsed: dict[int, ParsedSchema] = field(default_factory=dict)
+    _live_ids: dict[str, frozenset[int]] = field(default_factory=dict)
 
     # -- replay ----------------------------------------------------------------------------------
     def replay(self, key_raw: bytes | None, value_raw: bytes | None) -> None:
@@ -152,6 +153,7 @@ class RegistryState:
         key = rec.parse_key(key_raw)
         if key is None:
             return
+        self._live_ids.clear()
         value = rec.parse_value(value_raw)
         if key.keytype == rec.SCHEMA and key.subject is not None and key.version is not None:
             versions = self.subjects.setdefault(key.subject, {})
@@ -200,6 +202,15 @@ class RegistryState:
             p = parse(sv.schema_type, sv.schema, self.resolve_references(sv.references))
             self._parsed[schema_id] = p
         return p
+
+    def live_ids(self, subject: str) -> frozenset[int]:
+        """The ids of a subject's live versions (cached until the next replay)."""
+        ids = self._live_ids.get(subject)
+        if ids is None:
+            versions = self.subjects.get(subject, {}).values()
+            ids = frozenset(sv.id for sv in versions if not sv.deleted)
+            self._live_ids[subject] = ids
+        return ids
 
     def subject_names(self, deleted: bool = False, prefix: str = "") -> list[str]:
         return sorted(
