@@ -24,6 +24,7 @@ from kafkalite.testing import Broker  # noqa: E402
 
 pytestmark = pytest.mark.compat
 
+RECORD_NAME = "io.confluent.kafka.serializers.subject.RecordNameStrategy"
 ORDER = {"type": "record", "name": "Order", "namespace": "shop", "fields": [{"name": "id", "type": "long"}]}  # fmt: skip
 
 
@@ -81,7 +82,7 @@ def test_record_name_strategy_and_payload_validation(broker: Broker) -> None:
         broker,
         {
             "confluent.value.schema.validation": "true",
-            "confluent.value.subject.name.strategy": "io.confluent.kafka.serializers.subject.RecordNameStrategy",  # fmt: skip
+            "confluent.value.subject.name.strategy": RECORD_NAME,
             "kafkalite.schema.payload.validation": "true",
         },
     )
