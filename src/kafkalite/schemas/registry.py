@@ -144,6 +144,7 @@ class RegistryState:
     configs: dict[str | None, dict[str, object]] = field(default_factory=dict)
     modes: dict[str | None, str] = field(default_factory=dict)
     max_id: int = 0
+    primary: tuple[int, str] | None = None  # kafkalite's NOOP announcement: (broker id, HTTP URL)
     _parsed: dict[int, ParsedSchema] = field(default_factory=dict)
     _live_ids: dict[str, frozenset[int]] = field(default_factory=dict)
 
@@ -190,6 +191,11 @@ class RegistryState:
             high = value.get("maxId")
             if isinstance(high, int):
                 self.max_id = max(self.max_id, high)
+            primary = value.get("primary")
+            if isinstance(primary, dict):
+                broker, url = primary.get("brokerId"), primary.get("url")
+                if isinstance(broker, int) and isinstance(url, str):
+                    self.primary = (broker, url)
 
     # -- reads -----------------------------------------------------------------------------------
     def parsed(self, schema_id: int) -> ParsedSchema:
@@ -443,12 +449,20 @@ class RegistryState:
         ]
         return [sv.version for sv in live], writes
 
+    def announce(self, broker_id: int, url: str) -> Record:
+        """kafkalite's NOOP record naming the primary (the leader of `_schemas`) and its HTTP URL, so
+        the other brokers forward writes there; it carries `max_id` as every NOOP record does."""
+        return rec.noop_key(), rec.dump_value(
+            {"maxId": self.max_id, "primary": {"brokerId": broker_id, "url": url}}
+        )
+
     def _keep_max(self, schema_id: int) -> list[Record]:
         """A permanent delete may drop the record holding the highest id: a NOOP record keeps
         `max_id` so compaction cannot make an id reusable."""
         if schema_id < self.max_id:
             return []
-        return [(rec.noop_key(), rec.dump_value({"maxId": self.max_id}))]
+        return [self.announce(*self.primary) if self.primary else
+                (rec.noop_key(), rec.dump_value({"maxId": self.max_id}))]  # fmt: skip
 
     def _writable(self, subject: str | None) -> None:
         if self.mode(subject) in ("READONLY", "READONLY_OVERRIDE"):

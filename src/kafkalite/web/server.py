@@ -57,8 +57,10 @@ class HttpListener:
         self.urls = urls
         self.bound: list[tuple[str, int]] = []
         self._runner: web.AppRunner | None = None
+        self._broker: BrokerServer | None = None
 
     async def start(self, broker: BrokerServer) -> None:
+        self._broker = broker
         app = build_app(broker)
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
@@ -69,8 +71,16 @@ class HttpListener:
             actual = runner.addresses[-1][1] if runner.addresses else port
             self.bound.append((host, int(actual)))
             log.info("HTTP listener on http://%s:%d (metrics, REST v3, console)", host, actual)
+        # the Schema Registry's primary announces this URL so the other brokers forward writes here
+        host, port = self.bound[0]
+        if host in ("0.0.0.0", "::", ""):
+            host = broker.local_endpoint().host
+        broker.schema_registry.http_url = f"http://{host}:{port}"
+        broker.schema_registry.broker_id = broker.broker_id
 
     async def stop(self) -> None:
+        if self._broker is not None:
+            await self._broker.schema_registry.stop()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

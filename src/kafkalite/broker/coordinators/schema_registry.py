@@ -9,6 +9,7 @@ lock on the leader, so an id answered is committed on the ISR and a new leader's
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from typing import Protocol, TypeVar
@@ -18,7 +19,7 @@ from kafkalite.cluster.append_records import AppendEntry, AppendOrigin
 from kafkalite.cluster.metadata import MetadataStore, TopicInfo
 from kafkalite.cluster.metadata_cache import MetadataCache
 from kafkalite.cluster.partition import Partition
-from kafkalite.cluster.replica_manager import ReplicaManager
+from kafkalite.cluster.replica_manager import LeadershipChange, ReplicaManager
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.records import iter_batches
 from kafkalite.records.builder import RecordBatchBuilder
@@ -96,6 +97,10 @@ class SchemaRegistryComponent:
         self._leader_epoch = -1
         self._catch_up_lock = asyncio.Lock()
         self._write_lock = asyncio.Lock()
+        self.http_url: str | None = None  # this broker's HTTP listener, once bound (kafkalite.web)
+        self.broker_id = -1
+        self._announced_epoch = -1
+        self._tasks: set[asyncio.Task[None]] = set()
 
     # -- reads ---------------------------------------------------------------------------------------
     def _partition(self) -> Partition | None:
@@ -138,6 +143,35 @@ class SchemaRegistryComponent:
         info = cache.topic(SCHEMAS_TOPIC)
         meta = info.partition(0) if info is not None else None
         return meta.leader if meta is not None else -1
+
+    # -- primary -------------------------------------------------------------------------------------
+    def on_leadership_change(self, change: LeadershipChange) -> None:
+        """Leading `_schemas` now: announce this broker's HTTP URL so the others forward writes."""
+        if any(p.topic == SCHEMAS_TOPIC for p in change.became_leader):
+            task = asyncio.get_running_loop().create_task(self._announce())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _announce(self) -> None:
+        part = self._partition()
+        url = self.http_url
+        if part is None or not part.is_leader or url is None:
+            return
+        if self._announced_epoch == part.leader_epoch:
+            return
+        epoch = part.leader_epoch
+        try:
+            await self.write(lambda s: (None, [s.announce(self.broker_id, url)]))
+            self._announced_epoch = epoch
+        except Exception as exc:  # the next write or leadership change tries again
+            log.info("announcing the schema registry primary: %s", exc)
+
+    async def stop(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
 
     # -- writes --------------------------------------------------------------------------------------
     async def _ensure_topic(self) -> Partition:
@@ -198,9 +232,17 @@ class SchemaRegistryComponent:
         """Run `operation` on the leader's current state and write its records; the answer once
         they are committed and replayed. NotPrimary on a broker that does not lead `_schemas`."""
         async with self._write_lock:
-            await self._ensure_topic()
+            part = await self._ensure_topic()
             state = await self.current()
             answer, records = operation(state)
+            if (
+                records
+                and self.http_url is not None
+                and self._announced_epoch != part.leader_epoch
+                and state.primary != (self.broker_id, self.http_url)
+            ):
+                records = [*records, state.announce(self.broker_id, self.http_url)]
+                self._announced_epoch = part.leader_epoch
             if records:
                 try:
                     await self._append(records)

@@ -5,7 +5,8 @@ compatibility tests. Reads answer from this broker's replayed state; writes go t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from aiohttp import web
@@ -14,7 +15,6 @@ from kafkalite.broker.coordinators.schema_registry import NotPrimary
 from kafkalite.schemas.formats import parse
 from kafkalite.schemas.model import (
     SCHEMA_TYPES,
-    forward_error,
     schema_not_found,
     subject_level_compat_not_configured,
     subject_level_mode_not_configured,
@@ -32,6 +32,7 @@ from kafkalite.schemas.registry import (
 from kafkalite.web.schema_registry._base import (
     body_of,
     flag,
+    forward,
     registry_of,
     reply,
     subject_of,
@@ -45,16 +46,34 @@ async def _state(request: web.Request) -> RegistryState:
     return await registry_of(request).current()
 
 
+class Forwarded(Exception):
+    """The primary's answer to a write this broker forwarded, to be sent back as it is."""
+
+    def __init__(self, response: web.Response) -> None:
+        super().__init__("forwarded")
+        self.response = response
+
+
 async def _write(
     request: web.Request, operation: Callable[[RegistryState], tuple[_T, list[Record]]]
 ) -> _T:
     try:
         return await registry_of(request).write(operation)
     except NotPrimary as exc:
-        raise forward_error(
-            f"this broker does not lead _schemas (the leader is broker {exc.leader}); send "
-            "writes to its HTTP listener"
-        ) from None
+        raise Forwarded(await forward(request, exc.leader)) from None
+
+
+def forwarded(handler: Callable[[web.Request], Awaitable[web.Response]]) -> Callable[[web.Request], Awaitable[web.Response]]:  # fmt: skip
+    """A write route whose request may be answered by the primary."""
+
+    @functools.wraps(handler)
+    async def run(request: web.Request) -> web.Response:
+        try:
+            return await handler(request)
+        except Forwarded as done:
+            return done.response
+
+    return run
 
 
 def _schema_id(request: web.Request) -> int:
@@ -332,23 +351,23 @@ def add_routes(app: web.Application) -> None:
     r.add_get("/schemas/guids/{guid}", schema_by_guid)
     r.add_get("/subjects", list_subjects)
     r.add_post("/subjects/{subject}", lookup)
-    r.add_delete("/subjects/{subject}", delete_subject)
+    r.add_delete("/subjects/{subject}", forwarded(delete_subject))
     r.add_get("/subjects/{subject}/versions", list_versions)
-    r.add_post("/subjects/{subject}/versions", register)
+    r.add_post("/subjects/{subject}/versions", forwarded(register))
     r.add_get("/subjects/{subject}/versions/{version}", get_version)
-    r.add_delete("/subjects/{subject}/versions/{version}", delete_version)
+    r.add_delete("/subjects/{subject}/versions/{version}", forwarded(delete_version))
     r.add_get("/subjects/{subject}/versions/{version}/schema", get_version_schema)
     r.add_get("/subjects/{subject}/versions/{version}/referencedby", referenced_by)
     r.add_get("/subjects/{subject}/metadata", subject_metadata)
     for path in ("/config", "/config/{subject}"):
         r.add_get(path, get_config)
-        r.add_put(path, put_config)
-        r.add_delete(path, delete_config)
+        r.add_put(path, forwarded(put_config))
+        r.add_delete(path, forwarded(delete_config))
     r.add_get("/mode", get_mode)
-    r.add_put("/mode", put_mode)
+    r.add_put("/mode", forwarded(put_mode))
     r.add_get("/mode/{subject}", get_mode)
-    r.add_put("/mode/{subject}", put_mode)
-    r.add_delete("/mode/{subject}", delete_mode)
+    r.add_put("/mode/{subject}", forwarded(put_mode))
+    r.add_delete("/mode/{subject}", forwarded(delete_mode))
     r.add_post("/compatibility/subjects/{subject}/versions/{version}", test_compatibility)
     r.add_post("/compatibility/subjects/{subject}/versions", test_compatibility)
     r.add_get("/v1/metadata/id", metadata_id)
