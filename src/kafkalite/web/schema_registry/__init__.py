@@ -12,7 +12,7 @@ import logging
 from aiohttp import web
 
 from kafkalite.schemas.model import RegistryError
-from kafkalite.web.rest._base import Handler, RestError, broker_of
+from kafkalite.web.rest._base import PRINCIPAL_KEY, Handler, RestError, broker_of
 from kafkalite.web.rest.auth import BasicAuthenticator, auth_required
 from kafkalite.web.schema_registry import routes
 from kafkalite.web.schema_registry._base import (
@@ -55,7 +55,7 @@ async def registry_middleware(request: web.Request, handler: Handler) -> web.Str
     try:
         if auth_required(broker_of(request)):
             try:
-                await request.app[AUTH_KEY].authenticate(request)
+                request[PRINCIPAL_KEY] = await request.app[AUTH_KEY].authenticate(request)
             except RestError as exc:
                 raise RegistryError(exc.status, exc.status, exc.message) from None
         if not _accepts(request.headers.get("Accept")):

@@ -29,6 +29,7 @@ from kafkalite.schemas.registry import (
     guid_of,
     request_schema,
 )
+from kafkalite.security.acl import AclOperation
 from kafkalite.web.schema_registry._base import (
     body_of,
     flag,
@@ -37,6 +38,7 @@ from kafkalite.web.schema_registry._base import (
     reply,
     subject_of,
 )
+from kafkalite.web.schema_registry.acl import may, require_cluster, require_schema, require_subject
 from kafkalite.web.server import BROKER_KEY
 
 _T = TypeVar("_T")
@@ -101,12 +103,14 @@ async def schema_types(request: web.Request) -> web.Response:
 async def schema_by_id(request: web.Request) -> web.Response:
     state = await _state(request)
     sv = state.schema_by_id(_schema_id(request))
+    require_schema(request, state, sv.id)
     return reply(_id_body(state, sv, request.query.get("format")))
 
 
 async def schema_text_by_id(request: web.Request) -> web.Response:
     state = await _state(request)
     sv = state.schema_by_id(_schema_id(request))
+    require_schema(request, state, sv.id)
     return reply(sv.schema)
 
 
@@ -114,6 +118,7 @@ async def subjects_by_id(request: web.Request) -> web.Response:
     state = await _state(request)
     sid = _schema_id(request)
     state.schema_by_id(sid)
+    require_schema(request, state, sid)
     subject = request.query.get("subject")
     usages = state.usages(sid, flag(request, "deleted"))
     return reply(sorted({u.subject for u in usages if subject is None or u.subject == subject}))
@@ -123,6 +128,7 @@ async def versions_by_id(request: web.Request) -> web.Response:
     state = await _state(request)
     sid = _schema_id(request)
     state.schema_by_id(sid)
+    require_schema(request, state, sid)
     usages = state.usages(sid, flag(request, "deleted"))
     return reply([{"subject": u.subject, "version": u.version} for u in usages])
 
@@ -132,6 +138,7 @@ async def schema_by_guid(request: web.Request) -> web.Response:
     guid = request.match_info["guid"]
     for sid, sv in state.by_id.items():
         if guid_of(sid, sv) == guid:
+            require_schema(request, state, sid)
             return reply(_id_body(state, sv, request.query.get("format")))
     raise schema_not_found(f"Schema {guid} not found")
 
@@ -139,20 +146,23 @@ async def schema_by_guid(request: web.Request) -> web.Response:
 # -- /subjects ------------------------------------------------------------------------------------
 async def list_subjects(request: web.Request) -> web.Response:
     state = await _state(request)
-    return reply(
-        state.subject_names(flag(request, "deleted"), request.query.get("subjectPrefix", ""))
-    )
+    names = state.subject_names(flag(request, "deleted"), request.query.get("subjectPrefix", ""))
+    return reply([s for s in names if may(request, AclOperation.DESCRIBE, s)])
 
 
 async def list_versions(request: web.Request) -> web.Response:
     state = await _state(request)
-    versions = state.live_versions(subject_of(request), flag(request, "deleted"))
+    subject = subject_of(request)
+    require_subject(request, AclOperation.DESCRIBE, subject)
+    versions = state.live_versions(subject, flag(request, "deleted"))
     return reply([sv.version for sv in versions])
 
 
 async def get_version(request: web.Request) -> web.Response:
     state = await _state(request)
-    sv = state.version(subject_of(request), request.match_info["version"], flag(request, "deleted"))
+    subject = subject_of(request)
+    require_subject(request, AclOperation.DESCRIBE, subject)
+    sv = state.version(subject, request.match_info["version"], flag(request, "deleted"))
     body = sv.to_response()
     fmt = request.query.get("format")
     if fmt:
@@ -164,13 +174,17 @@ async def get_version(request: web.Request) -> web.Response:
 
 async def get_version_schema(request: web.Request) -> web.Response:
     state = await _state(request)
-    sv = state.version(subject_of(request), request.match_info["version"], flag(request, "deleted"))
+    subject = subject_of(request)
+    require_subject(request, AclOperation.DESCRIBE, subject)
+    sv = state.version(subject, request.match_info["version"], flag(request, "deleted"))
     return reply(sv.schema)
 
 
 async def referenced_by(request: web.Request) -> web.Response:
     state = await _state(request)
-    sv = state.version(subject_of(request), request.match_info["version"], deleted=True)
+    subject = subject_of(request)
+    require_subject(request, AclOperation.DESCRIBE, subject)
+    sv = state.version(subject, request.match_info["version"], deleted=True)
     return reply(state.referenced_by(sv.subject, sv.version))
 
 
@@ -178,6 +192,7 @@ async def subject_metadata(request: web.Request) -> web.Response:
     """The latest version whose metadata properties hold every key=value asked for."""
     state = await _state(request)
     subject = subject_of(request)
+    require_subject(request, AclOperation.DESCRIBE, subject)
     keys, values = request.query.getall("key", []), request.query.getall("value", [])
     wanted = dict(zip(keys, values, strict=False))
     for sv in reversed(state.live_versions(subject, flag(request, "deleted"))):
@@ -192,6 +207,7 @@ async def lookup(request: web.Request) -> web.Response:
     body = await body_of(request)
     state = await _state(request)
     subject = subject_of(request)
+    require_subject(request, AclOperation.DESCRIBE, subject)
     schema_type, text, refs = request_schema(body)
     if not state.subjects.get(subject):
         raise subject_not_found(subject)
@@ -204,6 +220,7 @@ async def lookup(request: web.Request) -> web.Response:
 async def register(request: web.Request) -> web.Response:
     body = await body_of(request)
     subject = subject_of(request)
+    require_subject(request, AclOperation.WRITE, subject)
     normalize = flag(request, "normalize")
     schema_id = await _write(request, lambda s: s.register(subject, body, normalize))
     return reply({"id": schema_id})
@@ -211,6 +228,7 @@ async def register(request: web.Request) -> web.Response:
 
 async def delete_subject(request: web.Request) -> web.Response:
     subject = subject_of(request)
+    require_subject(request, AclOperation.DELETE, subject)
     permanent = flag(request, "permanent")
     versions = await _write(request, lambda s: s.delete_subject(subject, permanent))
     return reply(versions)
@@ -218,6 +236,7 @@ async def delete_subject(request: web.Request) -> web.Response:
 
 async def delete_version(request: web.Request) -> web.Response:
     subject = subject_of(request)
+    require_subject(request, AclOperation.DELETE, subject)
     permanent = flag(request, "permanent")
     spec = request.match_info["version"]
     version = await _write(request, lambda s: s.delete_version(subject, spec, permanent))
@@ -225,6 +244,13 @@ async def delete_version(request: web.Request) -> web.Response:
 
 
 # -- /config and /mode ----------------------------------------------------------------------------
+def _require_settings(request: web.Request, subject: str | None, operation: AclOperation) -> None:
+    if subject is None:
+        require_cluster(request, operation)
+    else:
+        require_subject(request, operation, subject)
+
+
 def _config_body(value: dict[str, object]) -> dict[str, object]:
     return {k: v for k, v in value.items() if k != "compatibility"}
 
@@ -232,6 +258,7 @@ def _config_body(value: dict[str, object]) -> dict[str, object]:
 async def get_config(request: web.Request) -> web.Response:
     state = await _state(request)
     subject = request.match_info.get("subject")
+    _require_settings(request, subject, AclOperation.DESCRIBE_CONFIGS)
     if subject is None:
         value = state.configs.get(None) or {}
         return reply({**_config_body(value), "compatibilityLevel": state.compatibility(None)})
@@ -246,12 +273,14 @@ async def get_config(request: web.Request) -> web.Response:
 async def put_config(request: web.Request) -> web.Response:
     body = await body_of(request)
     subject = request.match_info.get("subject")
+    _require_settings(request, subject, AclOperation.ALTER_CONFIGS)
     level = await _write(request, lambda s: _one(s.set_config(subject, body)))
     return reply({"compatibility": level})
 
 
 async def delete_config(request: web.Request) -> web.Response:
     subject = request.match_info.get("subject")
+    _require_settings(request, subject, AclOperation.ALTER_CONFIGS)
 
     def op(s: RegistryState) -> tuple[str, list[Record]]:
         from kafkalite.schemas import records as rec
@@ -268,6 +297,7 @@ async def delete_config(request: web.Request) -> web.Response:
 async def get_mode(request: web.Request) -> web.Response:
     state = await _state(request)
     subject = request.match_info.get("subject")
+    _require_settings(request, subject, AclOperation.DESCRIBE_CONFIGS)
     if subject is not None and subject not in state.modes and not flag(request, "defaultToGlobal"):
         raise subject_level_mode_not_configured(subject)
     return reply({"mode": state.mode(subject)})
@@ -276,6 +306,7 @@ async def get_mode(request: web.Request) -> web.Response:
 async def put_mode(request: web.Request) -> web.Response:
     body = await body_of(request)
     subject = request.match_info.get("subject")
+    _require_settings(request, subject, AclOperation.ALTER_CONFIGS)
     force = flag(request, "force")
     mode = await _write(request, lambda s: _one(s.set_mode(subject, body, force)))
     return reply({"mode": mode})
@@ -283,6 +314,7 @@ async def put_mode(request: web.Request) -> web.Response:
 
 async def delete_mode(request: web.Request) -> web.Response:
     subject = request.match_info["subject"]
+    _require_settings(request, subject, AclOperation.ALTER_CONFIGS)
 
     def op(s: RegistryState) -> tuple[str, list[Record]]:
         from kafkalite.schemas import records as rec
@@ -303,6 +335,7 @@ async def test_compatibility(request: web.Request) -> web.Response:
     body = await body_of(request)
     state = await _state(request)
     subject = subject_of(request)
+    require_subject(request, AclOperation.DESCRIBE, subject)
     schema_type, text, refs = request_schema(body)
     parsed = parse(schema_type, text, state.resolve_references(refs))
     spec = request.match_info.get("version")
