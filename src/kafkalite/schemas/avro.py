@@ -55,7 +55,9 @@ class AvroSchema:
         return self.text
 
     def normalized(self) -> str:
-        return self.canonical_form
+        """The schema with its JSON keys sorted (field order, defaults and docs kept); equality of
+        Avro meaning is the Parsing Canonical Form's, see `fingerprint`."""
+        return json.dumps(self.raw, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
 
     def record_name(self) -> str | None:
         if isinstance(self.parsed, dict) and self.parsed.get("type") in ("record", "enum", "fixed"):

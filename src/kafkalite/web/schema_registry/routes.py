@@ -143,6 +143,19 @@ async def schema_by_guid(request: web.Request) -> web.Response:
     raise schema_not_found(f"Schema {guid} not found")
 
 
+async def list_schemas(request: web.Request) -> web.Response:
+    """GET /schemas: the versions of every subject (`latestOnly`, `subjectPrefix`, `deleted`)."""
+    state = await _state(request)
+    deleted, latest = flag(request, "deleted"), flag(request, "latestOnly")
+    out = []
+    for subject in state.subject_names(deleted, request.query.get("subjectPrefix", "")):
+        if not may(request, AclOperation.DESCRIBE, subject):
+            continue
+        versions = state.live_versions(subject, deleted)
+        out += [sv.to_response() for sv in (versions[-1:] if latest else versions)]
+    return reply(out)
+
+
 # -- /subjects ------------------------------------------------------------------------------------
 async def list_subjects(request: web.Request) -> web.Response:
     state = await _state(request)
@@ -376,6 +389,7 @@ async def contexts(request: web.Request) -> web.Response:
 
 def add_routes(app: web.Application) -> None:
     r = app.router
+    r.add_get("/schemas", list_schemas)
     r.add_get("/schemas/types", schema_types)
     r.add_get("/schemas/ids/{id}", schema_by_id)
     r.add_get("/schemas/ids/{id}/schema", schema_text_by_id)
