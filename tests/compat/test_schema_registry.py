@@ -315,3 +315,27 @@ def test_config_mode_and_metadata(broker: Broker, client: SchemaRegistryClient) 
     )
     assert got[0] == 422 and got[1]["error_code"] == 42205
     assert http(broker, "DELETE", f"/mode/{s}")[1] == {"mode": "READONLY"}
+
+
+def test_cli(broker: Broker, capsys: pytest.CaptureFixture[str], tmp_path: Any) -> None:
+    from kafkalite.cli.main import main
+
+    s = _subject()
+    url = ["--registry-url", broker.http_url]
+    path = tmp_path / "user.avsc"
+    path.write_text(json.dumps(USER_V1))
+    assert main(["schemas", "register", s, "--file", str(path), *url]) == 0
+    assert "id " in capsys.readouterr().out
+    assert main(["schemas", "list", "--prefix", s, *url]) == 0
+    assert capsys.readouterr().out.split() == [s]
+    assert main(["schemas", "get", s, "--text-only", *url]) == 0
+    assert json.loads(capsys.readouterr().out) == USER_V1
+    assert main(["schemas", "compat", s, "--schema", json.dumps(USER_V2_BAD), *url]) == 1
+    assert "READER_FIELD_MISSING_DEFAULT_VALUE" in capsys.readouterr().err
+    assert main(["schemas", "config", s, "--set", "none", *url]) == 0
+    assert main(["schemas", "config", s, *url]) == 0
+    assert capsys.readouterr().out.split()[-1] == "NONE"
+    assert main(["schemas", "delete", s, *url]) == 0
+    assert main(["schemas", "delete", s, "--permanent", *url]) == 0
+    assert main(["schemas", "get", s, *url]) == 2
+    assert "40401" in capsys.readouterr().err
