@@ -91,10 +91,20 @@ def content_fields(sv: SchemaVersion) -> dict[str, object]:
     return out
 
 
+_GUIDS: dict[tuple[str, str], str] = {}
+
+
 def guid_of(schema_id: int, sv: SchemaVersion) -> str:
     """A schema's GUID: a UUID derived from its content (the same content, the same GUID)."""
-    digest = hashlib.md5(f"{sv.schema_type}\0{sv.schema}".encode(), usedforsecurity=False)
-    return str(uuid.UUID(bytes=digest.digest(), version=3))
+    key = (sv.schema_type, sv.schema)
+    guid = _GUIDS.get(key)
+    if guid is None:
+        digest = hashlib.md5(f"{sv.schema_type}\0{sv.schema}".encode(), usedforsecurity=False)
+        guid = str(uuid.UUID(bytes=digest.digest(), version=3))
+        if len(_GUIDS) > 100_000:
+            _GUIDS.clear()
+        _GUIDS[key] = guid
+    return guid
 
 
 def _references(raw: object) -> tuple[SchemaReference, ...]:

@@ -75,8 +75,7 @@ class HttpListener:
         host, port = self.bound[0]
         if host in ("0.0.0.0", "::", ""):
             host = broker.local_endpoint().host
-        broker.schema_registry.http_url = f"http://{host}:{port}"
-        broker.schema_registry.broker_id = broker.broker_id
+        broker.schema_registry.listener_bound(broker.broker_id, f"http://{host}:{port}")
 
     async def stop(self) -> None:
         if self._broker is not None:

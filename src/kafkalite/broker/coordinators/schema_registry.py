@@ -104,10 +104,7 @@ class SchemaRegistryComponent:
 
     # -- reads ---------------------------------------------------------------------------------------
     def _partition(self) -> Partition | None:
-        try:
-            return self.broker.replica_manager.get_partition(SCHEMAS_TOPIC, 0)
-        except AttributeError:  # (before the broker made its ReplicaManager)
-            return None
+        return self.broker.replica_manager.get_partition(SCHEMAS_TOPIC, 0)
 
     def _behind(self, part: Partition) -> bool:
         end = part.log_end_offset if part.is_leader else part.high_watermark
@@ -148,15 +145,23 @@ class SchemaRegistryComponent:
     def on_leadership_change(self, change: LeadershipChange) -> None:
         """Leading `_schemas` now: announce this broker's HTTP URL so the others forward writes."""
         if any(p.topic == SCHEMAS_TOPIC for p in change.became_leader):
-            task = asyncio.get_running_loop().create_task(self._announce())
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._schedule_announce()
+
+    def listener_bound(self, broker_id: int, url: str) -> None:
+        """The HTTP listener serves at `url` now (kafkalite.web); announce it if we lead `_schemas`."""
+        self.broker_id, self.http_url = broker_id, url
+        self._schedule_announce()
+
+    def _schedule_announce(self) -> None:
+        task = asyncio.get_running_loop().create_task(self._announce())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _announce(self) -> None:
         part = self._partition()
         url = self.http_url
-        if part is None or not part.is_leader or url is None:
-            return
+        if not self.broker.cluster_mode or part is None or not part.is_leader or url is None:
+            return  # (a single node has no one to forward writes)
         if self._announced_epoch == part.leader_epoch:
             return
         epoch = part.leader_epoch
@@ -237,6 +242,7 @@ class SchemaRegistryComponent:
             answer, records = operation(state)
             if (
                 records
+                and self.broker.cluster_mode
                 and self.http_url is not None
                 and self._announced_epoch != part.leader_epoch
                 and state.primary != (self.broker_id, self.http_url)
