@@ -6,7 +6,8 @@ One `kafkalite serve` subprocess with the HTTP listener; the produce runs altern
 topics (the order rotates each repeat) and the medians over --repeats are printed with their ratio to
 validation off (the target for id checks is >= 0.9) and the broker's CPU seconds per GB.
 
-Usage: python bench/bench_schemas.py [--messages N] [--repeats R] [--seconds S] [--concurrency C]
+Usage: python bench/bench_schemas.py [--messages N] [--size BYTES] [--repeats R] [--seconds S]
+       [--concurrency C]
 """
 
 from __future__ import annotations
@@ -71,13 +72,15 @@ def register(http: str, subject: str) -> int:
         return int(json.loads(resp.read())["id"])
 
 
-def payloads(schema_id: int, n: int = 64) -> list[bytes]:
+def payloads(schema_id: int, size: int, n: int = 64) -> list[bytes]:
     parsed = fastavro.parse_schema(SCHEMA)
     out = []
     for i in range(n):
         buf = io.BytesIO()
         buf.write(b"\x00" + schema_id.to_bytes(4, "big"))
-        rec = {"user": i * 7919, "page": f"/products/{i:05d}/details", "referrer": None, "ms": i}
+        page = f"/products/{i:05d}/details"
+        page += "x" * max(0, size - 20 - len(page))  # (about `size` bytes in all)
+        rec = {"user": i * 7919, "page": page, "referrer": None, "ms": i}
         fastavro.schemaless_writer(buf, parsed, rec)
         out.append(buf.getvalue())
     return out
@@ -132,6 +135,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--messages", type=int, default=200_000)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--size", type=int, default=32, help="about this many bytes per Avro value")
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--concurrency", type=int, default=16)
     args = ap.parse_args()
@@ -149,7 +153,7 @@ def main() -> None:
         schema_id = 0
         for topic in topics.values():
             schema_id = register(http, f"{topic}-value")
-        values = payloads(schema_id)
+        values = payloads(schema_id, args.size)
         print(f"record size: {len(values[0])} bytes, {args.messages} records per run")
 
         ceiling = asyncio.run(lookups(f"{http}/schemas/types", args.seconds, args.concurrency))

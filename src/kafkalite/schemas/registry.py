@@ -169,9 +169,11 @@ class RegistryState:
         if key.keytype == rec.SCHEMA and key.subject is not None and key.version is not None:
             versions = self.subjects.setdefault(key.subject, {})
             if value is None:
-                versions.pop(key.version, None)
+                gone = versions.pop(key.version, None)
                 if not versions:
                     del self.subjects[key.subject]
+                if gone is not None:
+                    self._forget_unused(gone.id)
                 return
             sv = _from_value(value)
             if sv is None:
@@ -206,6 +208,16 @@ class RegistryState:
                 broker, url = primary.get("brokerId"), primary.get("url")
                 if isinstance(broker, int) and isinstance(url, str):
                     self.primary = (broker, url)
+
+    def _forget_unused(self, schema_id: int) -> None:
+        """A permanently deleted version's id is forgotten once no version uses it (as a replay of
+        the compacted topic would); `max_id` keeps it from being handed out again."""
+        if any(sv.id == schema_id for vs in self.subjects.values() for sv in vs.values()):
+            return
+        gone = self.by_id.pop(schema_id, None)
+        self._parsed.pop(schema_id, None)
+        if gone is not None:
+            self.ids.pop((gone.schema_type, gone.schema, gone.references), None)
 
     # -- reads -----------------------------------------------------------------------------------
     def parsed(self, schema_id: int) -> ParsedSchema:

@@ -38,3 +38,31 @@ def test_compressed_batches_fall_back() -> None:
     builder = RecordBatchBuilder(compression=1)
     builder.append(b"k", b"v")
     assert _scan_uncompressed(builder.build()) is None
+
+
+prefixes = st.sampled_from(
+    [b"\x00\x00\x00\x00\x01", b"\x00\x00\x00\x00\x02", b"\x01\x00\x00\x00\x01"]
+)
+values = st.one_of(st.none(), st.binary(max_size=4), st.tuples(prefixes, st.binary(max_size=300)).map(b"".join))  # fmt: skip
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.tuples(maybe_bytes, values, st.integers(0, 10**6)), min_size=1, max_size=30),
+    st.sets(prefixes),
+)
+def test_prefix_walk_passes_exactly_the_good_batches(
+    records: list[tuple[bytes | None, bytes | None, int]], ok: set[bytes]
+) -> None:
+    from kafkalite.broker.apis.data._schema_validation import _C_WALK, _value_prefixes_pass
+
+    builder = RecordBatchBuilder()
+    for key, value, ts in records:
+        builder.append(key, value, [], 1_700_000_000_000 + ts)
+    blob = builder.build()
+    expected = all(v is not None and len(v) >= 5 and v[:5] in ok for _, v, _ in records)
+    assert _value_prefixes_pass(blob, ok) is expected
+    if _C_WALK is not None:  # the C twin agrees, torn batches included
+        assert _C_WALK(blob, ok) is expected
+        assert _C_WALK(blob, set(ok) | {bytes([9, i, 0, 0, 0]) for i in range(20)}) is expected
+        assert _C_WALK(blob[: len(blob) - 3], ok) in (None, False)

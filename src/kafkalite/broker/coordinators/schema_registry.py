@@ -101,6 +101,8 @@ class SchemaRegistryComponent:
         self.broker_id = -1
         self._announced_epoch = -1
         self._tasks: set[asyncio.Task[None]] = set()
+        self._prefixes: dict[tuple[str, str], set[bytes]] = {}
+        self._prefixes_at = (0, -1)
 
     # -- reads ---------------------------------------------------------------------------------------
     def _partition(self) -> Partition | None:
@@ -134,6 +136,14 @@ class SchemaRegistryComponent:
             if part.is_leader:
                 self._leader_epoch = part.leader_epoch
         return self.state
+
+    def good_value_prefixes(self, state: RegistryState) -> dict[tuple[str, str], set[bytes]]:
+        """Produce validation's memory, per (topic, subject name strategy): value framings (magic
+        byte and id) found good, kept until the state changes."""
+        if self._prefixes_at != (id(state), self._next_offset):
+            self._prefixes = {}
+            self._prefixes_at = (id(state), self._next_offset)
+        return self._prefixes
 
     def leader_id(self) -> int:
         cache = self.broker.metadata_cache

@@ -6,7 +6,9 @@ INVALID_RECORD and KIP-467 record errors; the other partitions are appended as u
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
 
 from kafkalite.broker.fastpath import PartitionData
 from kafkalite.cluster.append_records import PartitionAppendResult
@@ -23,6 +25,17 @@ if TYPE_CHECKING:
     from kafkalite.broker.coordinators.schema_registry import SchemaRegistryComponent
 
 log = logging.getLogger("kafkalite.broker.produce")
+
+
+def _load_c_walk() -> Callable[[bytes, set[bytes]], bool | None] | None:
+    """The C twin of `_value_prefixes_pass` when it is built (KAFKALITE_NO_SPEEDUPS=1: never)."""
+    if os.environ.get("KAFKALITE_NO_SPEEDUPS", "") not in ("", "0"):
+        return None
+    try:
+        from kafkalite.schemas._framing import value_prefixes_pass
+    except ImportError:
+        return None
+    return cast(Callable[[bytes, set[bytes]], "bool | None"], value_prefixes_pass)
 
 
 _PartitionData = list[PartitionData] | list[ProduceRequest.TopicProduceData.PartitionProduceData]
@@ -109,11 +122,75 @@ def _scan_uncompressed(blob: bytes) -> list[tuple[bytes | None, bytes | None]] |
     return out
 
 
+def _value_prefixes_pass(blob: bytes, ok: set[bytes]) -> bool | None:
+    """The fast path for value id checks: True when every record of these uncompressed v2 batches
+    has a value whose 5-byte framing is in `ok` (prefixes already judged good); False when one is
+    not (the caller looks closer); None when a batch is compressed or legacy. One tight loop, with
+    one-byte varints (the usual ones) read inline."""
+    pos, end = 0, len(blob)
+    while pos < end:
+        if end - pos < _V2_HEADER or blob[pos + 16] != 2 or blob[pos + _ATTRIBUTES + 1] & 0x07:
+            return None
+        batch_end = pos + 12 + int.from_bytes(blob[pos + 8 : pos + 12], "big")
+        if batch_end > end:
+            return None
+        p = pos + _V2_HEADER
+        while p < batch_end:
+            b = blob[p]
+            if b < 0x80:
+                nxt = p + 1 + ((b >> 1) ^ -(b & 1))
+                q = p + 2  # past the length and the attributes byte
+            else:
+                length, p = _varint(blob, p)
+                nxt, q = p + length, p + 1
+            if blob[q] < 0x80:  # timestamp delta
+                q += 1
+            else:
+                q = _varint(blob, q)[1]
+            if blob[q] < 0x80:  # offset delta
+                q += 1
+            else:
+                q = _varint(blob, q)[1]
+            b = blob[q]  # key length
+            if b < 0x80:
+                q += 1 + (b >> 1 if not b & 1 else 0)
+            else:
+                klen, q = _varint(blob, q)
+                q += max(klen, 0)
+            b = blob[q]  # value length
+            if b < 0x80:
+                if b & 1 or b < 10:  # null, or shorter than the framing
+                    return False
+                q += 1
+            else:
+                q = _varint(blob, q)[1]
+            if blob[q : q + 5] not in ok:
+                return False
+            p = nxt
+        pos = batch_end
+    return True
+
+
+_C_WALK = _load_c_walk()
+
+
 def _refusal(
-    state: RegistryState, topic: str, rules: tuple[FieldRule | None, FieldRule | None], blob: bytes
+    state: RegistryState,
+    topic: str,
+    rules: tuple[FieldRule | None, FieldRule | None],
+    blob: bytes,
+    ok: set[bytes],
 ) -> list[tuple[int, str]]:
     """KIP-467 record errors (index in the partition's records, message) of one partition's batch.
-    Without payload checks a verdict depends on the 5-byte framing only, so it is kept per prefix."""
+    Without payload checks a verdict depends on the 5-byte framing only: the value prefixes found
+    good are kept in `ok` (per request) and a batch whose every value has one passes in one walk."""
+    key_rule, value_rule = rules
+    if key_rule is None and value_rule is not None and not value_rule.payload and ok:
+        try:
+            if (_C_WALK or _value_prefixes_pass)(blob, ok):
+                return []
+        except IndexError:
+            pass  # a torn record: the decoder below says so
     try:
         pairs = _scan_uncompressed(blob)
         if pairs is None:
@@ -124,7 +201,7 @@ def _refusal(
     verdicts: dict[tuple[bool, bytes | None], str | None] = {}
     for index, (key, value) in enumerate(pairs):
         why = None
-        for rule, data in ((rules[0], key), (rules[1], value)):
+        for rule, data in ((key_rule, key), (value_rule, value)):
             if rule is None:
                 continue
             if rule.payload:
@@ -135,6 +212,8 @@ def _refusal(
                     why = verdicts[memo]
                 else:
                     why = verdicts[memo] = check(state, topic, rule, data)
+                    if why is None and not rule.is_key and memo[1] is not None:
+                        ok.add(memo[1])
             if why is not None:
                 break
         if why is not None:
@@ -151,6 +230,7 @@ async def refuse_invalid(
     by topic position."""
     state = await registry.current()
     refused: dict[int, list[PartitionAppendResult]] = {}
+    ok = registry.good_value_prefixes(state)
     for i in positions:
         name, partition_data = entries[i]
         part = rm.get_partition(name, partition_data[0].index)
@@ -159,7 +239,8 @@ async def refuse_invalid(
         rules = rules_of(part.config)
         kept: list = []  # type: ignore[type-arg]
         for pdata in partition_data:
-            errors = _refusal(state, name, rules, bytes(pdata.records or b""))
+            good = ok.setdefault((name, rules[1].strategy if rules[1] else ""), set())
+            errors = _refusal(state, name, rules, bytes(pdata.records or b""), good)
             if not errors:
                 kept.append(pdata)
                 continue
