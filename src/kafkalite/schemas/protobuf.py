@@ -7,10 +7,25 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 from typing import Any
 
 from antlr4.error.ErrorListener import ErrorListener
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import (
+    any_pb2,
+    api_pb2,
+    descriptor_pb2,
+    descriptor_pool,
+    duration_pb2,
+    empty_pb2,
+    field_mask_pb2,
+    message_factory,
+    source_context_pb2,
+    struct_pb2,
+    timestamp_pb2,
+    type_pb2,
+    wrappers_pb2,
+)
 from google.protobuf.message import DecodeError
 from proto_schema_parser import ast
 from proto_schema_parser.parser import Parser
@@ -18,6 +33,11 @@ from proto_schema_parser.parser import Parser
 from kafkalite.schemas.model import PROTOBUF, Incompatibility, ParsedSchema, invalid_schema
 
 FDP = descriptor_pb2.FileDescriptorProto
+# google/protobuf/*.proto: importable by every schema without a reference (as confluent-kafka does)
+_WELL_KNOWN = (
+    descriptor_pb2, any_pb2, source_context_pb2, type_pb2, api_pb2, duration_pb2, empty_pb2,
+    field_mask_pb2, struct_pb2, timestamp_pb2, wrappers_pb2,
+)  # fmt: skip
 FieldProto = descriptor_pb2.FieldDescriptorProto
 _SCALARS = {
     name: getattr(FieldProto, "TYPE_" + name.upper())
@@ -65,15 +85,21 @@ class ProtobufSchema:
     """One Protobuf file: its FileDescriptorProto and the files its references name."""
 
     schema_type = PROTOBUF
+    fdp: Any  # the FileDescriptorProto
 
-    def __init__(self, text: str, references: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, text: str, references: dict[str, str] | None = None, name: str = "schema.proto"
+    ) -> None:
         fdp = _decode_descriptor(text)
         if fdp is None:
             try:
                 tree = Parser(setup_lexer=_strict, setup_parser=_strict).parse(text)
             except Exception as exc:
                 raise invalid_schema(f"{text[:200]}, details: {str(exc)[:300]}") from None
-            fdp = _to_descriptor(tree)
+            known = dict(_well_known_names())
+            for ref_name, ref_text in (references or {}).items():
+                known.update(_type_names(ProtobufSchema(ref_text, name=ref_name).fdp))
+            fdp = _to_descriptor(tree, name, known)
         if not fdp.message_type and not fdp.enum_type:
             raise invalid_schema(f"{text[:200]}, details: no message or enum is defined")
         self.fdp = fdp
@@ -100,11 +126,15 @@ class ProtobufSchema:
     def _message_class(self, indexes: list[int]) -> Any:
         if self._pool is None:
             pool = descriptor_pool.DescriptorPool()
-            for ref in self.references.values():
-                ref_schema = ProtobufSchema(ref)
-                ref_fdp = FDP()
-                ref_fdp.CopyFrom(ref_schema.fdp)
-                pool.Add(ref_fdp)
+            loaded = set()
+            for module in _WELL_KNOWN:
+                pool.AddSerializedFile(module.DESCRIPTOR.serialized_pb)
+                loaded.add(module.DESCRIPTOR.name)
+            for ref_name, ref in self.references.items():  # (dependencies first)
+                ref_fdp = ProtobufSchema(ref, name=ref_name).fdp
+                if ref_fdp.name not in loaded:
+                    pool.Add(ref_fdp)
+                    loaded.add(ref_fdp.name)
             pool.Add(self.fdp)
             self._pool = pool
         fd = self._pool.FindFileByName(self.fdp.name)
@@ -208,8 +238,31 @@ def _message_indexes(payload: bytes) -> tuple[list[int], int]:
 # -- .proto text -> FileDescriptorProto -------------------------------------------------------------
 
 
-def _to_descriptor(tree: ast.File) -> Any:
-    fdp = FDP(name="schema.proto", syntax=tree.syntax or "proto2")
+def _type_names(fdp: Any) -> dict[str, int]:
+    """Every message and enum a file defines, by full name, as a field's type would name it."""
+    out: dict[str, int] = {}
+
+    def walk(prefix: str, messages: Any, enums: Any) -> None:
+        for e in enums:
+            out[prefix + e.name] = FieldProto.TYPE_ENUM
+        for m in messages:
+            out[prefix + m.name] = FieldProto.TYPE_MESSAGE
+            walk(prefix + m.name + ".", m.nested_type, m.enum_type)
+
+    walk(f"{fdp.package}." if fdp.package else "", fdp.message_type, fdp.enum_type)
+    return out
+
+
+@functools.cache
+def _well_known_names() -> dict[str, int]:
+    out: dict[str, int] = {}
+    for module in _WELL_KNOWN:
+        out.update(_type_names(FDP.FromString(module.DESCRIPTOR.serialized_pb)))
+    return out
+
+
+def _to_descriptor(tree: ast.File, name: str, imported: dict[str, int]) -> Any:
+    fdp = FDP(name=name, syntax=tree.syntax or "proto2")
     package = ""
     for el in tree.file_elements:
         if isinstance(el, ast.Package):
@@ -242,7 +295,9 @@ def _to_descriptor(tree: ast.File) -> Any:
                 return FieldProto.TYPE_ENUM, "." + candidate
             if candidate in messages:
                 return FieldProto.TYPE_MESSAGE, "." + candidate
-        return FieldProto.TYPE_MESSAGE, "." + name  # from an import
+            if candidate in imported:
+                return imported[candidate], "." + candidate
+        return FieldProto.TYPE_MESSAGE, "." + name  # (unknown: the pool will say so)
 
     def add_field(msg: Any, scope: str, f: Any, oneof: int | None, proto3: bool) -> None:
         fp = msg.field.add(name=f.name, number=f.number, json_name=_json_name(f.name))

@@ -132,3 +132,27 @@ def test_levels_pick_versions_and_direction() -> None:
     assert [v for v, _ in compatibility.check("FORWARD", v3, history)] == [2]
     assert [v for v, _ in compatibility.check("FULL_TRANSITIVE", v3, history)] == [2, 1]
     assert [v for v, _ in compatibility.check("FORWARD_TRANSITIVE", v3, history)] == [2, 1]
+
+
+def test_protobuf_references_and_well_known_imports() -> None:
+    from google.protobuf import descriptor_pool, message_factory
+
+    money = 'syntax = "proto3"; package shop; message Money { int64 cents = 1; }'
+    order = (
+        'syntax = "proto3"; package shop; import "money.proto"; '
+        'import "google/protobuf/timestamp.proto"; '
+        "message Order { Money total = 1; google.protobuf.Timestamp at = 2; }"
+    )
+    parsed = ProtobufSchema(order, {"money.proto": money})
+    pool = descriptor_pool.DescriptorPool()
+    from google.protobuf import timestamp_pb2
+
+    pool.AddSerializedFile(timestamp_pb2.DESCRIPTOR.serialized_pb)
+    pool.Add(ProtobufSchema(money, name="money.proto").fdp)
+    pool.Add(parsed.fdp)
+    cls = message_factory.GetMessageClass(pool.FindMessageTypeByName("shop.Order"))
+    msg = cls()
+    msg.total.cents = 250
+    msg.at.seconds = 10
+    assert parsed.validate(b"\x00" + msg.SerializeToString()) is None
+    assert parsed.validate(b"\x00\x0a\xff") is not None

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from kafkalite.broker.fastpath import PartitionData
 from kafkalite.cluster.append_records import PartitionAppendResult
@@ -35,7 +35,7 @@ def _load_c_walk() -> Callable[[bytes, set[bytes]], bool | None] | None:
         from kafkalite.schemas._framing import value_prefixes_pass
     except ImportError:
         return None
-    return cast(Callable[[bytes, set[bytes]], "bool | None"], value_prefixes_pass)
+    return value_prefixes_pass
 
 
 _PartitionData = list[PartitionData] | list[ProduceRequest.TopicProduceData.PartitionProduceData]
