@@ -59,7 +59,7 @@ class AvroSchema:
         Avro meaning is the Parsing Canonical Form's, see `fingerprint`."""
         return json.dumps(self.raw, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
 
-    def record_name(self) -> str | None:
+    def record_name(self, payload: bytes | None = None) -> str | None:
         if isinstance(self.parsed, dict) and self.parsed.get("type") in ("record", "enum", "fixed"):
             return str(self.parsed["name"])
         return None

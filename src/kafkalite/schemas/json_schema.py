@@ -63,7 +63,7 @@ class JsonSchema:
     def normalized(self) -> str:
         return json.dumps(self.raw, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
 
-    def record_name(self) -> str | None:
+    def record_name(self, payload: bytes | None = None) -> str | None:
         title = self.raw.get("title") if isinstance(self.raw, dict) else None
         return title if isinstance(title, str) else None
 

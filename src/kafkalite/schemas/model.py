@@ -196,8 +196,9 @@ class ParsedSchema(Protocol):
         """Why a serialized payload (after the framing) does not match this schema (None: it does)."""
         ...
 
-    def record_name(self) -> str | None:
-        """The record's fully qualified name, for RecordNameStrategy (None: it has none)."""
+    def record_name(self, payload: bytes | None = None) -> str | None:
+        """The record's fully qualified name, for RecordNameStrategy (None: it has none); for
+        Protobuf, the message the payload's indexes name (the first message without one)."""
         ...
 
     def formatted(self, fmt: str) -> str | None:

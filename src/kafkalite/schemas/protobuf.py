@@ -113,11 +113,17 @@ class ProtobufSchema:
     def normalized(self) -> str:
         return self.canonical()
 
-    def record_name(self) -> str | None:
-        if not self.fdp.message_type:
+    def record_name(self, payload: bytes | None = None) -> str | None:
+        try:
+            indexes = _message_indexes(payload)[0] if payload else [0]
+            message = self.fdp.message_type[indexes[0]]
+            name = message.name
+            for i in indexes[1:]:
+                message = message.nested_type[i]
+                name += "." + message.name
+        except (IndexError, ValueError):
             return None
-        first = self.fdp.message_type[0].name
-        return f"{self.fdp.package}.{first}" if self.fdp.package else first
+        return f"{self.fdp.package}.{name}" if self.fdp.package else name
 
     def formatted(self, fmt: str) -> str | None:
         return self.canonical() if fmt == "serialized" else None

@@ -53,7 +53,8 @@ def check(state: RegistryState, topic: str, rule: FieldRule, data: bytes | None)
         parsed = state.parsed(schema_id)
     except RegistryError as exc:
         return f"The {side}'s schema id {schema_id} cannot be read: {exc.message}"
-    subject = subject_for(topic, rule, parsed.record_name())
+    needs_name = rule.strategy != TOPIC_NAME
+    subject = subject_for(topic, rule, parsed.record_name(bytes(data[5:])) if needs_name else None)
     if subject is None or schema_id not in state.live_ids(subject):
         return f"The {side}'s schema id {schema_id} is not registered under subject {subject}"
     if rule.payload:

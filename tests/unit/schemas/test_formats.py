@@ -156,3 +156,15 @@ def test_protobuf_references_and_well_known_imports() -> None:
     msg.at.seconds = 10
     assert parsed.validate(b"\x00" + msg.SerializeToString()) is None
     assert parsed.validate(b"\x00\x0a\xff") is not None
+
+
+def test_protobuf_record_name_follows_the_message_indexes() -> None:
+    nested = ProtobufSchema(
+        'syntax = "proto3"; package p; message A { int32 x = 1; } '
+        "message B { message C { int32 y = 1; } C c = 1; }"
+    )
+    assert nested.record_name() == "p.A"
+    assert nested.record_name(b"\x00") == "p.A"  # [0]
+    assert nested.record_name(b"\x02\x02") == "p.B"  # [1]
+    assert nested.record_name(b"\x04\x02\x00") == "p.B.C"  # [1, 0]
+    assert nested.record_name(b"\x02\x08") is None  # [4]: no such message

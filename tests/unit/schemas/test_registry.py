@@ -99,3 +99,23 @@ def test_validation_messages() -> None:
     assert "under subject R" in (check(state, "t", by_record, good) or "")
     apply(state, state.register("R", {"schema": R1}, normalize=False)[1])
     assert check(state, "t", by_record, good) is None
+
+
+def test_import_mode_keeps_ids_and_versions() -> None:
+    state = RegistryState()
+    mode, record = state.set_mode(None, {"mode": "IMPORT"}, force=False)
+    assert mode == "IMPORT"
+    apply(state, [record])
+    assert state.mode("s") == "IMPORT"
+    sid, records = state.register("s", {"schema": R1, "id": 100, "version": 3}, normalize=False)
+    apply(state, records)
+    assert sid == 100 and state.version("s", "latest").version == 3
+    with pytest.raises(RegistryError) as err:  # an id holding another schema is not overwritten
+        state.register("t", {"schema": R2, "id": 100, "version": 1}, normalize=False)
+    assert err.value.error_code == 42207
+    apply(state, [state.set_mode(None, {"mode": "READWRITE"}, force=False)[1]])
+    apply(state, [state.set_config("u", {"compatibility": "NONE"})[1]])
+    assert state.register("u", {"schema": R2}, normalize=False)[0] == 101
+    with pytest.raises(RegistryError) as err:  # IMPORT needs an empty registry (or force)
+        state.set_mode(None, {"mode": "IMPORT"}, force=False)
+    assert err.value.error_code == 42205
