@@ -91,6 +91,7 @@ class ProtobufSchema:
         self, text: str, references: dict[str, str] | None = None, name: str = "schema.proto"
     ) -> None:
         fdp = _decode_descriptor(text)
+        self.from_descriptor = fdp is not None
         if fdp is None:
             try:
                 tree = Parser(setup_lexer=_strict, setup_parser=_strict).parse(text)
@@ -126,7 +127,13 @@ class ProtobufSchema:
         return f"{self.fdp.package}.{name}" if self.fdp.package else name
 
     def formatted(self, fmt: str) -> str | None:
-        return self.canonical() if fmt == "serialized" else None
+        """`serialized`: the base64 descriptor; otherwise `.proto` text (a schema registered as a
+        descriptor is printed from it; one registered as text is answered as it was given)."""
+        if fmt == "serialized":
+            return self.canonical()
+        if self.from_descriptor:
+            return to_proto_text(self.fdp)
+        return None
 
     # -- payloads ------------------------------------------------------------------------------------
     def _message_class(self, indexes: list[int]) -> Any:
@@ -373,3 +380,74 @@ def _json_name(name: str) -> str:
 
 def _map_entry(name: str) -> str:
     return "".join(p[:1].upper() + p[1:] for p in name.split("_")) + "Entry"
+
+
+# -- FileDescriptorProto -> .proto text ------------------------------------------------------------
+
+_LABELS = {FieldProto.LABEL_REPEATED: "repeated ", FieldProto.LABEL_REQUIRED: "required "}
+_TYPE_NAMES = {number: name for name, number in _SCALARS.items()}
+
+
+def to_proto_text(fdp: Any) -> str:
+    """The `.proto` text of a file descriptor: syntax, package, imports, messages (fields, oneofs,
+    maps, nested messages and enums) and enums; options other than map entries are left out."""
+    out = [f'syntax = "{fdp.syntax or "proto2"}";']
+    if fdp.package:
+        out.append(f"package {fdp.package};")
+    out += [f'import "{dep}";' for dep in fdp.dependency]
+    for e in fdp.enum_type:
+        out += _enum_text(e, "")
+    for m in fdp.message_type:
+        out += _message_text(m, "", fdp.syntax == "proto3")
+    return "\n".join(out) + "\n"
+
+
+def _enum_text(e: Any, indent: str) -> list[str]:
+    return [
+        f"{indent}enum {e.name} {{",
+        *[f"{indent}  {v.name} = {v.number};" for v in e.value],
+        f"{indent}}}",
+    ]
+
+
+def _field_type(f: Any) -> str:
+    if f.type in (FieldProto.TYPE_MESSAGE, FieldProto.TYPE_ENUM, FieldProto.TYPE_GROUP):
+        return str(f.type_name)
+    return _TYPE_NAMES.get(f.type, "bytes")
+
+
+def _message_text(m: Any, indent: str, proto3: bool) -> list[str]:
+    inner = indent + "  "
+    maps = {n.name: n for n in m.nested_type if n.options.map_entry}
+    out = [f"{indent}message {m.name} {{"]
+    oneofs: dict[int, list[Any]] = {}
+    for f in m.field:
+        if f.HasField("oneof_index") and not f.proto3_optional:
+            oneofs.setdefault(f.oneof_index, []).append(f)
+            continue
+        entry = (
+            maps.get(f.type_name.rsplit(".", 1)[-1]) if f.type == FieldProto.TYPE_MESSAGE else None
+        )
+        if entry is not None and f.label == FieldProto.LABEL_REPEATED:
+            key, value = entry.field[0], entry.field[1]
+            out.append(
+                f"{inner}map<{_field_type(key)}, {_field_type(value)}> {f.name} = {f.number};"
+            )
+            continue
+        label = (
+            "optional "
+            if f.proto3_optional
+            else _LABELS.get(f.label, "" if proto3 else "optional ")
+        )
+        out.append(f"{inner}{label}{_field_type(f)} {f.name} = {f.number};")
+    for index, fields in sorted(oneofs.items()):
+        out.append(f"{inner}oneof {m.oneof_decl[index].name} {{")
+        out += [f"{inner}  {_field_type(f)} {f.name} = {f.number};" for f in fields]
+        out.append(f"{inner}}}")
+    for n in m.nested_type:
+        if not n.options.map_entry:
+            out += _message_text(n, inner, proto3)
+    for e in m.enum_type:
+        out += _enum_text(e, inner)
+    out.append(f"{indent}}}")
+    return out

@@ -168,3 +168,20 @@ def test_protobuf_record_name_follows_the_message_indexes() -> None:
     assert nested.record_name(b"\x02\x02") == "p.B"  # [1]
     assert nested.record_name(b"\x04\x02\x00") == "p.B.C"  # [1, 0]
     assert nested.record_name(b"\x02\x08") is None  # [4]: no such message
+
+
+def test_protobuf_descriptor_printed_as_proto_text() -> None:
+    text = (
+        'syntax = "proto3"; package p; import "google/protobuf/timestamp.proto"; '
+        "enum Kind { A = 0; B = 1; } "
+        "message M { int32 a = 1; repeated string tags = 2; map<string, int64> counts = 3; "
+        "oneof pick { string s = 4; bytes b = 5; } optional bool flag = 6; "
+        "google.protobuf.Timestamp at = 7; Kind kind = 8; message N { sint64 z = 1; } N n = 9; }"
+    )
+    original = ProtobufSchema(text)
+    as_descriptor = ProtobufSchema(original.canonical())
+    printed = as_descriptor.formatted("")
+    assert printed is not None and "map<string, int64> counts = 3;" in printed
+    reparsed = ProtobufSchema(printed)
+    assert reparsed.can_read(original) == [] and original.can_read(reparsed) == []
+    assert original.formatted("") is None  # registered as text: answered as given

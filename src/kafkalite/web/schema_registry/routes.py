@@ -14,6 +14,7 @@ from aiohttp import web
 from kafkalite.broker.coordinators.schema_registry import NotPrimary
 from kafkalite.schemas.formats import parse
 from kafkalite.schemas.model import (
+    PROTOBUF,
     SCHEMA_TYPES,
     schema_not_found,
     subject_level_compat_not_configured,
@@ -85,12 +86,19 @@ def _schema_id(request: web.Request) -> int:
         raise schema_not_found(f"Schema {request.match_info['id']} not found") from None
 
 
-def _id_body(state: RegistryState, sv: SchemaVersion, fmt: str | None) -> dict[str, object]:
-    body = content_fields(sv)
-    if fmt:
-        shown = state.parsed(sv.id).formatted(fmt)
+def _shown(
+    state: RegistryState, sv: SchemaVersion, body: dict[str, object], fmt: str | None
+) -> None:
+    """The schema text in the format asked for (Protobuf: `.proto` text unless `serialized`)."""
+    if fmt or sv.schema_type == PROTOBUF:
+        shown = state.parsed(sv.id).formatted(fmt or "")
         if shown is not None:
             body["schema"] = shown
+
+
+def _id_body(state: RegistryState, sv: SchemaVersion, fmt: str | None) -> dict[str, object]:
+    body = content_fields(sv)
+    _shown(state, sv, body, fmt)
     body["guid"] = guid_of(sv.id, sv)
     return body
 
@@ -177,11 +185,7 @@ async def get_version(request: web.Request) -> web.Response:
     require_subject(request, AclOperation.DESCRIBE, subject)
     sv = state.version(subject, request.match_info["version"], flag(request, "deleted"))
     body = sv.to_response()
-    fmt = request.query.get("format")
-    if fmt:
-        shown = state.parsed(sv.id).formatted(fmt)
-        if shown is not None:
-            body["schema"] = shown
+    _shown(state, sv, body, request.query.get("format"))
     return reply(body)
 
 
