@@ -1,6 +1,7 @@
 """The Schema Registry in a 3-broker cluster: writes sent to any broker are forwarded to the leader of
 `_schemas`; the leader is SIGKILLed while schemas are being registered, and every registration answered
-with an id is still there with that id on the survivors, and no id was given out twice.
+with an id is still there with that id on the survivors, and no id was given out twice. Then a record
+framed with an id registered a moment before is accepted by a validating topic's partition leaders.
 """
 
 from __future__ import annotations
@@ -76,6 +77,10 @@ def _schemas_leader(bootstrap: str) -> int:
     return int(topic.partitions[0].leader)
 
 
+def errors_of(errors: list[Any]) -> Any:
+    return lambda err, _msg: errors.append(err)
+
+
 def test_leader_killed_while_registering(cluster: tuple[LocalCluster, dict[int, str]]) -> None:
     c, urls = cluster
     _wait(lambda: all(_call("GET", f"{u}/subjects")[0] == 200 for u in urls.values()), what="HTTP")
@@ -120,3 +125,23 @@ def test_leader_killed_while_registering(cluster: tuple[LocalCluster, dict[int, 
             assert body["id"] == schema_id, (url, subject, body)
     status, body = _call("GET", f"{survivor}/schemas/ids/{max(ids)}")
     assert status == 200 and "schema" in body
+
+    # validation on produce: an id registered a moment ago is known to every partition leader
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import NewTopic
+
+    admin = AdminClient({"bootstrap.servers": c.bootstrap_servers})
+    configs = {"confluent.value.schema.validation": "true"}
+    admin.create_topics([NewTopic("validated", 2, 2, config=configs)])["validated"].result(30)
+    producer = Producer({"bootstrap.servers": c.bootstrap_servers, "linger.ms": 0})
+    for n, url in enumerate(alive.values()):
+        schema = {"type": "record", "name": f"V{n}", "fields": [{"name": "a", "type": "int"}]}
+        status, body = _call("POST", f"{url}/subjects/validated-value/versions?normalize=false", {"schema": json.dumps(schema), "schemaType": "AVRO"})  # fmt: skip
+        assert status == 200, body
+        frame = b"\x00" + int(body["id"]).to_bytes(4, "big") + b"\x02"
+        errors: list[Any] = []
+        for partition in (0, 1):
+            producer.produce("validated", frame, partition=partition, on_delivery=errors_of(errors))
+        producer.flush(30)
+        assert errors == [None, None], errors
+        _call("PUT", f"{url}/config/validated-value", {"compatibility": "NONE"})

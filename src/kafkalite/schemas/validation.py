@@ -13,6 +13,7 @@ from kafkalite.schemas.registry import RegistryState
 TOPIC_NAME = "TopicNameStrategy"
 RECORD_NAME = "RecordNameStrategy"
 TOPIC_RECORD_NAME = "TopicRecordNameStrategy"
+UNKNOWN_ID = "is not registered"  # in the message of a record whose id this registry lacks
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +49,7 @@ def check(state: RegistryState, topic: str, rule: FieldRule, data: bytes | None)
     schema_id = int.from_bytes(data[1:5], "big")
     sv = state.by_id.get(schema_id)
     if sv is None:
-        return f"The {side}'s schema id {schema_id} is not registered"
+        return f"The {side}'s schema id {schema_id} {UNKNOWN_ID}"
     try:
         parsed = state.parsed(schema_id)
     except RegistryError as exc:

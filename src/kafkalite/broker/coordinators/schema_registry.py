@@ -137,6 +137,22 @@ class SchemaRegistryComponent:
                 self._leader_epoch = part.leader_epoch
         return self.state
 
+    async def after_miss(self, timeout_s: float = 1.0) -> RegistryState:
+        """Produce validation met an id it does not know: on a follower of `_schemas`, wait (at most
+        `timeout_s`) for this replica to replay more, since a registration answered by the leader
+        reaches the followers' high watermark a fetch later."""
+        part = self._partition()
+        if part is None or part.is_leader:
+            return await self.current()
+        loop = asyncio.get_running_loop()
+        start, deadline = self._next_offset, loop.time() + timeout_s
+        while loop.time() < deadline:
+            state = await self.current()
+            if self._next_offset != start:
+                return state
+            await asyncio.sleep(0.02)
+        return self.state
+
     def good_value_prefixes(self, state: RegistryState) -> dict[tuple[str, str], set[bytes]]:
         """Produce validation's memory, per (topic, subject name strategy): value framings (magic
         byte and id) found good, kept until the state changes."""

@@ -18,7 +18,7 @@ from kafkalite.protocol.exceptions import DecodeError
 from kafkalite.protocol.messages.produce import ProduceRequest
 from kafkalite.records.batch import iter_batches
 from kafkalite.schemas.registry import RegistryState
-from kafkalite.schemas.validation import FieldRule, check, short_strategy
+from kafkalite.schemas.validation import UNKNOWN_ID, FieldRule, check, short_strategy
 from kafkalite.storage.config import LogConfig
 
 if TYPE_CHECKING:
@@ -240,7 +240,12 @@ async def refuse_invalid(
         kept: list = []  # type: ignore[type-arg]
         for pdata in partition_data:
             good = ok.setdefault((name, rules[1].strategy if rules[1] else ""), set())
-            errors = _refusal(state, name, rules, bytes(pdata.records or b""), good)
+            blob = bytes(pdata.records or b"")
+            errors = _refusal(state, name, rules, blob, good)
+            if errors and any(UNKNOWN_ID in why for _, why in errors):
+                # a schema registered a moment ago may not be in this broker's replica yet
+                state = await registry.after_miss()
+                errors = _refusal(state, name, rules, blob, good)
             if not errors:
                 kept.append(pdata)
                 continue
