@@ -185,3 +185,11 @@ def test_protobuf_descriptor_printed_as_proto_text() -> None:
     reparsed = ProtobufSchema(printed)
     assert reparsed.can_read(original) == [] and original.can_read(reparsed) == []
     assert original.formatted("") is None  # registered as text: answered as given
+
+
+def test_json_schema_references_resolve_by_name() -> None:
+    address = json.dumps({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})  # fmt: skip
+    person = json.dumps({"type": "object", "properties": {"home": {"$ref": "address.json"}}})
+    parsed = JsonSchema(person, {"address.json": address})
+    assert parsed.validate(b'{"home": {"city": "Oslo"}}') is None
+    assert parsed.validate(b'{"home": {"city": 5}}') is not None
