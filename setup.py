@@ -1,5 +1,6 @@
-"""Build script for the optional C accelerator `kafkalite.records._speedups` (everything else is in
-pyproject.toml); a failed compile is skipped and the pure-Python fallback is used.
+"""Build script for the optional C accelerators `kafkalite.records._speedups` and
+`kafkalite.schemas._framing` (everything else is in pyproject.toml); a failed compile is skipped and
+the pure-Python fallback is used.
 """
 
 from setuptools import Extension, setup
@@ -11,6 +12,13 @@ setup(
             sources=["src/kafkalite/records/_speedups.c"],
             optional=True,
             extra_compile_args=["-O2"],
-        )
+        ),
+        # produce validation's record walk (issue 33); the Python twin is the fallback
+        Extension(
+            "kafkalite.schemas._framing",
+            sources=["src/kafkalite/schemas/_framing.c"],
+            optional=True,
+            extra_compile_args=["-O2"],
+        ),
     ]
 )

@@ -32,6 +32,7 @@ from kafkalite.broker.config.group_configs import (
 )
 from kafkalite.broker.context import RequestContext
 from kafkalite.broker.coordinators.groups import GroupCoordinatorComponent
+from kafkalite.broker.coordinators.schema_registry import SchemaRegistryComponent
 from kafkalite.broker.coordinators.share_coordinator import ShareCoordinatorComponent
 from kafkalite.broker.coordinators.share_partitions import SharePartitionManager
 from kafkalite.broker.coordinators.share_persister import SharePersister
@@ -204,6 +205,8 @@ class BrokerServer:
         )
         # KIP-932: share sessions and the share-partitions of the partitions this broker leads
         self.share_partitions = SharePartitionManager(self)
+        # the Schema Registry's state, replayed from _schemas on demand (served by kafkalite.web)
+        self.schema_registry = SchemaRegistryComponent(self)
         # components above the broker (kafkalite.web's HTTP listener) started last, stopped first
         self.extensions: list[BrokerExtension] = []
         self.remote_log_manager: RemoteLogManager | None = (

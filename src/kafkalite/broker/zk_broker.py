@@ -395,6 +395,7 @@ class ZkBroker:
         server.groups.on_leadership_change(change)
         server.transactions.on_leadership_change(change)
         server.share_coordinator.on_leadership_change(change)
+        server.schema_registry.on_leadership_change(change)
         return change.errors
 
     def apply_update_metadata(

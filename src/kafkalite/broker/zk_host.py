@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from kafkalite.broker.config.broker_config import BrokerConfig
     from kafkalite.broker.config.group_configs import GroupConfigManager
     from kafkalite.broker.coordinators.groups import GroupCoordinatorComponent
+    from kafkalite.broker.coordinators.schema_registry import SchemaRegistryComponent
     from kafkalite.broker.coordinators.share_coordinator import ShareCoordinatorComponent
     from kafkalite.broker.coordinators.transactions import TransactionCoordinatorComponent
     from kafkalite.broker.network.inter_broker import InterBrokerSettings
@@ -69,6 +70,9 @@ class ZkHost(Protocol):
 
     @property
     def share_coordinator(self) -> ShareCoordinatorComponent: ...
+
+    @property
+    def schema_registry(self) -> SchemaRegistryComponent: ...
 
     @property
     def replication_quotas(self) -> ReplicationQuotas: ...

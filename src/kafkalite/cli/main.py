@@ -124,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
         pipeline,
         quotas,
         reassign,
+        schemas,
         topics,
         transactions,
         users,
@@ -189,6 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
     brokers.add_parser(sub)
     dump_log.add_parser(sub)
     perf.add_parser(sub)
+    schemas.add_parser(sub)
     return parser
 
 

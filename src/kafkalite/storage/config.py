@@ -18,6 +18,7 @@ from kafkalite.storage.errors import InvalidConfig
 LONG_MAX = 2**63 - 1
 
 CLEANUP_POLICIES = ("delete", "compact")
+SUBJECT_NAME_STRATEGIES = ("TopicNameStrategy", "RecordNameStrategy", "TopicRecordNameStrategy")
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 
@@ -62,6 +63,16 @@ class LogConfig:
     local_retention_bytes: int = -2
     remote_log_copy_disable: bool = False
     remote_log_delete_on_disable: bool = False
+    # -- Schema Registry validation on produce (Confluent Server's names; kafkalite.schemas) --
+    confluent_key_schema_validation: bool = False
+    confluent_value_schema_validation: bool = False
+    confluent_key_subject_name_strategy: str = (
+        "io.confluent.kafka.serializers.subject.TopicNameStrategy"
+    )
+    confluent_value_subject_name_strategy: str = (
+        "io.confluent.kafka.serializers.subject.TopicNameStrategy"
+    )
+    kafkalite_schema_payload_validation: bool = False
 
     # -- derived views -------------------------------------------------------------------------
     @property
@@ -170,6 +181,15 @@ class LogConfig:
                 "as 2.8 or 3.0-IV1)"
             )
         validate_remote_storage(self)
+        for strategy in (
+            self.confluent_key_subject_name_strategy,
+            self.confluent_value_subject_name_strategy,
+        ):
+            if strategy.rsplit(".", 1)[-1] not in SUBJECT_NAME_STRATEGIES:
+                raise InvalidConfig(
+                    f"subject name strategy {strategy!r}: expected one of "
+                    f"{', '.join(SUBJECT_NAME_STRATEGIES)}"
+                )
         for name in (LEADER_THROTTLED_REPLICAS, FOLLOWER_THROTTLED_REPLICAS):
             value = getattr(self, _SPECS[name].field)
             if not valid_throttled_replicas(value):
@@ -440,6 +460,36 @@ _SPECS: dict[str, _Spec] = {
         "remote_log_delete_on_disable",
         "boolean",
         "KIP-950: turning remote.storage.enable off deletes the remote segments.",
+    ),
+    # -- Schema Registry validation on produce --
+    "confluent.key.schema.validation": _spec(
+        "confluent_key_schema_validation",
+        "boolean",
+        "Refuse (INVALID_RECORD) a record whose key is not framed with a schema id registered "
+        "under its subject.",
+    ),
+    "confluent.value.schema.validation": _spec(
+        "confluent_value_schema_validation",
+        "boolean",
+        "Refuse (INVALID_RECORD) a record whose value is not framed with a schema id registered "
+        "under its subject.",
+    ),
+    "confluent.key.subject.name.strategy": _spec(
+        "confluent_key_subject_name_strategy",
+        "string",
+        "How a key's subject is named: TopicNameStrategy, RecordNameStrategy or "
+        "TopicRecordNameStrategy.",
+    ),
+    "confluent.value.subject.name.strategy": _spec(
+        "confluent_value_subject_name_strategy",
+        "string",
+        "How a value's subject is named: TopicNameStrategy, RecordNameStrategy or "
+        "TopicRecordNameStrategy.",
+    ),
+    "kafkalite.schema.payload.validation": _spec(
+        "kafkalite_schema_payload_validation",
+        "boolean",
+        "With key/value schema validation on, also check each payload against its schema.",
     ),
 }
 

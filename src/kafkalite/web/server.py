@@ -39,12 +39,13 @@ def http_listener_urls(broker: BrokerServer) -> list[tuple[str, int]]:
 
 def build_app(broker: BrokerServer) -> web.Application:
     """The application: every route module's setup(app), in order."""
-    from kafkalite.web import console, metrics, rest
+    from kafkalite.web import console, metrics, rest, schema_registry
 
     app = web.Application(client_max_size=16 * 1024 * 1024)
     app[BROKER_KEY] = broker
     metrics.setup(app)
     rest.setup(app)
+    schema_registry.setup(app)
     console.setup(app)
     return app
 
@@ -56,8 +57,10 @@ class HttpListener:
         self.urls = urls
         self.bound: list[tuple[str, int]] = []
         self._runner: web.AppRunner | None = None
+        self._broker: BrokerServer | None = None
 
     async def start(self, broker: BrokerServer) -> None:
+        self._broker = broker
         app = build_app(broker)
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
@@ -68,8 +71,15 @@ class HttpListener:
             actual = runner.addresses[-1][1] if runner.addresses else port
             self.bound.append((host, int(actual)))
             log.info("HTTP listener on http://%s:%d (metrics, REST v3, console)", host, actual)
+        # the Schema Registry's primary announces this URL so the other brokers forward writes here
+        host, port = self.bound[0]
+        if host in ("0.0.0.0", "::", ""):
+            host = broker.local_endpoint().host
+        broker.schema_registry.listener_bound(broker.broker_id, f"http://{host}:{port}")
 
     async def stop(self) -> None:
+        if self._broker is not None:
+            await self._broker.schema_registry.stop()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

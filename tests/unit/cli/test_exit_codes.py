@@ -51,6 +51,8 @@ CASES: list[tuple[str, list[str], str]] = [
     ("brokers", ["brokers", "describe", "--bootstrap-server", B, "--broker", "7"], "7"),
     ("dump-log", ["dump-log", "--files", f"{D}/00000000000000000000.log"], "00000000000000000000.log"),
     ("perf", ["perf", "produce", "--bootstrap-server", B, "--topic", "t", "--num-records", "x", "--record-size", "10", "--throughput", "-1"], "invalid int value: 'x'"),
+    ("schemas", ["schemas", "list", "--registry-url", "http://127.0.0.1:1"], "cannot reach the registry"),
+    ("schemas", ["schemas", "register", "s", "--registry-url", "http://127.0.0.1:1"], "exactly one of --schema"),
     ("perf", ["perf", "consume", "--bootstrap-server", B, "--topic", "nosuch", "--messages", "1", "--timeout", "500"], "no record for 500 ms"),
 ]  # fmt: skip
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 
+from kafkalite.broker.apis.data._schema_validation import refuse_invalid, validated_topics
 from kafkalite.broker.apis.metadata.metadata import auto_create
 from kafkalite.broker.context import DeferredResponse, RequestContext
 from kafkalite.broker.coordinators.txn_verification import (
@@ -190,6 +191,12 @@ async def handle(
         slots.append((t_out, info))
     appended = None
     verification = None
+    refused = None
+    validating = validated_topics(broker.replica_manager, entries) if entries else None
+    if validating is not None:  # (issue 33) only topics with schema validation on pay for it
+        refused = await refuse_invalid(
+            broker.schema_registry, broker.replica_manager, entries, validating
+        )
     if entries and broker.replica_manager.transaction_verification_enabled:
         txn_id = request.transactional_id if ctx.api_version >= 3 else None
         if txn_id is not None:
@@ -204,8 +211,10 @@ async def handle(
             requester=(ctx.connection.peer, ctx.client_id),
             verification=verification,
         )
-        for (t_out, info), results in zip(slots, appended.results, strict=True):
+        for pos, ((t_out, info), results) in enumerate(zip(slots, appended.results, strict=True)):
             t_out.partition_responses = results
+            if refused and pos in refused:
+                results.extend(refused[pos])
             for pr in results:
                 if pr.error_code in _NOT_HERE:
                     known = info is not None and info.partition(pr.index) is not None

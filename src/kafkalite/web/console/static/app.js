@@ -8,8 +8,10 @@ import {
 import { TopicsPage, TopicPage } from "./topics.js";
 import { MessagesPage } from "./messages.js";
 import { GroupsPage, GroupPage } from "./groups.js";
+import { SchemasPage, SchemaPage } from "./schemas.js";
 
-// -- the hash router: #/overview, #/topics, #/topics/NAME, #/messages/NAME, #/groups, #/groups/ID
+// -- the hash router: #/overview, #/topics, #/topics/NAME, #/messages/NAME, #/groups, #/groups/ID,
+// #/schemas, #/schemas/SUBJECT
 
 function parseHash() {
   const raw = (location.hash || "").replace(/^#\/?/, "");
@@ -170,7 +172,7 @@ function Header({ section }) {
     html`<a href=${"#/" + name} class=${section === name ? "active" : ""}>${label}</a>`;
   return html`<header class="top">
     <span class="brand">kafkalite</span>
-    <nav>${link("overview", "Overview")}${link("topics", "Topics")}${link("groups", "Consumer groups")}</nav>
+    <nav>${link("overview", "Overview")}${link("topics", "Topics")}${link("groups", "Consumer groups")}${link("schemas", "Schemas")}</nav>
     <span class="status" title=${conn.error || ""}>
       <span class=${"dot" + (conn.ok ? "" : " bad")}></span>${conn.ok ? "live" : "disconnected"}
     </span>
@@ -196,6 +198,8 @@ function App() {
     page = html`<${MessagesPage} key=${arg} topic=${arg} query=${query} />`;
   else if (section === "groups" && arg) page = html`<${GroupPage} key=${arg} group=${arg} />`;
   else if (section === "groups") page = html`<${GroupsPage} />`;
+  else if (section === "schemas" && arg) page = html`<${SchemaPage} key=${arg} subject=${arg} />`;
+  else if (section === "schemas") page = html`<${SchemasPage} />`;
   else page = html`<${Overview} />`;
   const nav = section === "messages" ? "topics" : section;
   const where = parts.join("/");

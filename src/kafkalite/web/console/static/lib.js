@@ -66,6 +66,8 @@ export async function api(method, path, body) {
   return call(method, `/v3/clusters/${encodeURIComponent(cid)}${path}`, body);
 }
 export const get = (path) => api("GET", path);
+/** method + a Schema Registry path (Confluent's API at the listener's root). */
+export const registry = (method, path, body) => call(method, path, body);
 export const enc = encodeURIComponent;
 
 // -- connection status shown in the header (last poll succeeded or not)
