@@ -193,16 +193,20 @@ def test_other_clients_see_every_record_and_librdkafka_reads_rewritten_batches(
 
     assert rdkafka_values() == list(range(N))
 
-    kc = kafka.KafkaConsumer(bootstrap_servers=bs, auto_offset_reset="earliest")
-    tp = kafka.TopicPartition(topic, 0)
-    kc.assign([tp])
-    got: list[int] = []
-    deadline = time.monotonic() + 30
-    while len(got) < N and time.monotonic() < deadline:
-        for recs in kc.poll(timeout_ms=200).values():
-            got += [int(r.value[1:]) for r in recs]
-    kc.close()
-    assert got == list(range(N))
+    def kafka_python_values(end: int = N, **conf: Any) -> list[int]:
+        kc = kafka.KafkaConsumer(bootstrap_servers=bs, auto_offset_reset="earliest", **conf)
+        tp = kafka.TopicPartition(topic, 0)
+        kc.assign([tp])
+        got: list[int] = []
+        deadline = time.monotonic() + 30
+        while kc.position(tp) < end and time.monotonic() < deadline:
+            for recs in kc.poll(timeout_ms=200).values():
+                got += [int(r.value[1:]) for r in recs]
+        assert kc.position(tp) == end, "kafka-python did not move past the filtered batches"
+        kc.close()
+        return got
+
+    assert kafka_python_values() == list(range(N))
 
     async def aio() -> list[int]:
         c = aiokafka.AIOKafkaConsumer(bootstrap_servers=bs, auto_offset_reset="earliest")
@@ -235,7 +239,10 @@ def test_other_clients_see_every_record_and_librdkafka_reads_rewritten_batches(
     counters = broker.server.stats.fetch_filter
     before, dropped = counters.bytes_scanned, counters.batches_dropped
     small = {"fetch.max.bytes": 1000, "message.max.bytes": 1000, "max.partition.fetch.bytes": 1}
-    got = rdkafka_values(N + 1, **small)
-    assert got == [i for i in range(200) if i % 20 == 7] + [400]
+    want = [i for i in range(200) if i % 20 == 7] + [400]
+    assert rdkafka_values(N + 1, **small) == want
+    scanned = counters.bytes_scanned
+    assert kafka_python_values(N + 1, max_partition_fetch_bytes=1, fetch_max_bytes=1) == want
+    assert counters.bytes_scanned > scanned, "kafka-python fetched below v12"
     assert counters.bytes_scanned > before, "librdkafka fetched below v12"
     assert counters.batches_dropped > dropped
