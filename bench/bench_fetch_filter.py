@@ -21,12 +21,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from confluent_kafka import Producer  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
-from peers import CpuMeter, kafkalite_broker, tansu_binary, tansu_broker  # noqa: E402
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafkalite.client import KafkaConsumer  # noqa: E402
-from kafkalite.filters import compile_filter  # noqa: E402
+from kafkalite.client import KafkaConsumer
+from kafkalite.filters import compile_filter
+from peers import CpuMeter, kafkalite_broker, tansu_binary, tansu_broker
 
 SELECTIVITY = {
     "1%": "key = 'user-7'",
