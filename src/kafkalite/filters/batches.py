@@ -11,9 +11,9 @@ from collections.abc import Iterable, Sequence
 
 import crc32c as _crc32c
 
-from kafkalite.filters.compiler import ALL, NONE, CompiledFilter
+from kafkalite.filters.compiler import ALL, NONE, CompiledFilter, Predicate
 from kafkalite.protocol.exceptions import DecodeError
-from kafkalite.records.batch import Record, _uvarint_slow, decode_records
+from kafkalite.records.batch import Record, _decode_headers, _uvarint_slow, decode_records
 from kafkalite.records.compression import compress, decompress
 from kafkalite.records.control import ControlRecordType, control_type_of
 from kafkalite.records.header import (
@@ -55,21 +55,96 @@ class FilterStats:
         self.records_out = 0
 
 
-def _record_spans(data: bytes, start: int, end: int, count: int) -> list[tuple[int, int]]:
-    """(start, end) of each record's bytes, length prefix included."""
-    spans = []
+def _zz(buf: bytes, pos: int) -> tuple[int, int]:
+    """A zig-zag varint (the 1-byte case is inlined by the caller)."""
+    v, pos = _uvarint_slow(buf, pos)
+    return (v >> 1) ^ -(v & 1), pos
+
+
+def select_spans(
+    data: bytes,
+    start: int,
+    end: int,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    fixed_timestamp: int | None,
+    match: Predicate,
+) -> list[tuple[int, int]]:
+    """(start, end) of the bytes of each record `match` selects, read in one pass without building
+    record objects or slicing values (headers are decoded only for records that have some)."""
+    spans: list[tuple[int, int]] = []
     pos = start
-    for _ in range(count):
-        b = data[pos]
-        if b < 0x80:
-            v, nxt = b, pos + 1
-        else:
-            v, nxt = _uvarint_slow(data, pos)
-        rec_end = nxt + (v >> 1)
-        spans.append((pos, rec_end))
-        pos = rec_end
+    no_headers: list[tuple[str, bytes | None]] = []
+    try:
+        for _ in range(count):
+            rec_start = pos
+            b = data[pos]
+            if b < 0x80:
+                pos += 1
+            else:
+                c = data[pos + 1]
+                if c < 0x80:
+                    b = (b & 0x7F) | (c << 7)
+                    pos += 2
+                else:
+                    b, pos = _uvarint_slow(data, pos)
+            length = (b >> 1) ^ -(b & 1)
+            rec_end = pos + length
+            if length < 0 or rec_end > end:
+                raise DecodeError("record length exceeds the batch")
+            pos += 1  # attributes
+            b = data[pos]
+            if b < 0x80:
+                pos += 1
+            else:
+                c = data[pos + 1]
+                if c < 0x80:
+                    b = (b & 0x7F) | (c << 7)
+                    pos += 2
+                else:
+                    b, pos = _uvarint_slow(data, pos)
+            ts = (b >> 1) ^ -(b & 1)
+            b = data[pos]
+            if b < 0x80:
+                pos += 1
+            else:
+                c = data[pos + 1]
+                if c < 0x80:
+                    b = (b & 0x7F) | (c << 7)
+                    pos += 2
+                else:
+                    b, pos = _uvarint_slow(data, pos)
+            od = (b >> 1) ^ -(b & 1)
+            b = data[pos]
+            if b < 0x80:
+                kl, pos = (b >> 1) ^ -(b & 1), pos + 1
+            else:
+                kl, pos = _zz(data, pos)
+            if kl >= 0:
+                key: bytes | None = data[pos : pos + kl]
+                pos += kl
+            else:
+                key = None
+            b = data[pos]
+            if b < 0x80:
+                vl, pos = (b >> 1) ^ -(b & 1), pos + 1
+            else:
+                vl, pos = _zz(data, pos)
+            if vl > 0:
+                pos += vl
+            if data[pos] == 0:
+                headers = no_headers
+            else:
+                headers, _ = _decode_headers(data, pos, rec_end)
+            timestamp = fixed_timestamp if fixed_timestamp is not None else base_timestamp + ts
+            if match(base_offset + od, timestamp, key, headers):
+                spans.append((rec_start, rec_end))
+            pos = rec_end
+    except IndexError:
+        raise DecodeError("truncated record") from None
     if pos != end:
-        raise DecodeError("record lengths do not add up to the batch")
+        raise DecodeError(f"{end - pos} bytes left after the {count} declared records")
     return spans
 
 
@@ -175,11 +250,10 @@ def filter_records(
             else:
                 data, start, stop = blob, pos + HEADER_SIZE, pos + size
             fixed = h.max_timestamp if attrs & TIMESTAMP_TYPE_MASK else None
-            recs = decode_records(
-                data, start, stop, h.records_count, h.base_offset, h.base_timestamp, fixed
+            keep = select_spans(
+                data, start, stop, h.records_count, h.base_offset, h.base_timestamp, fixed, match
             )
-            keep = [i for i, r in enumerate(recs) if match(r.offset, r.timestamp, r.key, r.headers)]
-            if len(keep) == len(recs):
+            if len(keep) == h.records_count:
                 out.append(blob[pos : pos + size])
                 st.batches_kept += 1
                 last_dropped = None
@@ -187,8 +261,7 @@ def filter_records(
                 st.batches_dropped += 1
                 last_dropped = (pos, h)
             else:
-                spans = _record_spans(data, start, stop, h.records_count)
-                body = b"".join([data[spans[i][0] : spans[i][1]] for i in keep])
+                body = b"".join([data[a:b] for a, b in keep])
                 if codec:
                     body = compress(codec, body)
                 out.append(rewrite_header(blob, pos, body, len(keep), codec))
