@@ -6,7 +6,9 @@ ignores the filter tag, so the kafkalite client filters locally there). The topi
 of --size bytes, keys user-0 .. user-99, written by librdkafka (linger 100 ms, lz4 unless --compression).
 Per run: records scanned per second (the partition's records / wall time from the first poll to the
 consumer's position at the end), records matched (the same in every mode, checked), the broker's CPU
-seconds per GB scanned, and the client's CPU share. Ratios are filtered / client-side, same selectivity.
+seconds per GB scanned (GB of key and value bytes in the partition), and the client's CPU share. Ratios
+are filtered / client-side, same selectivity. The machine's load average is printed: on a shared VM the
+figures move with it, so compare within one run.
 
 Usage: python bench/bench_fetch_filter.py [--records N] [--size B] [--compression lz4|none] [--repeats R]
 """

@@ -203,7 +203,7 @@ def _rows(records: list[Record]) -> list[tuple[Any, ...]]:
     return [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in records]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(batch_st, min_size=1, max_size=6), expr_st, st.booleans())
 def test_broker_filtered_equals_local_filter(
     specs: list[dict[str, Any]], expr: str, read_committed: bool
