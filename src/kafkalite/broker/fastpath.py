@@ -12,6 +12,7 @@ from collections.abc import Sequence, Sized
 from typing import Protocol
 
 from kafkalite.protocol.exceptions import DecodeError
+from kafkalite.protocol.messages.fetch import FILTER_ERROR_TAG, FILTER_TAG
 
 _H = struct.Struct(">h")
 _I = struct.Struct(">i")
@@ -326,9 +327,11 @@ class FetchRequestView:
         "session_epoch",
         "session_id",
         "topics",
+        "filter",
     )
 
     def __init__(self) -> None:
+        self.filter: str | None = None  # v12+ tag 10035: kafkalite's fetch filter (issue 35)
         self.max_wait_ms = 0
         self.min_bytes = 0
         self.max_bytes = 0
@@ -461,8 +464,15 @@ def _decode_fetch(buf: bytes, pos: int, version: int) -> FetchRequestView:
             req.forgotten_topics_data.append(ForgottenTopicView(ftopic, fid, fparts))
     if version >= 11:
         req.rack_id, pos = _string(buf, pos, flexible)
-    if flexible:
-        pos = _skip_tags(buf, pos)
+    if flexible:  # the top-level tags: the fetch filter is read, the others skipped
+        n, pos = _uvarint(buf, pos)
+        for _ in range(n):
+            tag, pos = _uvarint(buf, pos)
+            size, pos = _uvarint(buf, pos)
+            if tag == FILTER_TAG and size > 0:
+                length, at = _uvarint(buf, pos)
+                req.filter = buf[at : at + length - 1].decode() if length else None
+            pos += size
     if pos > len(buf):
         raise DecodeError("FetchRequest runs past the end of the frame")
     return req
@@ -504,9 +514,18 @@ class FetchTopicResult:
 
 
 class FetchResult:
-    __slots__ = ("error_code", "responses", "session_id", "throttle_time_ms")
+    __slots__ = (
+        "error_code",
+        "filter_error",
+        "filtered",
+        "responses",
+        "session_id",
+        "throttle_time_ms",
+    )
 
     def __init__(self, responses: list[FetchTopicResult], error_code: int = 0) -> None:
+        self.filtered = False  # v12+ tag 10035: the fetch filter was applied
+        self.filter_error: str | None = None  # v12+ tag 10036: why the filter was refused
         self.throttle_time_ms = 0
         self.error_code = error_code
         self.session_id = 0
@@ -564,4 +583,16 @@ def encode_fetch_response(out: bytearray, resp: FetchResult, version: int) -> No
         if flexible:
             out.append(0)
     if flexible:
-        out.append(0)
+        tags = []
+        if resp.filtered:
+            tags.append((FILTER_TAG, b"\x01"))
+        if resp.filter_error is not None:
+            raw = resp.filter_error.encode()
+            size = bytearray()
+            _write_uvarint(size, len(raw) + 1)
+            tags.append((FILTER_ERROR_TAG, bytes(size) + raw))
+        _write_uvarint(out, len(tags))
+        for tag, data in tags:
+            _write_uvarint(out, tag)
+            _write_uvarint(out, len(data))
+            out += data

@@ -52,6 +52,25 @@ class RequestStats:
         self.send = LatencyHistogram()  # writing the answer (sendfile of fetched regions included)
 
 
+class FilterCounters:
+    """Filtered fetches (issue 35): bytes scanned against bytes sent, batches judged from headers."""
+
+    __slots__ = (
+        "batches_decoded",
+        "batches_dropped",
+        "batches_kept",
+        "bytes_scanned",
+        "bytes_sent",
+    )
+
+    def __init__(self) -> None:
+        self.bytes_scanned = 0
+        self.bytes_sent = 0
+        self.batches_kept = 0  # sent unchanged: judged ALL from the header, or every record matched
+        self.batches_dropped = 0
+        self.batches_decoded = 0
+
+
 class BrokerStats:
     """Everything the broker counts for its metrics; the hot paths update these without locks."""
 
@@ -66,6 +85,7 @@ class BrokerStats:
         # or follower), and those it answered with a preferred read replica elsewhere instead
         self.consumer_fetches: dict[tuple[str, int], int] = {}
         self.preferred_replica_redirects: dict[tuple[str, int], int] = {}
+        self.fetch_filter = FilterCounters()
 
     def topic(self, name: str) -> TopicStats:
         """The counters of `name`, created on first use (call only for topics that exist)."""

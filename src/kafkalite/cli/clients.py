@@ -101,6 +101,13 @@ def add_parsers(sub: Any) -> None:
     )
     q.add_argument("--isolation-level", choices=["read_committed", "read_uncommitted"])
     q.add_argument(
+        "--filter",
+        metavar="EXPR",
+        help="only records matching this SQL92-subset expression over key, timestamp, offset and "
+        "headers (e.g. \"key = 'user-42' AND headers.region IN ('eu', 'us')\"); the broker filters, "
+        "or the client when the broker does not (docs/fetch-filter.md)",
+    )
+    q.add_argument(
         "--property",
         action="append",
         nargs="+",

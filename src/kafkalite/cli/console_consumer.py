@@ -117,6 +117,14 @@ def _consumer_config(a: argparse.Namespace) -> dict[str, Any]:
         cfg["group.id"] = a.group
     if a.isolation_level:
         cfg["isolation.level"] = a.isolation_level
+    if a.filter:
+        from kafkalite.filters import FilterError, compile_filter
+
+        try:
+            compile_filter(a.filter)
+        except FilterError as exc:
+            raise CliError(f"invalid --filter: {exc}") from None
+        cfg["filter"] = a.filter
     if a.from_beginning:
         cfg["auto.offset.reset"] = "earliest"
     else:

@@ -97,6 +97,9 @@ CONSUMER: dict[str, Any] = {
     "metadata.max.age.ms": 300000,
     "default.api.timeout.ms": 60000,
     "rebalance.listener": None,
+    # kafkalite's fetch filter (issue 35): the broker sends only matching records, or the client
+    # filters locally when the broker's answer does not say it did
+    "filter": None,
 }
 
 # Kafka's AdminClient never creates topics by asking about them (its Metadata requests say so)

@@ -31,6 +31,7 @@ from kafkalite.client.structs import (
     TopicPartition,
 )
 from kafkalite.client.subscription import EARLIEST, LATEST, SubscriptionState
+from kafkalite.filters import compile_filter
 
 log = logging.getLogger("kafkalite.client.consumer")
 
@@ -49,6 +50,8 @@ class KafkaConsumer:
     def __init__(self, *topics: str, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
         self.consumer_timeout_ms = kwargs.pop("consumer_timeout_ms", None)
         self.config = cfg = make_config(CONSUMER, config, kwargs)
+        if cfg["filter"]:
+            compile_filter(cfg["filter"])  # a bad expression: FilterError before any thread starts
         reset = str(cfg["auto.offset.reset"]).lower()
         reset = {
             "smallest": "earliest",

@@ -15,6 +15,7 @@ from kafkalite.client.errors import KafkaConnectionError, KafkaTimeoutError, NoB
 from kafkalite.client.network import NetworkClient, retrieve_auth_error
 from kafkalite.client.structs import ConsumerRecord, TopicPartition
 from kafkalite.client.subscription import SubscriptionState
+from kafkalite.filters import CompiledFilter, compile_filter, select_records
 from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.exceptions import DecodeError
 from kafkalite.protocol.messages.fetch import FetchRequest
@@ -75,11 +76,20 @@ class CompletedFetch:
         "aborted",
         "records",
         "index",
+        "filtered",
     )
 
     def __init__(
-        self, tp: TopicPartition, fetch_offset: int, epoch: int, blob: bytes, nxt: int, aborted: Any
+        self,
+        tp: TopicPartition,
+        fetch_offset: int,
+        epoch: int,
+        blob: bytes,
+        nxt: int,
+        aborted: Any,
+        filtered: bool = False,
     ) -> None:
+        self.filtered = filtered  # the broker applied the fetch filter to this blob
         self.tp = tp
         self.fetch_offset = fetch_offset
         self.epoch = epoch
@@ -113,6 +123,9 @@ class Fetcher:
         self.read_committed = isolation == "read_committed"
         self.check_crcs = bool(config["check.crcs"])
         self.rack = config.get("client.rack") or ""
+        # the fetch filter, compiled here first so a bad expression fails before any fetch (FilterError)
+        expr = config.get("filter")
+        self.filter: CompiledFilter | None = compile_filter(expr) if expr else None
         self.key_des = key_deserializer
         self.value_des = value_deserializer
         self.completed: collections.deque[CompletedFetch] = collections.deque()
@@ -228,12 +241,14 @@ class Fetcher:
             topics=[req_cls.FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
             forgotten_topics_data=[],
             rack_id=self.rack,
+            filter=self.filter.expression if self.filter is not None else None,
         )
         resp = await conn.send(
             req, version=version, timeout=self.max_wait_ms / 1000 + self.client.request_timeout
         )
         if resp.error_code:
-            raise KafkaError(resp.error_code, "fetch")
+            raise KafkaError(resp.error_code, resp.filter_error or "fetch")
+        filtered = resp.filtered and self.filter is not None
         got = False
         subs = self.subs
         for t in resp.responses:
@@ -268,7 +283,9 @@ class Fetcher:
                         continue
                     st.fetch_offset = nxt
                     st.buffered += 1
-                    self.completed.append(CompletedFetch(tp, sent[0], sent[1], blob, nxt, aborted))
+                    self.completed.append(
+                        CompletedFetch(tp, sent[0], sent[1], blob, nxt, aborted, filtered)
+                    )
                 got = True
         if got and self.data_ready is not None:
             with self.data_ready:
@@ -369,6 +386,7 @@ class Fetcher:
         # read_committed, as Kafka's consumer: a producer's batches are aborted from the first offset of
         # its aborted transaction (the fetch response lists them) until its ABORT marker
         aborted_pids: set[int] = set()
+        flt = self.filter if not cf.filtered else None
         listed = cf.aborted if self.read_committed else None
         pending = sorted(((a.first_offset, a.producer_id) for a in listed or ()), reverse=True)
         for batch in iter_batches(cf.blob, verify_crc=self.check_crcs, allow_truncated_tail=True):
@@ -385,6 +403,8 @@ class Fetcher:
             recs = batch.records
             if recs and recs[0].offset < start:
                 recs = [r for r in recs if r.offset >= start]
+            if flt is not None:  # the broker did not filter: the same selection, here
+                recs = select_records(flt, recs)
             if kd is None and vd is None:
                 extend(
                     [

@@ -301,6 +301,16 @@ class BrokerCollector(Collector):
         sink.gauge(prefix + "offlinereplicacount", "Replicas not served.", [((), offline)])
         sink.counter(prefix + "isrshrinks", "ISR shrinks accepted.", [((), stats.isr_shrinks)])
         sink.counter(prefix + "isrexpands", "ISR expands accepted.", [((), stats.isr_expands)])
+        # kafkalite's fetch filter (issue 35): what filtered fetches read, and what they sent
+        ff = stats.fetch_filter
+        for name, help_text, value in (
+            ("bytes_scanned", "Bytes read by filtered fetches.", ff.bytes_scanned),
+            ("bytes_sent", "Bytes filtered fetches sent.", ff.bytes_sent),
+            ("batches_kept", "Batches sent unchanged by filtered fetches.", ff.batches_kept),
+            ("batches_dropped", "Batches left out by filtered fetches.", ff.batches_dropped),
+            ("batches_decoded", "Batches decoded to test records.", ff.batches_decoded),
+        ):
+            sink.counter(f"kafkalite_fetch_filter_{name}", help_text, [((), value)])
         # kafka.server:type=LeaderReplication / FollowerReplication, attribute byte-rate (KIP-73)
         now_ms = int(time.monotonic() * 1000)
         for quota in (

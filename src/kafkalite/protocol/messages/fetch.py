@@ -2,11 +2,18 @@
 
 v7 adds fetch sessions (KIP-227), v12+ is flexible, v13 uses topic ids, v15 tags the replica, v17-18 add
 follower-only tagged fields.
+
+kafkalite's fetch filter (issue 35) rides in tagged fields with numbers far from Kafka's own (a broker that
+does not know them skips them, as KIP-482 says): request tag 10035 `filter` (the expression), response tag
+10035 `filtered` (the broker applied it) and 10036 `filter_error` (why it refused it, with INVALID_REQUEST).
 """
 
 from __future__ import annotations
 
 from kafkalite.protocol.schema import NULL, F, api, request, response
+
+FILTER_TAG = 10035  # request: the filter expression; response: whether the broker applied it
+FILTER_ERROR_TAG = 10036  # response: why the expression was refused
 
 FetchRequest = request(
     1,
@@ -93,6 +100,16 @@ FetchRequest = request(
             ],
         ),
         F("rack_id", "string", "11+", default="", ignorable=True),
+        F(
+            "filter",
+            "string",
+            "12+",
+            nullable="12+",
+            tag=FILTER_TAG,
+            tagged="12+",
+            ignorable=True,
+            default=NULL,
+        ),
     ],
 )
 
@@ -184,6 +201,17 @@ FetchResponse = response(
                 F("port", "int32", "16+"),
                 F("rack", "string", "16+", nullable="16+", default=NULL),
             ],
+        ),
+        F("filtered", "bool", "12+", tag=FILTER_TAG, tagged="12+", ignorable=True),
+        F(
+            "filter_error",
+            "string",
+            "12+",
+            nullable="12+",
+            tag=FILTER_ERROR_TAG,
+            tagged="12+",
+            ignorable=True,
+            default=NULL,
         ),
     ],
 )

@@ -72,6 +72,7 @@ class FetchRequest(Request[FetchResponse]):
     topics: list[FetchRequest.FetchTopic]
     forgotten_topics_data: list[FetchRequest.ForgottenTopic]
     rack_id: str
+    filter: str | None
     def __init__(
         self,
         *,
@@ -87,6 +88,7 @@ class FetchRequest(Request[FetchResponse]):
         topics: list[FetchRequest.FetchTopic] = ...,
         forgotten_topics_data: list[FetchRequest.ForgottenTopic] = ...,
         rack_id: str = ...,
+        filter: str | None = ...,
     ) -> None: ...
 
 class FetchResponse(Response):
@@ -162,6 +164,8 @@ class FetchResponse(Response):
     session_id: int
     responses: list[FetchResponse.FetchableTopicResponse]
     node_endpoints: list[FetchResponse.NodeEndpoint]
+    filtered: bool
+    filter_error: str | None
     def __init__(
         self,
         *,
@@ -170,6 +174,10 @@ class FetchResponse(Response):
         session_id: int = ...,
         responses: list[FetchResponse.FetchableTopicResponse] = ...,
         node_endpoints: list[FetchResponse.NodeEndpoint] = ...,
+        filtered: bool = ...,
+        filter_error: str | None = ...,
     ) -> None: ...
 
+FILTER_TAG: int
+FILTER_ERROR_TAG: int
 FETCH: Api

@@ -16,6 +16,13 @@ from aiohttp import web
 from kafkalite.broker.apis.data import produce
 from kafkalite.broker.apis.data.list_offsets import lookup
 from kafkalite.broker.context import DeferredResponse
+from kafkalite.filters import (
+    CompiledFilter,
+    FilterError,
+    NotFilterable,
+    compile_filter,
+    filter_records,
+)
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.exceptions import DecodeError
 from kafkalite.protocol.messages.produce import PRODUCE, ProduceRequest
@@ -38,6 +45,7 @@ from kafkalite.web.rest.topics import partition_or_404, topic_or_404
 PRODUCE_TIMEOUT_MS = 30_000
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
+MAX_FILTER_SCAN = 64 * 1024 * 1024  # bytes one filtered read scans at most; next_offset goes on
 _READ_CHUNK = 1024 * 1024
 _round_robin = itertools.count()
 
@@ -265,6 +273,13 @@ async def read_records(request: web.Request) -> web.Response:
     if limit < 1:
         raise bad_request("Query parameter limit must be at least 1")
     limit = min(limit, MAX_LIMIT)
+    flt: CompiledFilter | None = None
+    if request.query.get("filter"):
+        try:
+            flt = compile_filter(request.query["filter"])
+        except FilterError as exc:
+            raise bad_request(f"Query parameter filter is invalid: {exc}") from None
+    scanned = 0
     rm = broker_of(request).replica_manager
     part = rm.get_partition(topic.name, p.partition)
     if part is None:
@@ -284,19 +299,30 @@ async def read_records(request: web.Request) -> web.Response:
     data: list[dict[str, object]] = []
     at = start
     last = start - 1  # the offset of the last record in data
-    while len(data) < limit and at < hw:
+    while len(data) < limit and at < hw and scanned < MAX_FILTER_SCAN:
         info = rm.read(part, at, _READ_CHUNK, from_follower=False, min_one_message=True)
         if info.slice is None:
             break
         advanced = False
         try:
-            for batch in iter_batches(info.slice.read_bytes(), allow_truncated_tail=True):
+            raw = info.slice.read_bytes()
+            if flt is not None:  # whole batches judged from their headers, the rest per record
+                scanned += len(raw)
+                try:
+                    raw = filter_records(raw, flt)
+                except NotFilterable:
+                    pass
+            for batch in iter_batches(raw, allow_truncated_tail=True):
                 if batch.next_offset <= at:
                     continue
                 advanced = True
                 if not batch.is_control:
                     for rec in batch.records:
                         if rec.offset < at or rec.offset >= hw or len(data) >= limit:
+                            continue
+                        if flt is not None and not flt.match(
+                            rec.offset, rec.timestamp, rec.key, rec.headers
+                        ):
                             continue
                         last = rec.offset
                         data.append(

@@ -10,6 +10,7 @@ import logging
 import uuid
 from collections.abc import Sequence
 
+from kafkalite.broker.apis.data._fetch_filter import apply_filter, compile_request_filter
 from kafkalite.broker.context import RequestContext, SlicedResponse
 from kafkalite.broker.fastpath import (
     FetchRequestView,
@@ -116,6 +117,13 @@ async def handle(ctx: RequestContext, request: Request) -> FetchResult | SlicedR
     broker = ctx.broker
     session = None
     full = True
+    flt = None
+    if request.filter is not None and version >= 12:  # kafkalite's fetch filter (issue 35)
+        flt, fault = compile_request_filter(request.filter, ctx.quota_client_id)
+        if flt is None:
+            refused = FetchResult([], error_code=ErrorCode.INVALID_REQUEST)
+            refused.filter_error = fault
+            return refused
     if version >= 7:
         session, full, err = broker.fetch_sessions.begin(request, version >= 13)
         if err:
@@ -160,8 +168,14 @@ async def handle(ctx: RequestContext, request: Request) -> FetchResult | SlicedR
     sliced = SlicedResponse(None)
     down_magic = 0 if version <= 1 else 1
     topics_out = []
+    filtered = flt is not None and replica_id < 0
     for group, results in zip(groups, fetched.results, strict=True):
         t0 = group[0] if group else None
+        if flt is not None and replica_id < 0 and t0 is not None and t0.topic is not None:
+            done, saved = apply_filter(flt, results, t0.topic, broker.stats.fetch_filter)
+            filtered = filtered and done
+            if saved:
+                broker.stats.topic(t0.topic).bytes_out -= saved
         topics_out.append(
             FetchTopicResult(
                 t0.topic if t0 is not None and t0.topic is not None else "",
@@ -191,6 +205,7 @@ async def handle(ctx: RequestContext, request: Request) -> FetchResult | SlicedR
     if session is not None:
         topics_out = session.filter_response(topics_out, full=full)
     response = FetchResult(topics_out)
+    response.filtered = filtered
     if session is not None:
         response.session_id = session.id
     if not sliced.regions:
