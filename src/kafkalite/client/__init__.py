@@ -25,7 +25,8 @@ from kafkalite.client.errors import (
 )
 from kafkalite.client.futures import FutureRecordMetadata, RecordMetadata
 from kafkalite.client.producer import KafkaProducer
-from kafkalite.client.share_consumer import AcknowledgeType, ShareConsumer, ShareConsumerRecord
+from kafkalite.client.share_consumer import ShareConsumer
+from kafkalite.client.share_requests import AcknowledgeType, ShareConsumerRecord
 from kafkalite.client.structs import (
     ConsumerGroupMetadata,
     ConsumerRebalanceListener,

@@ -7,14 +7,12 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
-import enum
 import logging
 import threading
 import time
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from kafkalite.client.config import COMMON, make_config
 from kafkalite.client.errors import IllegalStateError, KafkaConnectionError, KafkaTimeoutError
@@ -22,20 +20,25 @@ from kafkalite.client.find_coordinator import GROUP_KEY, find_coordinator
 from kafkalite.client.io_thread import IOThread
 from kafkalite.client.network import NetworkClient
 from kafkalite.client.serialization import make_deserializer
+from kafkalite.client.share_requests import (
+    FINAL_EPOCH,
+    GAP,
+    AcknowledgeType,
+    Acks,
+    PartitionKey,
+    ShareConsumerRecord,
+    ShareSession,
+    acquired_records,
+    share_acknowledge_request,
+    share_fetch_request,
+)
 from kafkalite.client.structs import TopicPartition
 from kafkalite.protocol.errors import ErrorCode, KafkaError
-from kafkalite.protocol.messages.share_groups import (
-    ShareAcknowledgeRequest,
-    ShareFetchRequest,
-    ShareGroupHeartbeatRequest,
-)
-from kafkalite.records.batch import iter_batches
+from kafkalite.protocol.messages.share_groups import ShareGroupHeartbeatRequest
 
 log = logging.getLogger("kafkalite.client.share_consumer")
 
 SHARE_GROUP_HEARTBEAT, SHARE_FETCH, SHARE_ACKNOWLEDGE = 76, 78, 79
-GAP = 0  # an acquired offset with no record for the user (a control record, a compacted gap)
-FINAL_EPOCH = -1  # ShareSessionEpoch / MemberEpoch that closes the session / leaves the group
 
 SHARE_CONSUMER: dict[str, Any] = {
     **COMMON,
@@ -59,59 +62,6 @@ _COORDINATOR_MOVED = {
     ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
 }
-
-
-class AcknowledgeType(enum.IntEnum):
-    """How a consumer finished with a record, as Kafka's AcknowledgeType (the wire values)."""
-
-    ACCEPT = 1  # processed: the record is done for the group
-    RELEASE = 2  # not processed: another delivery, to this or another member
-    REJECT = 3  # unprocessable: archived (and sent to the group's dead-letter topic if it has one)
-
-
-class ShareConsumerRecord(NamedTuple):
-    """A ConsumerRecord plus how many times the share group has delivered it (1 the first time)."""
-
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-    timestamp_type: int
-    key: Any
-    value: Any
-    headers: list[tuple[str, bytes | None]]
-    delivery_count: int = 1
-    leader_epoch: int = -1
-
-
-# -- pure logic: acknowledgement batches and acquired ranges
-
-
-def ack_batches(acks: dict[int, int]) -> list[tuple[int, int, list[int]]]:
-    """{offset: type} as AcknowledgementBatches: runs of consecutive offsets with one type each."""
-    out: list[tuple[int, int, list[int]]] = []
-    for off in sorted(acks):
-        t = acks[off]
-        if out and out[-1][1] == off - 1 and out[-1][2][0] == t:
-            first, _last, types = out[-1]
-            out[-1] = (first, off, types)
-        else:
-            out.append((off, off, [t]))
-    return out
-
-
-def delivery_counts(acquired: Iterable[tuple[int, int, int]]) -> dict[int, int]:
-    """AcquiredRecords ranges (first, last, delivery count) as {offset: delivery count}."""
-    return {o: dc for first, last, dc in acquired for o in range(first, last + 1)}
-
-
-# -- per-leader share session
-
-
-@dataclass
-class _Session:
-    epoch: int = 0  # the ShareSessionEpoch of the next request to this leader
-    partitions: set[tuple[uuid.UUID, int]] = field(default_factory=set)
 
 
 class ShareConsumer:
@@ -144,12 +94,12 @@ class ShareConsumer:
         self.member_id = str(uuid.uuid4())
         self.member_epoch = 0
         self._topics: list[str] = []
-        self._assignment: set[tuple[uuid.UUID, int]] = set()
+        self._assignment: set[PartitionKey] = set()
         self._heartbeat_interval = 1.0
         self._coordinator: int | None = None
         self._hb_task: asyncio.Task[None] | None = None
         self._hb_wake: asyncio.Event | None = None
-        self._sessions: dict[int, _Session] = {}
+        self._sessions: dict[int, ShareSession] = {}
         # delivered by the last poll and not yet acknowledged: {tp: {offset: record}}
         self._in_flight: dict[TopicPartition, dict[int, ShareConsumerRecord]] = {}
         self._buffered: collections.deque[ShareConsumerRecord] = collections.deque()
@@ -361,13 +311,13 @@ class ShareConsumer:
         names = self._topic_names()
         if any(t not in names for t, _p in self._assignment):
             md.request_update()
-        wanted: dict[int, set[tuple[uuid.UUID, int]]] = {}
+        wanted: dict[int, set[PartitionKey]] = {}
         for t, p in self._assignment:
             name = names.get(t)
             leader = -1 if name is None else md.leader_for(name, p)
             if leader >= 0:
                 wanted.setdefault(leader, set()).add((t, p))
-        acks_by_node: dict[int, dict[tuple[uuid.UUID, int], dict[int, int]]] = {}
+        acks_by_node: dict[int, Acks] = {}
         ids = {name: t for t, name in names.items()}
         for tp, acks in self._take_pending().items():
             topic_id = ids.get(tp.topic)
@@ -396,54 +346,11 @@ class ShareConsumer:
             out.update(res)
         return out
 
-    def _share_fetch_request(
-        self,
-        session: _Session,
-        wanted: set[tuple[uuid.UUID, int]],
-        acks: dict[tuple[uuid.UUID, int], dict[int, int]],
-        max_wait_ms: int,
-        max_records: int,
-    ) -> ShareFetchRequest:
-        """One ShareFetch: partitions new to the session or carrying acknowledgements, partitions
-        left out of the assignment forgotten. (Issue 35's fetch filter would be added here.)"""
-        req_cls = ShareFetchRequest
-        by_topic: dict[uuid.UUID, list[Any]] = {}
-        for key in sorted(set(wanted - session.partitions) | set(acks), key=str):
-            batches = [
-                req_cls.FetchTopic.FetchPartition.AcknowledgementBatch(
-                    first_offset=f, last_offset=last, acknowledge_types=types
-                )
-                for f, last, types in ack_batches(acks.get(key, {}))
-            ]
-            by_topic.setdefault(key[0], []).append(
-                req_cls.FetchTopic.FetchPartition(
-                    partition_index=key[1],
-                    acknowledgement_batches=batches,
-                )
-            )
-        forgotten: dict[uuid.UUID, list[int]] = {}
-        for t, p in sorted(session.partitions - wanted, key=str):
-            forgotten.setdefault(t, []).append(p)
-        return req_cls(
-            group_id=self.group_id,
-            member_id=self.member_id,
-            share_session_epoch=session.epoch,
-            max_wait_ms=max_wait_ms if wanted else 0,
-            min_bytes=int(self.config["fetch.min.bytes"]),
-            max_bytes=int(self.config["fetch.max.bytes"]),
-            max_records=max_records if wanted else 0,
-            batch_size=max_records,
-            topics=[req_cls.FetchTopic(topic_id=t, partitions=ps) for t, ps in by_topic.items()],
-            forgotten_topics_data=[
-                req_cls.ForgottenTopic(topic_id=t, partitions=ps) for t, ps in forgotten.items()
-            ],
-        )
-
     async def _share_fetch(
         self,
         node: int,
-        wanted: set[tuple[uuid.UUID, int]],
-        acks: dict[tuple[uuid.UUID, int], dict[int, int]],
+        wanted: set[PartitionKey],
+        acks: Acks,
         max_wait_ms: int,
         max_records: int,
         names: dict[uuid.UUID, str],
@@ -452,13 +359,24 @@ class ShareConsumer:
         if session is None:
             if not wanted:
                 return {}
-            session = self._sessions[node] = _Session()
+            session = self._sessions[node] = ShareSession()
         if not wanted and not acks:
             if session.partitions:  # nothing assigned here any more: close the session
                 await self._close_session(node, {})
             return {}
         conn = await self._client.connection(node)
-        req = self._share_fetch_request(session, wanted, acks, max_wait_ms, max_records)
+        # (issue 35's fetch filter would travel on this request, as a tagged field)
+        req = share_fetch_request(
+            self.group_id,
+            self.member_id,
+            session,
+            wanted,
+            acks,
+            max_wait_ms=max_wait_ms,
+            max_records=max_records,
+            min_bytes=int(self.config["fetch.min.bytes"]),
+            max_bytes=int(self.config["fetch.max.bytes"]),
+        )
         session.epoch += 1
         session.partitions = set(wanted)
         try:
@@ -500,45 +418,20 @@ class ShareConsumer:
     def _records(
         self, tp: TopicPartition, blob: bytes | None, acquired: list[Any]
     ) -> list[ShareConsumerRecord]:
-        counts = delivery_counts(
-            (a.first_offset, a.last_offset, a.delivery_count) for a in acquired
+        recs, gaps = acquired_records(
+            tp,
+            blob,
+            [(a.first_offset, a.last_offset, a.delivery_count) for a in acquired],
+            self._key_des,
+            self._value_des,
+            bool(self.config["check.crcs"]),
         )
-        if not counts:
-            return []
-        kd, vd = self._key_des, self._value_des
-        topic, partition = tp
-        out: list[ShareConsumerRecord] = []
-        seen: set[int] = set()
-        verify = bool(self.config["check.crcs"])
-        for batch in iter_batches(blob or b"", verify_crc=verify, allow_truncated_tail=True):
-            for r in batch.records:
-                dc = counts.get(r.offset)
-                if dc is None:
-                    continue
-                if batch.is_control:
-                    continue  # acquired, never handed to the user: acknowledged as GAP below
-                seen.add(r.offset)
-                out.append(
-                    ShareConsumerRecord(
-                        topic,
-                        partition,
-                        r.offset,
-                        r.timestamp,
-                        batch.timestamp_type,
-                        r.key if kd is None else kd(topic, r.key),
-                        r.value if vd is None else vd(topic, r.value),
-                        r.headers,
-                        dc,
-                        batch.partition_leader_epoch,
-                    )
-                )
-        gaps = [o for o in counts if o not in seen]
-        if gaps:
+        if gaps:  # acquired, never handed to the user (control records): acknowledged as GAP
             with self._lock:
                 pend = self._pending.setdefault(tp, {})
                 for o in gaps:
                     pend[o] = GAP
-        return out
+        return recs
 
     # -- commits
     def commit_sync(
@@ -557,12 +450,12 @@ class ShareConsumer:
             raise IllegalStateError("share consumer is closed")
         return self._io.submit(self._send_acks(self._prepare_commit(), final=False))
 
-    def _prepare_commit(self) -> dict[int, dict[tuple[uuid.UUID, int], dict[int, int]]]:
+    def _prepare_commit(self) -> dict[int, Acks]:
         if not self._explicit:
             self._acknowledge_delivered()
         md = self._client.metadata
         ids = {name: t for t, name in self._topic_names().items()}
-        by_node: dict[int, dict[tuple[uuid.UUID, int], dict[int, int]]] = {}
+        by_node: dict[int, Acks] = {}
         for tp, acks in self._take_pending().items():
             leader = md.leader_for(tp.topic, tp.partition)
             topic_id = ids.get(tp.topic)
@@ -573,7 +466,7 @@ class ShareConsumer:
         return by_node
 
     async def _send_acks(
-        self, by_node: dict[int, dict[tuple[uuid.UUID, int], dict[int, int]]], final: bool
+        self, by_node: dict[int, Acks], final: bool
     ) -> dict[TopicPartition, KafkaError | None]:
         nodes = set(self._sessions) if final else set(by_node)
         out: dict[TopicPartition, KafkaError | None] = {}
@@ -584,34 +477,14 @@ class ShareConsumer:
         return out
 
     async def _acknowledge(
-        self, node: int, acks: dict[tuple[uuid.UUID, int], dict[int, int]], final: bool
+        self, node: int, acks: Acks, final: bool
     ) -> dict[TopicPartition, KafkaError | None]:
         """One ShareAcknowledge on the node's share session (final: epoch -1 closes it)."""
         session = self._sessions.get(node)
         if session is None or session.epoch == 0:
             return {}
-        req_cls = ShareAcknowledgeRequest
-        by_topic: dict[uuid.UUID, list[Any]] = {}
-        for (t, p), offsets in acks.items():
-            by_topic.setdefault(t, []).append(
-                req_cls.AcknowledgeTopic.AcknowledgePartition(
-                    partition_index=p,
-                    acknowledgement_batches=[
-                        req_cls.AcknowledgeTopic.AcknowledgePartition.AcknowledgementBatch(
-                            first_offset=f, last_offset=last, acknowledge_types=types
-                        )
-                        for f, last, types in ack_batches(offsets)
-                    ],
-                )
-            )
-        req = req_cls(
-            group_id=self.group_id,
-            member_id=self.member_id,
-            share_session_epoch=FINAL_EPOCH if final else session.epoch,
-            topics=[
-                req_cls.AcknowledgeTopic(topic_id=t, partitions=ps) for t, ps in by_topic.items()
-            ],
-        )
+        epoch = FINAL_EPOCH if final else session.epoch
+        req = share_acknowledge_request(self.group_id, self.member_id, epoch, acks)
         if final:
             del self._sessions[node]
         else:
@@ -643,12 +516,10 @@ class ShareConsumer:
                 )
         return out
 
-    async def _close_session(
-        self, node: int, acks: dict[tuple[uuid.UUID, int], dict[int, int]]
-    ) -> None:
+    async def _close_session(self, node: int, acks: Acks) -> None:
         await self._acknowledge(node, acks, final=True)
 
-    async def _leave(self, by_node: dict[int, dict[tuple[uuid.UUID, int], dict[int, int]]]) -> None:
+    async def _leave(self, by_node: dict[int, Acks]) -> None:
         """Acknowledge what is pending and close every share session, then leave the group."""
         try:
             await self._send_acks(by_node, final=True)
