@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from share_support import consumer as confluent_share_consumer
 from share_support import new_topic, produce, set_group_configs
 
@@ -182,10 +182,9 @@ def test_reject_archives_to_the_dead_letter_topic(bs: str, setup: Any) -> None:
     nxt = _poll_until(c, lambda got: bool(got))
     assert [(r.offset, r.delivery_count) for r in nxt] == [(2, 1)]
     c.acknowledge(nxt[0])
-    reader = Consumer({"bootstrap.servers": bs, "group.id": "kl-dlq-reader",
-                       "auto.offset.reset": "earliest"})  # fmt: skip
+    reader = Consumer({"bootstrap.servers": bs, "group.id": "kl-dlq-reader"})
     try:
-        reader.subscribe([dlq])
+        reader.assign([TopicPartition(dlq, 0, OFFSET_BEGINNING)])
         deadline = time.monotonic() + 30
         letter = None
         while letter is None:

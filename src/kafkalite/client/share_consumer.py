@@ -70,7 +70,9 @@ class ShareConsumer:
     `share.acknowledgement.mode` is `implicit` (default: what a poll delivered is ACCEPTED by the
     next poll, commit_sync/commit_async or close) or `explicit` (acknowledge every delivered record
     with acknowledge() before the next poll). Not thread-safe, like KafkaConsumer. A fetch filter
-    (issue 35's `filter=`) is not taken yet; the hook is `_share_fetch_request`.
+    (issue 35's `filter=`) is not taken yet: it would be one more argument here, carried by
+    share_requests.share_fetch_request as a tagged field. No wakeup(), no renew acknowledgements
+    (KIP-1222) and no record-limit acquire mode (ShareFetch v2) yet.
     """
 
     def __init__(self, *topics: str, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
@@ -378,7 +380,7 @@ class ShareConsumer:
             max_bytes=int(self.config["fetch.max.bytes"]),
         )
         session.epoch += 1
-        session.partitions = set(wanted)
+        session.partitions = wanted | set(acks)  # listed to acknowledge: the broker adds it too
         try:
             resp = await conn.send(
                 req,
