@@ -107,10 +107,10 @@ class ShareConsumer:
         self._buffered: collections.deque[ShareConsumerRecord] = collections.deque()
         # acknowledged, not yet sent: {tp: {offset: type}}
         self._pending: dict[TopicPartition, dict[int, int]] = {}
-        self._lock = (
-            threading.Lock()
-        )  # _pending is filled on the polling thread, sent on the I/O one
+        # _pending is filled on the polling thread and sent from the I/O one
+        self._lock = threading.Lock()
         self.acknowledgement_errors: dict[TopicPartition, KafkaError] = {}
+        self._fatal: KafkaError | None = None  # a heartbeat error poll() raises (not retriable)
         self._closed = False
         self._io.call_soon(self._start_heartbeat)
         if topics:
@@ -162,9 +162,13 @@ class ShareConsumer:
             log.info("share group %s: %s, rejoining", self.group_id, ErrorCode(code).name)
             self.member_epoch = 0
             self._assignment = set()
+            self._wake_heartbeat()  # rejoin at once, not after an interval
             return
         if code:
-            raise KafkaError(code, resp.error_message or f"ShareGroupHeartbeat {self.group_id}")
+            err = KafkaError(code, resp.error_message or f"ShareGroupHeartbeat {self.group_id}")
+            if not err.retriable and epoch != FINAL_EPOCH:
+                self._fatal = err  # e.g. GROUP_AUTHORIZATION_FAILED: the user must hear of it
+            raise err
         if epoch == FINAL_EPOCH:
             return
         if resp.member_id:
@@ -261,6 +265,9 @@ class ShareConsumer:
             raise IllegalStateError("share consumer is closed")
         if not self._topics:
             raise IllegalStateError("share consumer is not subscribed to any topic")
+        if self._fatal is not None:
+            err, self._fatal = self._fatal, None
+            raise err
         if self._explicit:
             left = sum(len(r) for r in self._in_flight.values())
             if left:
