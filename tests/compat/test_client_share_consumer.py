@@ -286,3 +286,17 @@ def test_bad_configuration_is_a_clear_error(bs: str) -> None:
 def test_polling_before_subscribe_is_an_error(setup: Any) -> None:
     with pytest.raises(IllegalStateError, match="not subscribed"):
         setup("kl-nosub").poll(0)
+
+
+def test_close_in_implicit_mode_accepts_the_last_poll(bs: str, setup: Any) -> None:
+    topic = new_topic(bs)
+    group = _group(bs, "kl-close-implicit")
+    produce(bs, topic, 3)
+    c = setup(group)
+    c.subscribe([topic])
+    assert len(_poll_until(c, lambda got: len(got) >= 3)) == 3
+    c.close()  # no poll or commit after the delivery: close accepts them
+    produce(bs, topic, 1, start=3)
+    other = setup(group)
+    other.subscribe([topic])
+    assert [(r.offset, r.delivery_count) for r in _poll_until(other, bool)] == [(3, 1)]
