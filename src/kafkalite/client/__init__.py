@@ -1,4 +1,4 @@
-"""The kafkalite Python client: KafkaProducer, KafkaConsumer and KafkaAdminClient over an asyncio core.
+"""The kafkalite Python client: KafkaProducer, KafkaConsumer, ShareConsumer and KafkaAdminClient over asyncio.
 
 Works against kafkalite and any Kafka broker; config takes Kafka's names (`linger.ms` or `linger_ms`).
 """
@@ -25,6 +25,8 @@ from kafkalite.client.errors import (
 )
 from kafkalite.client.futures import FutureRecordMetadata, RecordMetadata
 from kafkalite.client.producer import KafkaProducer
+from kafkalite.client.share_consumer import ShareConsumer
+from kafkalite.client.share_requests import AcknowledgeType, ShareConsumerRecord
 from kafkalite.client.structs import (
     ConsumerGroupMetadata,
     ConsumerRebalanceListener,
@@ -35,6 +37,7 @@ from kafkalite.client.structs import (
 )
 
 __all__ = [
+    "AcknowledgeType",
     "AuthenticationError",
     "CommitFailedError",
     "ConsumerGroupMetadata",
@@ -58,6 +61,8 @@ __all__ = [
     "ProducerFencedError",
     "RecordMetadata",
     "SaslAuthenticationError",
+    "ShareConsumer",
+    "ShareConsumerRecord",
     "SslAuthenticationError",
     "TopicPartition",
     "TransactionAbortableError",
