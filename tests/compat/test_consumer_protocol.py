@@ -98,7 +98,8 @@ def test_members_come_and_go_while_a_producer_runs(broker: Any) -> None:
         if acked <= consumed:
             break
         time.sleep(0.5)
-    time.sleep(1.5)  # the last auto-commits
+    # the last auto-commits: every acknowledged record committed (checked again below, after the closes)
+    _wait(lambda: sum(_committed(bs, group, topic).values()) == len(acked), 15)
     for w in workers:
         w.close()
     consumed = set().union(*(w.consumed() for w in workers))
@@ -143,7 +144,7 @@ def test_an_empty_classic_group_becomes_a_consumer_group(
     deadline = time.monotonic() + 30
     while len(classic.consumed()) < 100 and time.monotonic() < deadline:
         time.sleep(0.2)
-    time.sleep(1)  # its last auto-commit
+    _wait(lambda: _committed(bs, group, topic, 2) == {0: 50, 1: 50}, 15)  # its last auto-commit
     classic.close()
     assert len(classic.consumed()) == 100
     assert _committed(bs, group, topic, 2) == {0: 50, 1: 50}

@@ -80,6 +80,10 @@ def test_sigkill_keeps_every_flushed_append(tmp_path: Path) -> None:
     _rounds(tmp_path, rounds=3, seed=int(time.time()))
 
 
+# each round starts a writer process (about a second); KAFKALITE_CRASH_ROUNDS=50 is a longer run
+MANY_ROUNDS = int(os.environ.get("KAFKALITE_CRASH_ROUNDS", "10"))
+
+
 @pytest.mark.slow
 def test_sigkill_many_rounds(tmp_path: Path) -> None:
-    _rounds(tmp_path, rounds=15, seed=12345)
+    _rounds(tmp_path, rounds=MANY_ROUNDS, seed=12345)
