@@ -187,3 +187,95 @@ def test_read_committed_from_the_remote_tier_skips_aborted_transactions(tmp_path
         finally:
             c.close()
         assert got == committed
+
+
+def test_delete_records_below_the_local_log_start_cuts_the_remote_tier(tmp_path: Path) -> None:
+    topic = "cut"
+    n = 1200
+    data = tmp_path / "data"
+    remote = LocalTieredStorage(tmp_path / "remote")
+    tp = TopicPartition(topic, 0)
+    with Broker(data, config=_props(tmp_path)) as b:
+        bs = f"{b.host}:{b.port}"
+        admin = AdminClient({"bootstrap.servers": bs})
+        configs = {
+            "remote.storage.enable": "true",
+            "segment.bytes": str(64 * 1024),
+            "local.retention.bytes": str(64 * 1024),
+        }
+        admin.create_topics([NewTopic(topic, 1, 1, config=configs)])[topic].result(10)
+        p = Producer({"bootstrap.servers": bs, "linger.ms": 5, "batch.size": 16384})
+        for i in range(n):
+            p.produce(topic, value=_value(i))
+        assert p.flush(30) == 0
+        del p
+        part = b.server.replica_manager.get_partition(topic, 0)
+        rlm = b.server.remote_log_manager
+        _wait(lambda: part.log_start_offset > n // 2, "archiving and local deletion")
+        before = rlm.cache.copied_segments(topic, 0)
+        # an offset inside the third remote segment: two whole segments lie below it
+        cut = before[2].start_offset + 3
+        assert cut < part.log_start_offset
+        res = admin.delete_records([TopicPartition(topic, 0, cut)])[tp].result(10)
+        assert res.low_watermark == cut  # the low watermark, across tiers
+        assert _list_offset_of(bs, topic, OffsetSpec.earliest()) == cut
+        # the two remote segments wholly below the cut go, data and metadata
+        _wait(lambda: len(remote.list_segments()) == len(before) - 2, "remote deletion")
+        assert [m.start_offset for m in rlm.cache.copied_segments(topic, 0)] == [
+            m.start_offset for m in before[2:]
+        ]
+        _assert_out_of_range(bs, topic, cut - 1)
+        first = _first_offset_from(bs, topic, cut)
+        assert first == cut
+    # the cut survives a restart (it is in __remote_log_metadata)
+    with Broker(data, config=_props(tmp_path)) as b:
+        bs = f"{b.host}:{b.port}"
+        assert _list_offset_of(bs, topic, OffsetSpec.earliest()) == cut
+        _assert_out_of_range(bs, topic, before[2].start_offset)
+
+
+def _list_offset_of(bs: str, topic: str, spec: OffsetSpec) -> int:
+    admin = AdminClient({"bootstrap.servers": bs})
+    fut = admin.list_offsets({TopicPartition(topic, 0): spec})
+    return int(fut[TopicPartition(topic, 0)].result(10).offset)
+
+
+def _first_offset_from(bs: str, topic: str, offset: int) -> int:
+    c = Consumer({"bootstrap.servers": bs, "group.id": "cut", "enable.auto.commit": False})
+    try:
+        c.assign([TopicPartition(topic, 0, offset)])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None:
+                if m.error() is not None:
+                    raise KafkaException(m.error())
+                return int(m.offset())
+        raise AssertionError("no record")
+    finally:
+        c.close()
+
+
+def _assert_out_of_range(bs: str, topic: str, offset: int) -> None:
+    """A fetch below the log start answers OFFSET_OUT_OF_RANGE (the consumer reports it, with
+    auto.offset.reset=error)."""
+    c = Consumer(
+        {"bootstrap.servers": bs, "group.id": "cut-oor", "enable.auto.commit": False,
+         "auto.offset.reset": "error"}
+    )  # fmt: skip
+    try:
+        c.assign([TopicPartition(topic, 0, offset)])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            assert m.error() is not None, f"read offset {m.offset()} below the log start"
+            assert "out of range" in m.error().str().lower() or m.error().code() in (
+                confluent_kafka.KafkaError.OFFSET_OUT_OF_RANGE,
+                confluent_kafka.KafkaError._AUTO_OFFSET_RESET,
+            ), m.error()
+            return
+        raise AssertionError("no answer")
+    finally:
+        c.close()

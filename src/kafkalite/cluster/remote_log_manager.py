@@ -27,6 +27,7 @@ from kafkalite.storage.remote.metadata import (
     RemoteLogSegmentMetadata,
     RemoteLogSegmentState,
     RemoteLogSegmentUpdate,
+    RemoteLogStartOffsetUpdate,
     decode_event,
     encode_event,
     record_key,
@@ -140,6 +141,7 @@ class RemoteLogManager:
         self.stats = RemoteLogManagerStats()
         self._task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()  # one round at a time (the task and tests' run_once)
+        self._background: set[asyncio.Task[None]] = set()
 
     # -- lifecycle --------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -152,6 +154,8 @@ class RemoteLogManager:
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def stop(self) -> None:
+        for t in list(self._background):
+            t.cancel()
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
@@ -326,6 +330,12 @@ class RemoteLogManager:
                 await self._delete_remote(m)
 
     async def _expire_remote(self, part: Partition) -> None:
+        for m in self.cache.below_log_start(part.topic, part.partition):
+            await self._delete_remote(m)
+            log.info(
+                "%s-%d: remote segment [%d, %d] deleted, below the log start set by DeleteRecords",
+                part.topic, part.partition, m.start_offset, m.end_offset,
+            )  # fmt: skip
         cfg = part.config
         if not cfg.delete:
             return
@@ -373,14 +383,45 @@ class RemoteLogManager:
                 except (RemoteStorageError, RemoteLogMetadataError, OSError) as exc:
                     log.warning("remote tier of deleted %s-%d: %s", topic, partition, exc)
 
+    # -- DeleteRecords ----------------------------------------------------------------------------------
+    async def delete_records(self, part: Partition, offset: int) -> int:
+        """DeleteRecords across tiers (the leader; `offset` checked against the high watermark): the
+        local log start moves as without tiered storage; below it, the cut is written to
+        `__remote_log_metadata` at once (reads below it answer OFFSET_OUT_OF_RANGE from then on, and
+        after a restart), and the remote segments wholly below it are deleted in the background
+        (DELETE_SEGMENT_STARTED, the data, DELETE_SEGMENT_FINISHED). Returns the new log start."""
+        part.delete_records(offset)
+        if offset > self.log_start_offset_across_tiers(part):
+            cut = RemoteLogStartOffsetUpdate(
+                topic_id_of(part), part.topic, part.partition, offset, self.clock(), self.broker_id
+            )
+            await self._publish(cut)
+        if self.cache.below_log_start(part.topic, part.partition):
+            t = asyncio.get_running_loop().create_task(self._delete_below_log_start(part))
+            self._background.add(t)
+            t.add_done_callback(self._background.discard)
+        return self.log_start_offset(part)
+
+    def log_start_offset_across_tiers(self, part: Partition) -> int:
+        """The log start whatever the topic's remote.storage.enable says now."""
+        remote = self.cache.log_start_offset(part.topic, part.partition)
+        local = part.log_start_offset
+        return local if remote is None else min(remote, local)
+
+    async def _delete_below_log_start(self, part: Partition) -> None:
+        async with self._lock:
+            try:
+                for m in self.cache.below_log_start(part.topic, part.partition):
+                    await self._delete_remote(m)
+            except (RemoteStorageError, RemoteLogMetadataError, OSError) as exc:
+                log.warning("remote tier of %s-%d: %s (retried)", part.topic, part.partition, exc)
+
     # -- reads --------------------------------------------------------------------------------------
     def log_start_offset(self, part: Partition) -> int:
         """The partition's log start across tiers (Kafka's logStartOffset of a tiered log)."""
-        local = part.log_start_offset
         if not part.config.remote_storage_enable:
-            return local
-        remote = self.cache.log_start_offset(part.topic, part.partition)
-        return local if remote is None else min(remote, local)
+            return part.log_start_offset
+        return self.log_start_offset_across_tiers(part)
 
     def serves(self, part: Partition, offset: int) -> bool:
         """Whether a fetch at `offset` goes to the remote tier: below the local log start, at or
