@@ -189,7 +189,7 @@ def test_read_committed_from_the_remote_tier_skips_aborted_transactions(tmp_path
         assert got == committed
 
 
-def test_delete_records_below_the_local_log_start_cuts_the_remote_tier(tmp_path: Path) -> None:
+def test_timestamp_lookup_and_delete_records_across_tiers(tmp_path: Path) -> None:
     topic = "cut"
     n = 1200
     data = tmp_path / "data"
@@ -205,14 +205,20 @@ def test_delete_records_below_the_local_log_start_cuts_the_remote_tier(tmp_path:
         }
         admin.create_topics([NewTopic(topic, 1, 1, config=configs)])[topic].result(10)
         p = Producer({"bootstrap.servers": bs, "linger.ms": 5, "batch.size": 16384})
+        t0 = int(time.time() * 1000) - 3_600_000
         for i in range(n):
-            p.produce(topic, value=_value(i))
+            p.produce(topic, value=_value(i), timestamp=t0 + 10 * i)
         assert p.flush(30) == 0
         del p
         part = b.server.replica_manager.get_partition(topic, 0)
         rlm = b.server.remote_log_manager
         _wait(lambda: part.log_start_offset > n // 2, "archiving and local deletion")
         before = rlm.cache.copied_segments(topic, 0)
+        # by timestamp across tiers: the remote time indexes answer below the local log start, to
+        # the record (not the batch), and the local log above it
+        local_start = part.log_start_offset
+        for k in (0, 1, 7, before[1].start_offset + 5, local_start - 1, local_start + 3):
+            assert _list_offset_of(bs, topic, OffsetSpec.for_timestamp(t0 + 10 * k - 5)) == k
         # an offset inside the third remote segment: two whole segments lie below it
         cut = before[2].start_offset + 3
         assert cut < part.log_start_offset
@@ -225,6 +231,7 @@ def test_delete_records_below_the_local_log_start_cuts_the_remote_tier(tmp_path:
             m.start_offset for m in before[2:]
         ]
         _assert_out_of_range(bs, topic, cut - 1)
+        assert _list_offset_of(bs, topic, OffsetSpec.for_timestamp(t0)) == cut
         first = _first_offset_from(bs, topic, cut)
         assert first == cut
     # the cut survives a restart (it is in __remote_log_metadata)

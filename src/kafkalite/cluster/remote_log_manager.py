@@ -32,7 +32,11 @@ from kafkalite.storage.remote.metadata import (
     encode_event,
     record_key,
 )
-from kafkalite.storage.remote.remote_read import RemoteIndexCache, read_remote_batches
+from kafkalite.storage.remote.remote_read import (
+    RemoteIndexCache,
+    read_remote_batches,
+    remote_offset_for_timestamp,
+)
 from kafkalite.storage.remote.segment_export import export_segment, segment_leader_epochs
 from kafkalite.storage.remote.storage_manager import RemoteStorageError, RemoteStorageManager
 
@@ -451,6 +455,29 @@ class RemoteLogManager:
             raise
         self.stats.remote_fetch_bytes += len(data)
         return data, aborted
+
+    async def offset_for_timestamp(self, part: Partition, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with a timestamp >= `timestamp` when the remote
+        tier holds it below the local log start (Kafka's findOffsetByTimestamp: the segments' max
+        timestamps pick the segment, its remote time index the place to read from); None: look in
+        the local log."""
+        start = self.log_start_offset(part)
+        local_start = part.log_start_offset
+        for m in self.cache.copied_segments(part.topic, part.partition):
+            if m.start_offset >= local_start:
+                break  # the local log has it (and reads it cheaper)
+            if m.end_offset < start or m.max_timestamp_ms < timestamp:
+                continue
+            try:
+                found = await asyncio.to_thread(
+                    remote_offset_for_timestamp, self.rsm, self.index_cache, m, timestamp, start
+                )
+            except (RemoteStorageError, OSError):
+                self.stats.remote_fetch_errors += 1
+                raise
+            if found is not None:
+                return found
+        return None
 
     def _aborted(self, part: Partition, start: int, upper: int) -> list[tuple[int, int]]:
         """Aborted transactions overlapping [start, upper) from the remote transaction indexes (the
