@@ -189,13 +189,16 @@ def test_read_committed_from_the_remote_tier_skips_aborted_transactions(tmp_path
         assert got == committed
 
 
-def test_timestamp_lookup_and_delete_records_across_tiers(tmp_path: Path) -> None:
+def test_timestamp_lookup_and_delete_records_across_tiers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     topic = "cut"
     n = 1200
     data = tmp_path / "data"
     remote = LocalTieredStorage(tmp_path / "remote")
     tp = TopicPartition(topic, 0)
-    with Broker(data, config=_props(tmp_path)) as b:
+    props = {**_props(tmp_path), "http.listeners": "http://127.0.0.1:0"}
+    with Broker(data, config=props) as b:
         bs = f"{b.host}:{b.port}"
         admin = AdminClient({"bootstrap.servers": bs})
         configs = {
@@ -232,6 +235,7 @@ def test_timestamp_lookup_and_delete_records_across_tiers(tmp_path: Path) -> Non
         ]
         _assert_out_of_range(bs, topic, cut - 1)
         assert _list_offset_of(bs, topic, OffsetSpec.for_timestamp(t0)) == cut
+        _check_sizes(b, bs, topic, capsys)
         first = _first_offset_from(bs, topic, cut)
         assert first == cut
     # the cut survives a restart (it is in __remote_log_metadata)
@@ -286,3 +290,47 @@ def _assert_out_of_range(bs: str, topic: str, offset: int) -> None:
         raise AssertionError("no answer")
     finally:
         c.close()
+
+
+def _check_sizes(b: Broker, bs: str, topic: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """DescribeLogDirs (kafka-python), `kafkalite log-dirs describe` and the console's REST figures
+    give the local size in the data directory and the remote one in the "remote://" directory."""
+    import json
+
+    from kafka import KafkaAdminClient
+
+    from kafkalite.cli.main import main
+
+    part = b.server.replica_manager.get_partition(topic, 0)
+    rlm = b.server.remote_log_manager
+    local, remote = part.size_in_bytes, rlm.remote_size(topic, 0)
+    assert local > 0 and remote > 0
+    kp = KafkaAdminClient(bootstrap_servers=bs)
+    try:
+        described = kp.describe_log_dirs(topic_partitions={topic: [0]})
+    finally:
+        kp.close()
+    sizes = {}
+    for broker in described:
+        for d in broker["log_dirs"]:
+            for t in d["topics"]:
+                for p in t["partitions"]:
+                    if t["name"] == topic:
+                        sizes[d["log_dir"]] = p["partition_size"]
+    assert sizes[rlm.remote_log_dir] == remote
+    assert rlm.remote_log_dir == f"remote://{Path(rlm.rsm.root)}"  # type: ignore[attr-defined]
+    assert sorted(v for k, v in sizes.items() if not k.startswith("remote://")) == [local]
+    capsys.readouterr()
+    assert main(["log-dirs", "describe", "--bootstrap-server", bs, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    by_dir = {
+        d["logDir"]: {p["partition"]: p["size"] for p in d["partitions"]}
+        for d in doc["brokers"][0]["logDirs"]
+    }
+    assert by_dir[rlm.remote_log_dir][f"{topic}-0"] == remote
+    # the console's partition figures: local and remote sizes, the earliest offset across tiers
+    cid = b.server.cluster_id
+    url = f"{b.http_url}/v3/clusters/{cid}/topics/{topic}/partitions/0"
+    body = json.loads(urllib.request.urlopen(url, timeout=10).read())
+    assert (body["size_bytes"], body["remote_size_bytes"]) == (local, remote)
+    assert body["earliest_offset"] == rlm.log_start_offset(part)

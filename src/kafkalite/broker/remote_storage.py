@@ -131,6 +131,12 @@ async def start_remote_log_manager(broker: BrokerServer) -> RemoteLogManager:
         )
     rsm = build_remote_storage_manager(config)
     partitions = _metadata_partitions(config)
+    if isinstance(rsm, S3RemoteStorageManager):
+        where = f"{rsm.settings.bucket}/{rsm.settings.prefix}".rstrip("/")
+    elif isinstance(rsm, LocalTieredStorage):
+        where = str(rsm.root)
+    else:
+        where = type(rsm).__name__
 
     def ensure_topic() -> None:
         if broker.metadata_store.get(REMOTE_LOG_METADATA_TOPIC) is None:
@@ -148,6 +154,7 @@ async def start_remote_log_manager(broker: BrokerServer) -> RemoteLogManager:
         metadata_partitions=partitions,
         ensure_metadata_topic=ensure_topic,
         topic_exists=lambda t: broker.metadata_store.get(t) is not None,
+        remote_log_dir=f"remote://{where}",
     )
     await rlm.start()
     broker.replica_manager.remote_log_manager = rlm

@@ -131,8 +131,11 @@ class RemoteLogManager:
         ensure_metadata_topic: Callable[[], None] | None = None,
         topic_exists: Callable[[str], bool] | None = None,
         clock: Callable[[], int] | None = None,
+        remote_log_dir: str = "remote://",
     ) -> None:
         self.broker_id = broker_id
+        # the remote store as DescribeLogDirs names it (Redpanda's "remote://<bucket>" convention)
+        self.remote_log_dir = remote_log_dir
         self.rm = replica_manager
         self.rsm = rsm
         self.task_interval_ms = task_interval_ms
@@ -500,3 +503,14 @@ class RemoteLogManager:
     # -- sizes ----------------------------------------------------------------------------------------
     def remote_size(self, topic: str, partition: int) -> int:
         return self.cache.size_in_bytes(topic, partition)
+
+    def led_remote_sizes(self) -> list[tuple[str, int, int]]:
+        """(topic, partition, remote bytes) of the tiered partitions this broker leads (each remote
+        byte counted once in a cluster: only its leader reports it)."""
+        return sorted(
+            (part.topic, part.partition, self.remote_size(part.topic, part.partition))
+            for part in self.rm.partitions()
+            if part.is_leader
+            and not part.closed
+            and (part.config.remote_storage_enable or self.cache.segments(*part.key))
+        )
