@@ -155,6 +155,8 @@ async def start_remote_log_manager(broker: BrokerServer) -> RemoteLogManager:
         ensure_metadata_topic=ensure_topic,
         topic_exists=lambda t: broker.metadata_store.get(t) is not None,
         remote_log_dir=f"remote://{where}",
+        remote_fetch_max_wait_ms=int(config.get("remote.fetch.max.wait.ms")),
+        remote_list_offsets_timeout_ms=int(config.get("remote.list.offsets.request.timeout.ms")),
     )
     await rlm.start()
     broker.replica_manager.remote_log_manager = rlm

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from kafkalite.cluster.append_records import AppendEntry, AppendOrigin
 from kafkalite.cluster.partition import Partition
 from kafkalite.cluster.replica_manager import ReplicaManager
+from kafkalite.protocol.errors import ErrorCode
 from kafkalite.records import iter_batches
 from kafkalite.records.builder import build_batch
 from kafkalite.storage.remote.metadata import (
@@ -49,6 +50,13 @@ _READ_CHUNK = 4 * 1024 * 1024
 
 class RemoteLogMetadataError(Exception):
     """A metadata record could not be written to `__remote_log_metadata`."""
+
+
+class RemoteListOffsetsTimeout(Exception):
+    """A ListOffsets by timestamp waited past remote.list.offsets.request.timeout.ms for the remote
+    tier (KIP-1075: the partition answers REQUEST_TIMED_OUT)."""
+
+    error_code = ErrorCode.REQUEST_TIMED_OUT
 
 
 def metadata_partition(topic_id: uuid.UUID, partition: int, partitions: int) -> int:
@@ -114,6 +122,8 @@ class RemoteLogManagerStats:
     remote_fetch_errors: int = 0
     remote_delete_requests: int = 0
     remote_delete_errors: int = 0
+    remote_fetch_expires: int = 0  # DelayedRemoteFetchMetrics ExpiresPerSec
+    remote_list_offsets_expires: int = 0
     copy_lag: dict[tuple[str, int], int] = field(default_factory=dict)
 
 
@@ -132,10 +142,14 @@ class RemoteLogManager:
         topic_exists: Callable[[str], bool] | None = None,
         clock: Callable[[], int] | None = None,
         remote_log_dir: str = "remote://",
+        remote_fetch_max_wait_ms: int = 500,
+        remote_list_offsets_timeout_ms: int = 30000,
     ) -> None:
         self.broker_id = broker_id
         # the remote store as DescribeLogDirs names it (Redpanda's "remote://<bucket>" convention)
         self.remote_log_dir = remote_log_dir
+        self.remote_fetch_max_wait_ms = remote_fetch_max_wait_ms
+        self.remote_list_offsets_timeout_ms = remote_list_offsets_timeout_ms
         self.rm = replica_manager
         self.rsm = rsm
         self.task_interval_ms = task_interval_ms
@@ -442,28 +456,65 @@ class RemoteLogManager:
         self, part: Partition, offset: int, max_bytes: int, min_one_message: bool, upper: int
     ) -> tuple[bytes, list[tuple[int, int]]]:
         """(whole batches from `offset`, aborted transactions (producer id, first offset) in them) read
-        from the remote tier, never past `upper` (the HW / LSO limit) by a whole segment's worth."""
+        from the remote tier, never past `upper` (the HW / LSO limit) by a whole segment's worth.
+        Past remote.fetch.max.wait.ms: (b"", []), as Kafka's expired DelayedRemoteFetch answers the
+        partition (no records, no error; the read left running on its worker thread is dropped)."""
         m = self.cache.segment_for_offset(part.topic, part.partition, offset)
         if m is None or m.start_offset >= upper:
             return b"", []
         self.stats.remote_fetch_requests += 1
         try:
-            data, nxt = await asyncio.to_thread(
-                read_remote_batches, self.rsm, self.index_cache, m, offset, max_bytes,
-                min_one_message,
+            data, aborted = await asyncio.wait_for(
+                self._read(part, m, offset, max_bytes, min_one_message),
+                self.remote_fetch_max_wait_ms / 1000,
+            )
+        except TimeoutError:
+            self.stats.remote_fetch_expires += 1
+            log.info(
+                "remote read of %s-%d at %d took over remote.fetch.max.wait.ms=%d: answered empty",
+                part.topic, part.partition, offset, self.remote_fetch_max_wait_ms,
             )  # fmt: skip
-            aborted = await asyncio.to_thread(self._aborted, part, offset, nxt)
+            return b"", []
         except (RemoteStorageError, OSError):
             self.stats.remote_fetch_errors += 1
             raise
         self.stats.remote_fetch_bytes += len(data)
         return data, aborted
 
+    async def _read(
+        self,
+        part: Partition,
+        m: RemoteLogSegmentMetadata,
+        offset: int,
+        max_bytes: int,
+        min_one_message: bool,
+    ) -> tuple[bytes, list[tuple[int, int]]]:
+        data, nxt = await asyncio.to_thread(
+            read_remote_batches, self.rsm, self.index_cache, m, offset, max_bytes, min_one_message
+        )
+        aborted = await asyncio.to_thread(self._aborted, part, offset, nxt)
+        return data, aborted
+
     async def offset_for_timestamp(self, part: Partition, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with a timestamp >= `timestamp` when the remote
         tier holds it below the local log start (Kafka's findOffsetByTimestamp: the segments' max
         timestamps pick the segment, its remote time index the place to read from); None: look in
-        the local log."""
+        the local log. RemoteListOffsetsTimeout past remote.list.offsets.request.timeout.ms."""
+        try:
+            return await asyncio.wait_for(
+                self._offset_for_timestamp(part, timestamp),
+                self.remote_list_offsets_timeout_ms / 1000,
+            )
+        except TimeoutError:
+            self.stats.remote_list_offsets_expires += 1
+            raise RemoteListOffsetsTimeout(
+                f"{part.topic}-{part.partition}: the remote tier did not answer within "
+                f"remote.list.offsets.request.timeout.ms={self.remote_list_offsets_timeout_ms}"
+            ) from None
+
+    async def _offset_for_timestamp(
+        self, part: Partition, timestamp: int
+    ) -> tuple[int, int] | None:
         start = self.log_start_offset(part)
         local_start = part.log_start_offset
         for m in self.cache.copied_segments(part.topic, part.partition):
