@@ -127,7 +127,8 @@ async def start_remote_log_manager(broker: BrokerServer) -> RemoteLogManager:
     if broker.zk_broker is not None:
         raise ConfigError(
             "remote.log.storage.system.enable=true: tiered storage is built for a single-node "
-            "broker only so far (zookeeper.connect is set)"
+            "broker only so far (zookeeper.connect is set; a leader cannot yet write "
+            "__remote_log_metadata partitions another broker leads)"
         )
     rsm = build_remote_storage_manager(config)
     partitions = _metadata_partitions(config)

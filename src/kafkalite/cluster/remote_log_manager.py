@@ -163,6 +163,7 @@ class RemoteLogManager:
         self._task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()  # one round at a time (the task and tests' run_once)
         self._background: set[asyncio.Task[None]] = set()
+        self._positions: dict[int, int] = {}  # metadata partition -> next offset to apply
 
     # -- lifecycle --------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -185,35 +186,46 @@ class RemoteLogManager:
         await asyncio.to_thread(self.rsm.close)
 
     def _replay_all(self) -> None:
-        n = 0
-        for p in range(self.metadata_partitions):
-            part = self.rm.get_partition(REMOTE_LOG_METADATA_TOPIC, p)
-            if part is None:
-                continue
-            offset, end = part.log_start_offset, part.log_end_offset
-            while offset < end:
-                region = part.read(offset, _READ_CHUNK).slice
-                if region is None:
-                    break
-                advanced = False
-                for batch in iter_batches(region.read_bytes(), allow_truncated_tail=True):
-                    if batch.next_offset <= offset:
-                        continue
-                    advanced = True
-                    offset = batch.next_offset
-                    if batch.is_control:
-                        continue
-                    for r in batch.records:
-                        if r.value is None:
-                            continue
-                        try:
-                            self.cache.replay(decode_event(r.value))
-                            n += 1
-                        except (ValueError, KeyError) as exc:
-                            log.warning("skipped a %s record: %s", REMOTE_LOG_METADATA_TOPIC, exc)
-                if not advanced:
-                    break
+        n = sum(self._catch_up(p) for p in range(self.metadata_partitions))
         log.info("remote log metadata: replayed %d event(s)", n)
+
+    def _catch_up(self, p: int) -> int:
+        """Apply the committed events of `__remote_log_metadata` partition `p` after the last one
+        applied (the local replica, leader or follower, read up to its high watermark): the replay at
+        start, this broker's own writes and, on a follower, the leader's all take this one path.
+        Returns how many events were applied."""
+        part = self.rm.get_partition(REMOTE_LOG_METADATA_TOPIC, p)
+        if part is None:
+            return 0
+        offset = max(self._positions.get(p, 0), part.log_start_offset)
+        end = part.high_watermark
+        n = 0
+        while offset < end:
+            region = part.read(offset, _READ_CHUNK, max_offset=end).slice
+            if region is None:
+                break
+            advanced = False
+            for batch in iter_batches(region.read_bytes(), allow_truncated_tail=True):
+                if batch.next_offset <= offset:
+                    continue
+                if batch.next_offset > end:
+                    break
+                advanced = True
+                offset = batch.next_offset
+                if batch.is_control:
+                    continue
+                for r in batch.records:
+                    if r.value is None:
+                        continue
+                    try:
+                        self.cache.replay(decode_event(r.value))
+                        n += 1
+                    except (ValueError, KeyError) as exc:
+                        log.warning("skipped a %s record: %s", REMOTE_LOG_METADATA_TOPIC, exc)
+            if not advanced:
+                break
+        self._positions[p] = offset
+        return n
 
     async def _run(self) -> None:
         while True:
@@ -226,7 +238,7 @@ class RemoteLogManager:
     # -- metadata -----------------------------------------------------------------------------------
     async def _publish(self, event: RemoteLogMetadataEvent) -> None:
         """Write the event to its `__remote_log_metadata` partition and wait until it is committed,
-        then apply it (the replay at start applies the same events the same way)."""
+        then apply the partition's events up to it (as the replay at start and followers do)."""
         key, value = encode_event(event)
         p = metadata_partition(event.topic_id, event.partition, self.metadata_partitions)
         appended = self.rm.append_records(
@@ -243,7 +255,7 @@ class RemoteLogManager:
                 f"{REMOTE_LOG_METADATA_TOPIC}-{p}: error {result.error_code} writing the metadata "
                 f"of {event.topic}-{event.partition}"
             )
-        self.cache.apply(event)
+        self._catch_up(p)
 
     async def _update(self, m: RemoteLogSegmentMetadata, state: RemoteLogSegmentState) -> None:
         event = RemoteLogSegmentUpdate(
@@ -262,6 +274,8 @@ class RemoteLogManager:
         """Copy, clean up and expire on every partition this broker leads with remote storage on;
         followers learn what the remote tier holds (for their local retention)."""
         async with self._lock:
+            for p in range(self.metadata_partitions):  # what other leaders wrote meanwhile
+                self._catch_up(p)
             await self._delete_orphans()
             for part in self.rm.partitions():
                 cfg = part.config

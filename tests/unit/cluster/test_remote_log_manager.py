@@ -262,3 +262,46 @@ async def _stalled_scenario(tmp_path: Path) -> None:
     finally:
         rsm.release.set()
         lm.shutdown()
+
+
+def test_a_second_manager_follows_the_metadata_topic_and_copies_on_from_it(
+    tmp_path: Path,
+) -> None:
+    asyncio.run(_follow_scenario(tmp_path))
+
+
+async def _follow_scenario(tmp_path: Path) -> None:
+    """Manager B, started before A copies anything, learns A's copies from __remote_log_metadata
+    (no restart) and, leading next, copies only what A had not: no segment is archived twice."""
+    from kafkalite.cluster.replica_manager import ReplicaManager
+
+    lm = LogManager([tmp_path / "data"])
+    lm.startup()
+    try:
+        rm = ReplicaManager(1, lm, lambda _key: None)
+        rm.create_local_leader(REMOTE_LOG_METADATA_TOPIC, 0, None)
+        part = rm.create_local_leader(TOPIC, 0, TID, TIERED)
+        for i in range(60):
+            part.append_records_to_leader(build_batch([(None, b"%05d" % i * 100)] * 2), 1)
+        rsm = LocalTieredStorage(tmp_path / "remote", fsync=False)
+        a = RemoteLogManager(1, rm, rsm, task_interval_ms=10**9, metadata_partitions=1)
+        b = RemoteLogManager(2, rm, rsm, task_interval_ms=10**9, metadata_partitions=1)
+        await a.start()
+        await b.start()
+        await a.run_once()
+        copied_by_a = a.cache.copied_segments(TOPIC, 0)
+        assert copied_by_a and b.cache.copied_segments(TOPIC, 0) == []
+        for i in range(60):
+            part.append_records_to_leader(build_batch([(None, b"%05d" % i * 100)] * 2), 1)
+        await b.run_once()
+        mine = b.cache.copied_segments(TOPIC, 0)
+        assert mine[: len(copied_by_a)] == copied_by_a and len(mine) > len(copied_by_a)
+        assert all(m.broker_id == 2 for m in mine[len(copied_by_a) :])
+        starts = [m.start_offset for m in mine]
+        assert len(set(starts)) == len(starts) == len(rsm.list_segments())
+        await a.run_once()  # and A learns B's copies the same way
+        assert a.cache.copied_segments(TOPIC, 0) == mine
+        await a.stop()
+        await b.stop()
+    finally:
+        lm.shutdown()
