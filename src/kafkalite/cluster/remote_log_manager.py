@@ -127,6 +127,10 @@ class RemoteLogManagerStats:
     copy_lag: dict[tuple[str, int], int] = field(default_factory=dict)
 
 
+_ReadResult = tuple[bytes, list[tuple[int, int]]]
+_MAX_PENDING_READS = 64
+
+
 class RemoteLogManager:
     """One per broker; runs on the event loop, the remote store's calls on worker threads."""
 
@@ -164,6 +168,9 @@ class RemoteLogManager:
         self._lock = asyncio.Lock()  # one round at a time (the task and tests' run_once)
         self._background: set[asyncio.Task[None]] = set()
         self._positions: dict[int, int] = {}  # metadata partition -> next offset to apply
+        # remote reads by (segment, offset, max bytes): one that outlived remote.fetch.max.wait.ms
+        # goes on, and the client's next fetch at that offset takes its result
+        self._reads: dict[tuple[uuid.UUID, int, int, bool], asyncio.Task[_ReadResult]] = {}
 
     # -- lifecycle --------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -176,8 +183,9 @@ class RemoteLogManager:
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def stop(self) -> None:
-        for t in list(self._background):
+        for t in [*self._background, *self._reads.values()]:
             t.cancel()
+        self._reads.clear()
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
@@ -472,16 +480,25 @@ class RemoteLogManager:
         """(whole batches from `offset`, aborted transactions (producer id, first offset) in them) read
         from the remote tier, never past `upper` (the HW / LSO limit) by a whole segment's worth.
         Past remote.fetch.max.wait.ms: (b"", []), as Kafka's expired DelayedRemoteFetch answers the
-        partition (no records, no error; the read left running on its worker thread is dropped)."""
+        partition (no records, no error); the read goes on, and the client's next fetch of the same
+        offset takes its result instead of starting again (a slow store still makes progress)."""
         m = self.cache.segment_for_offset(part.topic, part.partition, offset)
         if m is None or m.start_offset >= upper:
             return b"", []
         self.stats.remote_fetch_requests += 1
+        key = (m.segment_id, offset, max_bytes, min_one_message)
+        task = self._reads.get(key)
+        if task is None:
+            task = asyncio.get_running_loop().create_task(
+                self._read(part, m, offset, max_bytes, min_one_message)
+            )
+            self._reads[key] = task
+            self._trim_reads()
         try:
             data, aborted = await asyncio.wait_for(
-                self._read(part, m, offset, max_bytes, min_one_message),
-                self.remote_fetch_max_wait_ms / 1000,
+                asyncio.shield(task), self.remote_fetch_max_wait_ms / 1000
             )
+            self._reads.pop(key, None)
         except TimeoutError:
             self.stats.remote_fetch_expires += 1
             log.info(
@@ -490,10 +507,23 @@ class RemoteLogManager:
             )  # fmt: skip
             return b"", []
         except (RemoteStorageError, OSError):
+            self._reads.pop(key, None)
             self.stats.remote_fetch_errors += 1
             raise
         self.stats.remote_fetch_bytes += len(data)
         return data, aborted
+
+    def _trim_reads(self) -> None:
+        """Keep at most _MAX_PENDING_READS reads: finished ones nobody came back for go first."""
+        if len(self._reads) <= _MAX_PENDING_READS:
+            return
+        for k, t in list(self._reads.items()):
+            if t.done():
+                if not t.cancelled():
+                    t.exception()  # (retrieved: no "never retrieved" warning)
+                del self._reads[k]
+                if len(self._reads) <= _MAX_PENDING_READS:
+                    return
 
     async def _read(
         self,

@@ -246,14 +246,18 @@ async def _stalled_scenario(tmp_path: Path) -> None:
         # KIP-1018: past remote.fetch.max.wait.ms the partition is answered with nothing
         assert await rlm.read(part, 0, 3000, True, lg.high_watermark) == (b"", [])
         assert rlm.stats.remote_fetch_expires == 1 and rlm.stats.remote_fetch_errors == 0
+        pending = list(rlm._reads.values())
+        assert len(pending) == 1 and not pending[0].done()  # the read goes on
         # KIP-1075: a by-timestamp lookup past its timeout is REQUEST_TIMED_OUT
         with pytest.raises(RemoteListOffsetsTimeout) as info:
             await rlm.offset_for_timestamp(part, 0)
         assert info.value.error_code == ErrorCode.REQUEST_TIMED_OUT
         rsm.release.set()
         rsm.stall = False
+        # the expired read went on: the next fetch at that offset takes its result
         data, _ = await rlm.read(part, 0, 3000, True, lg.high_watermark)
         assert next(iter_batches(data)).base_offset == 0
+        assert pending[0].done() and not rlm._reads
         assert await rlm.offset_for_timestamp(part, 0) == (
             0,
             next(iter_batches(data)).max_timestamp,
