@@ -169,6 +169,8 @@ class FakeRest:
                     "under_replicated": False,
                 }
             )
+            if self.topics[name]["configs"].get("remote.storage.enable") == "true":
+                out[-1]["remote_size_bytes"] = 1 << 20  # KIP-405: the broker's remote figure
         return self._list("KafkaPartitionList", out)
 
     async def read_records(self, request: web.Request) -> web.Response:

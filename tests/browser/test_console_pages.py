@@ -61,7 +61,11 @@ def test_pages_against_the_fake(
     assert state.topics["payments"]["configs"]["retention.ms"] == "5000"
     wait_for(driver, "#partitions tbody tr")
 
+    state.topics["orders"]["configs"]["remote.storage.enable"] = "true"
     driver.get(url + "/#/topics/orders")
+    # tiered storage: local and remote size per partition, and both totals
+    wait_for(driver, "#partitions thead", "Remote size")
+    wait_for(driver, "#partitions tbody tr", "1.0 MiB")
     produce = wait_for(driver, "#produce")
     wait_for(driver, "#produce select[name=partition] option[value='1']")
     Select(produce.find_element(By.NAME, "partition")).select_by_value("1")

@@ -101,6 +101,9 @@ def _broker_props(endpoint: str, bucket: str) -> dict[str, str]:
         "rlmm.config.remote.log.metadata.topic.num.partitions": "1",
         "remote.log.manager.task.interval.ms": "100",
         "log.retention.check.interval.ms": "100",
+        # an S3 read here may retry past 500 ms on a loaded machine (attempt timeout 1 s); the
+        # expiry itself is tested in tests/unit/cluster/test_remote_log_manager.py
+        "remote.fetch.max.wait.ms": "5000",
     }
 
 

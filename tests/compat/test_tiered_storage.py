@@ -187,3 +187,150 @@ def test_read_committed_from_the_remote_tier_skips_aborted_transactions(tmp_path
         finally:
             c.close()
         assert got == committed
+
+
+def test_timestamp_lookup_and_delete_records_across_tiers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    topic = "cut"
+    n = 1200
+    data = tmp_path / "data"
+    remote = LocalTieredStorage(tmp_path / "remote")
+    tp = TopicPartition(topic, 0)
+    props = {**_props(tmp_path), "http.listeners": "http://127.0.0.1:0"}
+    with Broker(data, config=props) as b:
+        bs = f"{b.host}:{b.port}"
+        admin = AdminClient({"bootstrap.servers": bs})
+        configs = {
+            "remote.storage.enable": "true",
+            "segment.bytes": str(64 * 1024),
+            "local.retention.bytes": str(64 * 1024),
+        }
+        admin.create_topics([NewTopic(topic, 1, 1, config=configs)])[topic].result(10)
+        p = Producer({"bootstrap.servers": bs, "linger.ms": 5, "batch.size": 16384})
+        t0 = int(time.time() * 1000) - 3_600_000
+        for i in range(n):
+            p.produce(topic, value=_value(i), timestamp=t0 + 10 * i)
+        assert p.flush(30) == 0
+        del p
+        part = b.server.replica_manager.get_partition(topic, 0)
+        rlm = b.server.remote_log_manager
+        _wait(lambda: part.log_start_offset > n // 2, "archiving and local deletion")
+        before = rlm.cache.copied_segments(topic, 0)
+        # by timestamp across tiers: the remote time indexes answer below the local log start, to
+        # the record (not the batch), and the local log above it
+        local_start = part.log_start_offset
+        for k in (0, 1, 7, before[1].start_offset + 5, local_start - 1, local_start + 3):
+            assert _list_offset_of(bs, topic, OffsetSpec.for_timestamp(t0 + 10 * k - 5)) == k
+        # an offset inside the third remote segment: two whole segments lie below it
+        cut = before[2].start_offset + 3
+        assert cut < part.log_start_offset
+        res = admin.delete_records([TopicPartition(topic, 0, cut)])[tp].result(10)
+        assert res.low_watermark == cut  # the low watermark, across tiers
+        assert _list_offset_of(bs, topic, OffsetSpec.earliest()) == cut
+        # the two remote segments wholly below the cut go, data and metadata
+        _wait(lambda: len(remote.list_segments()) == len(before) - 2, "remote deletion")
+        assert [m.start_offset for m in rlm.cache.copied_segments(topic, 0)] == [
+            m.start_offset for m in before[2:]
+        ]
+        _assert_out_of_range(bs, topic, cut - 1)
+        assert _list_offset_of(bs, topic, OffsetSpec.for_timestamp(t0)) == cut
+        _check_sizes(b, bs, topic, capsys)
+        first = _first_offset_from(bs, topic, cut)
+        assert first == cut
+    # the cut survives a restart (it is in __remote_log_metadata)
+    with Broker(data, config=_props(tmp_path)) as b:
+        bs = f"{b.host}:{b.port}"
+        assert _list_offset_of(bs, topic, OffsetSpec.earliest()) == cut
+        _assert_out_of_range(bs, topic, before[2].start_offset)
+
+
+def _list_offset_of(bs: str, topic: str, spec: OffsetSpec) -> int:
+    admin = AdminClient({"bootstrap.servers": bs})
+    fut = admin.list_offsets({TopicPartition(topic, 0): spec})
+    return int(fut[TopicPartition(topic, 0)].result(10).offset)
+
+
+def _first_offset_from(bs: str, topic: str, offset: int) -> int:
+    c = Consumer({"bootstrap.servers": bs, "group.id": "cut", "enable.auto.commit": False})
+    try:
+        c.assign([TopicPartition(topic, 0, offset)])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None:
+                if m.error() is not None:
+                    raise KafkaException(m.error())
+                return int(m.offset())
+        raise AssertionError("no record")
+    finally:
+        c.close()
+
+
+def _assert_out_of_range(bs: str, topic: str, offset: int) -> None:
+    """A fetch below the log start answers OFFSET_OUT_OF_RANGE (the consumer reports it, with
+    auto.offset.reset=error)."""
+    c = Consumer(
+        {"bootstrap.servers": bs, "group.id": "cut-oor", "enable.auto.commit": False,
+         "auto.offset.reset": "error"}
+    )  # fmt: skip
+    try:
+        c.assign([TopicPartition(topic, 0, offset)])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            assert m.error() is not None, f"read offset {m.offset()} below the log start"
+            assert "out of range" in m.error().str().lower() or m.error().code() in (
+                confluent_kafka.KafkaError.OFFSET_OUT_OF_RANGE,
+                confluent_kafka.KafkaError._AUTO_OFFSET_RESET,
+            ), m.error()
+            return
+        raise AssertionError("no answer")
+    finally:
+        c.close()
+
+
+def _check_sizes(b: Broker, bs: str, topic: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """DescribeLogDirs (kafka-python), `kafkalite log-dirs describe` and the console's REST figures
+    give the local size in the data directory and the remote one in the "remote://" directory."""
+    import json
+
+    from kafka import KafkaAdminClient
+
+    from kafkalite.cli.main import main
+
+    part = b.server.replica_manager.get_partition(topic, 0)
+    rlm = b.server.remote_log_manager
+    local, remote = part.size_in_bytes, rlm.remote_size(topic, 0)
+    assert local > 0 and remote > 0
+    kp = KafkaAdminClient(bootstrap_servers=bs)
+    try:
+        described = kp.describe_log_dirs(topic_partitions={topic: [0]})
+    finally:
+        kp.close()
+    sizes = {}
+    for broker in described:
+        for d in broker["log_dirs"]:
+            for t in d["topics"]:
+                for p in t["partitions"]:
+                    if t["name"] == topic:
+                        sizes[d["log_dir"]] = p["partition_size"]
+    assert sizes[rlm.remote_log_dir] == remote
+    assert rlm.remote_log_dir == f"remote://{Path(rlm.rsm.root)}"  # type: ignore[attr-defined]
+    assert sorted(v for k, v in sizes.items() if not k.startswith("remote://")) == [local]
+    capsys.readouterr()
+    assert main(["log-dirs", "describe", "--bootstrap-server", bs, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    by_dir = {
+        d["logDir"]: {p["partition"]: p["size"] for p in d["partitions"]}
+        for d in doc["brokers"][0]["logDirs"]
+    }
+    assert by_dir[rlm.remote_log_dir][f"{topic}-0"] == remote
+    # the console's partition figures: local and remote sizes, the earliest offset across tiers
+    cid = b.server.cluster_id
+    url = f"{b.http_url}/v3/clusters/{cid}/topics/{topic}/partitions/0"
+    body = json.loads(urllib.request.urlopen(url, timeout=10).read())
+    assert (body["size_bytes"], body["remote_size_bytes"]) == (local, remote)
+    assert body["earliest_offset"] == rlm.log_start_offset(part)

@@ -127,10 +127,17 @@ async def start_remote_log_manager(broker: BrokerServer) -> RemoteLogManager:
     if broker.zk_broker is not None:
         raise ConfigError(
             "remote.log.storage.system.enable=true: tiered storage is built for a single-node "
-            "broker only so far (zookeeper.connect is set)"
+            "broker only so far (zookeeper.connect is set; a leader cannot yet write "
+            "__remote_log_metadata partitions another broker leads)"
         )
     rsm = build_remote_storage_manager(config)
     partitions = _metadata_partitions(config)
+    if isinstance(rsm, S3RemoteStorageManager):
+        where = f"{rsm.settings.bucket}/{rsm.settings.prefix}".rstrip("/")
+    elif isinstance(rsm, LocalTieredStorage):
+        where = str(rsm.root)
+    else:
+        where = type(rsm).__name__
 
     def ensure_topic() -> None:
         if broker.metadata_store.get(REMOTE_LOG_METADATA_TOPIC) is None:
@@ -148,6 +155,9 @@ async def start_remote_log_manager(broker: BrokerServer) -> RemoteLogManager:
         metadata_partitions=partitions,
         ensure_metadata_topic=ensure_topic,
         topic_exists=lambda t: broker.metadata_store.get(t) is not None,
+        remote_log_dir=f"remote://{where}",
+        remote_fetch_max_wait_ms=int(config.get("remote.fetch.max.wait.ms")),
+        remote_list_offsets_timeout_ms=int(config.get("remote.list.offsets.request.timeout.ms")),
     )
     await rlm.start()
     broker.replica_manager.remote_log_manager = rlm

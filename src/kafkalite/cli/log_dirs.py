@@ -1,5 +1,6 @@
 """`kafkalite log-dirs describe` (a table, or --json) and kafka-log-dirs.sh's `--describe` (its exact output):
-DescribeLogDirs of each broker, every directory with its error and its partitions' sizes and offset lags.
+DescribeLogDirs of each broker, every directory with its error and its partitions' sizes and offset lags; with
+tiered storage the remote tier is the directory "remote://..." and its sizes those of the partitions it leads.
 """
 
 from __future__ import annotations
@@ -124,7 +125,9 @@ def add_parser(sub: Any) -> None:
         "log-dirs",
         help="the log directories and partition sizes of brokers (kafka-log-dirs.sh)",
         description="`log-dirs describe` prints a table (--json: kafka-log-dirs.sh's JSON); "
-        "`log-dirs --describe` prints what kafka-log-dirs.sh prints",
+        "`log-dirs --describe` prints what kafka-log-dirs.sh prints. With tiered storage, the "
+        "remote tier is the directory remote://<bucket or path>, each partition's remote size "
+        "reported by its leader (local directories hold local sizes only, as Kafka's)",
     )
     one_line_usage_errors(ld)
     ld.add_argument("action", nargs="?", choices=("describe",))

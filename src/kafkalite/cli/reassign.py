@@ -378,8 +378,8 @@ def _sizes(
         except (CliError, OSError):
             continue  # a broker that does not answer shows as unknown this round
         for d in resp.results:
-            if d.error_code:
-                continue
+            if d.error_code or d.log_dir.startswith("remote://"):
+                continue  # (the remote tier, KIP-405: not copied by a reassignment)
             for lt in d.topics:
                 for lp in lt.partitions:
                     if not lp.is_future_key:

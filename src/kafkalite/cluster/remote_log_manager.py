@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from kafkalite.cluster.append_records import AppendEntry, AppendOrigin
 from kafkalite.cluster.partition import Partition
 from kafkalite.cluster.replica_manager import ReplicaManager
+from kafkalite.protocol.errors import ErrorCode
 from kafkalite.records import iter_batches
 from kafkalite.records.builder import build_batch
 from kafkalite.storage.remote.metadata import (
@@ -27,11 +28,16 @@ from kafkalite.storage.remote.metadata import (
     RemoteLogSegmentMetadata,
     RemoteLogSegmentState,
     RemoteLogSegmentUpdate,
+    RemoteLogStartOffsetUpdate,
     decode_event,
     encode_event,
     record_key,
 )
-from kafkalite.storage.remote.remote_read import RemoteIndexCache, read_remote_batches
+from kafkalite.storage.remote.remote_read import (
+    RemoteIndexCache,
+    read_remote_batches,
+    remote_offset_for_timestamp,
+)
 from kafkalite.storage.remote.segment_export import export_segment, segment_leader_epochs
 from kafkalite.storage.remote.storage_manager import RemoteStorageError, RemoteStorageManager
 
@@ -44,6 +50,13 @@ _READ_CHUNK = 4 * 1024 * 1024
 
 class RemoteLogMetadataError(Exception):
     """A metadata record could not be written to `__remote_log_metadata`."""
+
+
+class RemoteListOffsetsTimeout(Exception):
+    """A ListOffsets by timestamp waited past remote.list.offsets.request.timeout.ms for the remote
+    tier (KIP-1075: the partition answers REQUEST_TIMED_OUT)."""
+
+    error_code = ErrorCode.REQUEST_TIMED_OUT
 
 
 def metadata_partition(topic_id: uuid.UUID, partition: int, partitions: int) -> int:
@@ -109,7 +122,13 @@ class RemoteLogManagerStats:
     remote_fetch_errors: int = 0
     remote_delete_requests: int = 0
     remote_delete_errors: int = 0
+    remote_fetch_expires: int = 0  # DelayedRemoteFetchMetrics ExpiresPerSec
+    remote_list_offsets_expires: int = 0
     copy_lag: dict[tuple[str, int], int] = field(default_factory=dict)
+
+
+_ReadResult = tuple[bytes, list[tuple[int, int]]]
+_MAX_PENDING_READS = 64
 
 
 class RemoteLogManager:
@@ -126,8 +145,15 @@ class RemoteLogManager:
         ensure_metadata_topic: Callable[[], None] | None = None,
         topic_exists: Callable[[str], bool] | None = None,
         clock: Callable[[], int] | None = None,
+        remote_log_dir: str = "remote://",
+        remote_fetch_max_wait_ms: int = 500,
+        remote_list_offsets_timeout_ms: int = 30000,
     ) -> None:
         self.broker_id = broker_id
+        # the remote store as DescribeLogDirs names it (Redpanda's "remote://<bucket>" convention)
+        self.remote_log_dir = remote_log_dir
+        self.remote_fetch_max_wait_ms = remote_fetch_max_wait_ms
+        self.remote_list_offsets_timeout_ms = remote_list_offsets_timeout_ms
         self.rm = replica_manager
         self.rsm = rsm
         self.task_interval_ms = task_interval_ms
@@ -140,6 +166,11 @@ class RemoteLogManager:
         self.stats = RemoteLogManagerStats()
         self._task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()  # one round at a time (the task and tests' run_once)
+        self._background: set[asyncio.Task[None]] = set()
+        self._positions: dict[int, int] = {}  # metadata partition -> next offset to apply
+        # remote reads by (segment, offset, max bytes): one that outlived remote.fetch.max.wait.ms
+        # goes on, and the client's next fetch at that offset takes its result
+        self._reads: dict[tuple[uuid.UUID, int, int, bool], asyncio.Task[_ReadResult]] = {}
 
     # -- lifecycle --------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -152,6 +183,9 @@ class RemoteLogManager:
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def stop(self) -> None:
+        for t in [*self._background, *self._reads.values()]:
+            t.cancel()
+        self._reads.clear()
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
@@ -160,35 +194,46 @@ class RemoteLogManager:
         await asyncio.to_thread(self.rsm.close)
 
     def _replay_all(self) -> None:
-        n = 0
-        for p in range(self.metadata_partitions):
-            part = self.rm.get_partition(REMOTE_LOG_METADATA_TOPIC, p)
-            if part is None:
-                continue
-            offset, end = part.log_start_offset, part.log_end_offset
-            while offset < end:
-                region = part.read(offset, _READ_CHUNK).slice
-                if region is None:
-                    break
-                advanced = False
-                for batch in iter_batches(region.read_bytes(), allow_truncated_tail=True):
-                    if batch.next_offset <= offset:
-                        continue
-                    advanced = True
-                    offset = batch.next_offset
-                    if batch.is_control:
-                        continue
-                    for r in batch.records:
-                        if r.value is None:
-                            continue
-                        try:
-                            self.cache.replay(decode_event(r.value))
-                            n += 1
-                        except (ValueError, KeyError) as exc:
-                            log.warning("skipped a %s record: %s", REMOTE_LOG_METADATA_TOPIC, exc)
-                if not advanced:
-                    break
+        n = sum(self._catch_up(p) for p in range(self.metadata_partitions))
         log.info("remote log metadata: replayed %d event(s)", n)
+
+    def _catch_up(self, p: int) -> int:
+        """Apply the committed events of `__remote_log_metadata` partition `p` after the last one
+        applied (the local replica, leader or follower, read up to its high watermark): the replay at
+        start, this broker's own writes and, on a follower, the leader's all take this one path.
+        Returns how many events were applied."""
+        part = self.rm.get_partition(REMOTE_LOG_METADATA_TOPIC, p)
+        if part is None:
+            return 0
+        offset = max(self._positions.get(p, 0), part.log_start_offset)
+        end = part.high_watermark
+        n = 0
+        while offset < end:
+            region = part.read(offset, _READ_CHUNK, max_offset=end).slice
+            if region is None:
+                break
+            advanced = False
+            for batch in iter_batches(region.read_bytes(), allow_truncated_tail=True):
+                if batch.next_offset <= offset:
+                    continue
+                if batch.next_offset > end:
+                    break
+                advanced = True
+                offset = batch.next_offset
+                if batch.is_control:
+                    continue
+                for r in batch.records:
+                    if r.value is None:
+                        continue
+                    try:
+                        self.cache.replay(decode_event(r.value))
+                        n += 1
+                    except (ValueError, KeyError) as exc:
+                        log.warning("skipped a %s record: %s", REMOTE_LOG_METADATA_TOPIC, exc)
+            if not advanced:
+                break
+        self._positions[p] = offset
+        return n
 
     async def _run(self) -> None:
         while True:
@@ -201,7 +246,7 @@ class RemoteLogManager:
     # -- metadata -----------------------------------------------------------------------------------
     async def _publish(self, event: RemoteLogMetadataEvent) -> None:
         """Write the event to its `__remote_log_metadata` partition and wait until it is committed,
-        then apply it (the replay at start applies the same events the same way)."""
+        then apply the partition's events up to it (as the replay at start and followers do)."""
         key, value = encode_event(event)
         p = metadata_partition(event.topic_id, event.partition, self.metadata_partitions)
         appended = self.rm.append_records(
@@ -218,7 +263,7 @@ class RemoteLogManager:
                 f"{REMOTE_LOG_METADATA_TOPIC}-{p}: error {result.error_code} writing the metadata "
                 f"of {event.topic}-{event.partition}"
             )
-        self.cache.apply(event)
+        self._catch_up(p)
 
     async def _update(self, m: RemoteLogSegmentMetadata, state: RemoteLogSegmentState) -> None:
         event = RemoteLogSegmentUpdate(
@@ -237,6 +282,8 @@ class RemoteLogManager:
         """Copy, clean up and expire on every partition this broker leads with remote storage on;
         followers learn what the remote tier holds (for their local retention)."""
         async with self._lock:
+            for p in range(self.metadata_partitions):  # what other leaders wrote meanwhile
+                self._catch_up(p)
             await self._delete_orphans()
             for part in self.rm.partitions():
                 cfg = part.config
@@ -326,6 +373,12 @@ class RemoteLogManager:
                 await self._delete_remote(m)
 
     async def _expire_remote(self, part: Partition) -> None:
+        for m in self.cache.below_log_start(part.topic, part.partition):
+            await self._delete_remote(m)
+            log.info(
+                "%s-%d: remote segment [%d, %d] deleted, below the log start set by DeleteRecords",
+                part.topic, part.partition, m.start_offset, m.end_offset,
+            )  # fmt: skip
         cfg = part.config
         if not cfg.delete:
             return
@@ -373,14 +426,45 @@ class RemoteLogManager:
                 except (RemoteStorageError, RemoteLogMetadataError, OSError) as exc:
                     log.warning("remote tier of deleted %s-%d: %s", topic, partition, exc)
 
+    # -- DeleteRecords ----------------------------------------------------------------------------------
+    async def delete_records(self, part: Partition, offset: int) -> int:
+        """DeleteRecords across tiers (the leader; `offset` checked against the high watermark): the
+        local log start moves as without tiered storage; below it, the cut is written to
+        `__remote_log_metadata` at once (reads below it answer OFFSET_OUT_OF_RANGE from then on, and
+        after a restart), and the remote segments wholly below it are deleted in the background
+        (DELETE_SEGMENT_STARTED, the data, DELETE_SEGMENT_FINISHED). Returns the new log start."""
+        part.delete_records(offset)
+        if offset > self.log_start_offset_across_tiers(part):
+            cut = RemoteLogStartOffsetUpdate(
+                topic_id_of(part), part.topic, part.partition, offset, self.clock(), self.broker_id
+            )
+            await self._publish(cut)
+        if self.cache.below_log_start(part.topic, part.partition):
+            t = asyncio.get_running_loop().create_task(self._delete_below_log_start(part))
+            self._background.add(t)
+            t.add_done_callback(self._background.discard)
+        return self.log_start_offset(part)
+
+    def log_start_offset_across_tiers(self, part: Partition) -> int:
+        """The log start whatever the topic's remote.storage.enable says now."""
+        remote = self.cache.log_start_offset(part.topic, part.partition)
+        local = part.log_start_offset
+        return local if remote is None else min(remote, local)
+
+    async def _delete_below_log_start(self, part: Partition) -> None:
+        async with self._lock:
+            try:
+                for m in self.cache.below_log_start(part.topic, part.partition):
+                    await self._delete_remote(m)
+            except (RemoteStorageError, RemoteLogMetadataError, OSError) as exc:
+                log.warning("remote tier of %s-%d: %s (retried)", part.topic, part.partition, exc)
+
     # -- reads --------------------------------------------------------------------------------------
     def log_start_offset(self, part: Partition) -> int:
         """The partition's log start across tiers (Kafka's logStartOffset of a tiered log)."""
-        local = part.log_start_offset
         if not part.config.remote_storage_enable:
-            return local
-        remote = self.cache.log_start_offset(part.topic, part.partition)
-        return local if remote is None else min(remote, local)
+            return part.log_start_offset
+        return self.log_start_offset_across_tiers(part)
 
     def serves(self, part: Partition, offset: int) -> bool:
         """Whether a fetch at `offset` goes to the remote tier: below the local log start, at or
@@ -394,22 +478,104 @@ class RemoteLogManager:
         self, part: Partition, offset: int, max_bytes: int, min_one_message: bool, upper: int
     ) -> tuple[bytes, list[tuple[int, int]]]:
         """(whole batches from `offset`, aborted transactions (producer id, first offset) in them) read
-        from the remote tier, never past `upper` (the HW / LSO limit) by a whole segment's worth."""
+        from the remote tier, never past `upper` (the HW / LSO limit) by a whole segment's worth.
+        Past remote.fetch.max.wait.ms: (b"", []), as Kafka's expired DelayedRemoteFetch answers the
+        partition (no records, no error); the read goes on, and the client's next fetch of the same
+        offset takes its result instead of starting again (a slow store still makes progress)."""
         m = self.cache.segment_for_offset(part.topic, part.partition, offset)
         if m is None or m.start_offset >= upper:
             return b"", []
         self.stats.remote_fetch_requests += 1
+        key = (m.segment_id, offset, max_bytes, min_one_message)
+        task = self._reads.get(key)
+        if task is None:
+            task = asyncio.get_running_loop().create_task(
+                self._read(part, m, offset, max_bytes, min_one_message)
+            )
+            self._reads[key] = task
+            self._trim_reads()
         try:
-            data, nxt = await asyncio.to_thread(
-                read_remote_batches, self.rsm, self.index_cache, m, offset, max_bytes,
-                min_one_message,
+            data, aborted = await asyncio.wait_for(
+                asyncio.shield(task), self.remote_fetch_max_wait_ms / 1000
+            )
+            self._reads.pop(key, None)
+        except TimeoutError:
+            self.stats.remote_fetch_expires += 1
+            log.info(
+                "remote read of %s-%d at %d took over remote.fetch.max.wait.ms=%d: answered empty",
+                part.topic, part.partition, offset, self.remote_fetch_max_wait_ms,
             )  # fmt: skip
-            aborted = await asyncio.to_thread(self._aborted, part, offset, nxt)
+            return b"", []
         except (RemoteStorageError, OSError):
+            self._reads.pop(key, None)
             self.stats.remote_fetch_errors += 1
             raise
         self.stats.remote_fetch_bytes += len(data)
         return data, aborted
+
+    def _trim_reads(self) -> None:
+        """Keep at most _MAX_PENDING_READS reads: finished ones nobody came back for go first."""
+        if len(self._reads) <= _MAX_PENDING_READS:
+            return
+        for k, t in list(self._reads.items()):
+            if t.done():
+                if not t.cancelled():
+                    t.exception()  # (retrieved: no "never retrieved" warning)
+                del self._reads[k]
+                if len(self._reads) <= _MAX_PENDING_READS:
+                    return
+
+    async def _read(
+        self,
+        part: Partition,
+        m: RemoteLogSegmentMetadata,
+        offset: int,
+        max_bytes: int,
+        min_one_message: bool,
+    ) -> tuple[bytes, list[tuple[int, int]]]:
+        data, nxt = await asyncio.to_thread(
+            read_remote_batches, self.rsm, self.index_cache, m, offset, max_bytes, min_one_message
+        )
+        aborted = await asyncio.to_thread(self._aborted, part, offset, nxt)
+        return data, aborted
+
+    async def offset_for_timestamp(self, part: Partition, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with a timestamp >= `timestamp` when the remote
+        tier holds it below the local log start (Kafka's findOffsetByTimestamp: the segments' max
+        timestamps pick the segment, its remote time index the place to read from); None: look in
+        the local log. RemoteListOffsetsTimeout past remote.list.offsets.request.timeout.ms."""
+        try:
+            return await asyncio.wait_for(
+                self._offset_for_timestamp(part, timestamp),
+                self.remote_list_offsets_timeout_ms / 1000,
+            )
+        except TimeoutError:
+            self.stats.remote_list_offsets_expires += 1
+            raise RemoteListOffsetsTimeout(
+                f"{part.topic}-{part.partition}: the remote tier did not answer within "
+                f"remote.list.offsets.request.timeout.ms={self.remote_list_offsets_timeout_ms}"
+            ) from None
+
+    async def _offset_for_timestamp(
+        self, part: Partition, timestamp: int
+    ) -> tuple[int, int] | None:
+        start = self.log_start_offset(part)
+        local_start = part.log_start_offset
+        for m in self.cache.copied_segments(part.topic, part.partition):
+            if m.start_offset >= local_start:
+                break  # the local log has it (and reads it cheaper)
+            if m.end_offset < start or m.max_timestamp_ms < timestamp:
+                continue
+            try:
+                found = await asyncio.to_thread(
+                    remote_offset_for_timestamp, self.rsm, self.index_cache, m, timestamp, start
+                )
+            except (RemoteStorageError, OSError):
+                self.stats.remote_fetch_errors += 1
+                raise
+            if found is not None:
+                return found
+        return None
 
     def _aborted(self, part: Partition, start: int, upper: int) -> list[tuple[int, int]]:
         """Aborted transactions overlapping [start, upper) from the remote transaction indexes (the
@@ -432,3 +598,14 @@ class RemoteLogManager:
     # -- sizes ----------------------------------------------------------------------------------------
     def remote_size(self, topic: str, partition: int) -> int:
         return self.cache.size_in_bytes(topic, partition)
+
+    def led_remote_sizes(self) -> list[tuple[str, int, int]]:
+        """(topic, partition, remote bytes) of the tiered partitions this broker leads (each remote
+        byte counted once in a cluster: only its leader reports it)."""
+        return sorted(
+            (part.topic, part.partition, self.remote_size(part.topic, part.partition))
+            for part in self.rm.partitions()
+            if part.is_leader
+            and not part.closed
+            and (part.config.remote_storage_enable or self.cache.segments(*part.key))
+        )

@@ -260,6 +260,11 @@ class BrokerCollector(Collector):
             ),
         ):
             sink.counter(f"kafka_server_brokertopicmetrics_{suffix}", doc, [((), value)])
+        sink.counter(
+            "kafka_server_delayedremotefetchmetrics_expires",
+            "Fetches whose remote read passed remote.fetch.max.wait.ms (answered empty).",
+            [((), st.remote_fetch_expires)],
+        )
         sizes: dict[str, int] = {}
         lag: dict[str, int] = {}
         for topic, partition in rlm.cache.partitions():

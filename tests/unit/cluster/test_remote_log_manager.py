@@ -188,3 +188,124 @@ async def _crash_scenario(tmp_path: Path) -> None:
         await rlm2.stop()
     finally:
         lm.shutdown()
+
+
+class _StalledStore(LocalTieredStorage):
+    """A directory store whose segment and index reads wait until `release` is set."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root, fsync=False)
+        import threading
+
+        self.release = threading.Event()
+        self.stall = False
+
+    def fetch_log_segment(self, metadata, start_position, end_position):  # type: ignore[no-untyped-def]
+        if self.stall:
+            self.release.wait(30)
+        return super().fetch_log_segment(metadata, start_position, end_position)
+
+    def fetch_index(self, metadata, index_type):  # type: ignore[no-untyped-def]
+        if self.stall:
+            self.release.wait(30)
+        return super().fetch_index(metadata, index_type)
+
+
+def test_a_stalled_remote_store_expires_fetch_empty_and_list_offsets_timed_out(
+    tmp_path: Path,
+) -> None:
+    asyncio.run(_stalled_scenario(tmp_path))
+
+
+async def _stalled_scenario(tmp_path: Path) -> None:
+    import pytest
+
+    from kafkalite.cluster.remote_log_manager import RemoteListOffsetsTimeout
+    from kafkalite.cluster.replica_manager import ReplicaManager
+    from kafkalite.protocol.errors import ErrorCode
+
+    lm = LogManager([tmp_path / "data"])
+    lm.startup()
+    rsm = _StalledStore(tmp_path / "remote")
+    try:
+        rm = ReplicaManager(1, lm, lambda _key: None)
+        rm.create_local_leader(REMOTE_LOG_METADATA_TOPIC, 0, None)
+        part = rm.create_local_leader(TOPIC, 0, TID, TIERED)
+        lg = part._log
+        for i in range(60):
+            part.append_records_to_leader(build_batch([(None, b"%05d" % i * 100)] * 2), 1)
+        rlm = RemoteLogManager(
+            1, rm, rsm, task_interval_ms=10**9, metadata_partitions=1,
+            remote_fetch_max_wait_ms=50, remote_list_offsets_timeout_ms=50,
+        )  # fmt: skip
+        rm.remote_log_manager = rlm
+        await rlm.start()
+        await rlm.run_once()
+        assert lg.delete_old_segments() > 0 and rlm.serves(part, 0)
+        rsm.stall = True
+        # KIP-1018: past remote.fetch.max.wait.ms the partition is answered with nothing
+        assert await rlm.read(part, 0, 3000, True, lg.high_watermark) == (b"", [])
+        assert rlm.stats.remote_fetch_expires == 1 and rlm.stats.remote_fetch_errors == 0
+        pending = list(rlm._reads.values())
+        assert len(pending) == 1 and not pending[0].done()  # the read goes on
+        # KIP-1075: a by-timestamp lookup past its timeout is REQUEST_TIMED_OUT
+        with pytest.raises(RemoteListOffsetsTimeout) as info:
+            await rlm.offset_for_timestamp(part, 0)
+        assert info.value.error_code == ErrorCode.REQUEST_TIMED_OUT
+        rsm.release.set()
+        rsm.stall = False
+        # the expired read went on: the next fetch at that offset takes its result
+        data, _ = await rlm.read(part, 0, 3000, True, lg.high_watermark)
+        assert next(iter_batches(data)).base_offset == 0
+        assert pending[0].done() and not rlm._reads
+        assert await rlm.offset_for_timestamp(part, 0) == (
+            0,
+            next(iter_batches(data)).max_timestamp,
+        )
+        await rlm.stop()
+    finally:
+        rsm.release.set()
+        lm.shutdown()
+
+
+def test_a_second_manager_follows_the_metadata_topic_and_copies_on_from_it(
+    tmp_path: Path,
+) -> None:
+    asyncio.run(_follow_scenario(tmp_path))
+
+
+async def _follow_scenario(tmp_path: Path) -> None:
+    """Manager B, started before A copies anything, learns A's copies from __remote_log_metadata
+    (no restart) and, leading next, copies only what A had not: no segment is archived twice."""
+    from kafkalite.cluster.replica_manager import ReplicaManager
+
+    lm = LogManager([tmp_path / "data"])
+    lm.startup()
+    try:
+        rm = ReplicaManager(1, lm, lambda _key: None)
+        rm.create_local_leader(REMOTE_LOG_METADATA_TOPIC, 0, None)
+        part = rm.create_local_leader(TOPIC, 0, TID, TIERED)
+        for i in range(60):
+            part.append_records_to_leader(build_batch([(None, b"%05d" % i * 100)] * 2), 1)
+        rsm = LocalTieredStorage(tmp_path / "remote", fsync=False)
+        a = RemoteLogManager(1, rm, rsm, task_interval_ms=10**9, metadata_partitions=1)
+        b = RemoteLogManager(2, rm, rsm, task_interval_ms=10**9, metadata_partitions=1)
+        await a.start()
+        await b.start()
+        await a.run_once()
+        copied_by_a = a.cache.copied_segments(TOPIC, 0)
+        assert copied_by_a and b.cache.copied_segments(TOPIC, 0) == []
+        for i in range(60):
+            part.append_records_to_leader(build_batch([(None, b"%05d" % i * 100)] * 2), 1)
+        await b.run_once()
+        mine = b.cache.copied_segments(TOPIC, 0)
+        assert mine[: len(copied_by_a)] == copied_by_a and len(mine) > len(copied_by_a)
+        assert all(m.broker_id == 2 for m in mine[len(copied_by_a) :])
+        starts = [m.start_offset for m in mine]
+        assert len(set(starts)) == len(starts) == len(rsm.list_segments())
+        await a.run_once()  # and A learns B's copies the same way
+        assert a.cache.copied_segments(TOPIC, 0) == mine
+        await a.stop()
+        await b.stop()
+    finally:
+        lm.shutdown()

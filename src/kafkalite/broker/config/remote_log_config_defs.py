@@ -36,6 +36,23 @@ REMOTE_LOG_CONFIG_DEFS: tuple[ConfigDef, ...] = (
         at_least=-1,
     ),
     _d(
+        "remote.fetch.max.wait.ms",
+        T_INT,
+        "500",
+        "KIP-1018: how long a Fetch waits for a read from the remote tier; past it the partition "
+        "is answered with no records and no error (the client fetches again), as Kafka's "
+        "DelayedRemoteFetch expires, and DelayedRemoteFetchMetrics ExpiresPerSec counts it.",
+        at_least=1,
+    ),
+    _d(
+        "remote.list.offsets.request.timeout.ms",
+        T_LONG,
+        "30000",
+        "KIP-1075: how long a ListOffsets by timestamp waits for the remote tier's answer; past "
+        "it the partition answers REQUEST_TIMED_OUT.",
+        at_least=1,
+    ),
+    _d(
         "remote.log.storage.manager.class.name",
         T_STRING,
         None,

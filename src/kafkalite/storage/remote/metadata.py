@@ -4,7 +4,8 @@ and the records that carry them in `__remote_log_metadata`.
 
 Record encoding (kafkalite's own, documented here; Kafka's generated RemoteLogSegmentMetadataRecord is not
 used): key = "<topic id>:<partition>"; value = one byte api key (0: segment metadata, 1: update, as Kafka
-numbers them), one byte version (0), then a UTF-8 JSON object with the fields named as Kafka's records name them.
+numbers them; 16: kafkalite's log start offset cut by DeleteRecords, which Kafka keeps in its log-start-offset
+checkpoint instead), one byte version (0), then a UTF-8 JSON object with the fields named as Kafka's records name them.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ log = logging.getLogger("kafkalite.storage.remote")
 
 METADATA_RECORD = 0  # RemoteLogSegmentMetadataRecord
 UPDATE_RECORD = 1  # RemoteLogSegmentMetadataUpdateRecord
+LOG_START_RECORD = 16  # kafkalite's own: the partition's log start moved by DeleteRecords
 _VERSION = 0
 
 
@@ -100,7 +102,22 @@ class RemoteLogSegmentUpdate:
     broker_id: int
 
 
-RemoteLogMetadataEvent = RemoteLogSegmentMetadata | RemoteLogSegmentUpdate
+@dataclass(frozen=True, slots=True)
+class RemoteLogStartOffsetUpdate:
+    """DeleteRecords moved the partition's log start to `log_start_offset` across tiers: offsets below
+    it are gone even where a remote segment still holds them (until the segment is deleted)."""
+
+    topic_id: uuid.UUID
+    topic: str
+    partition: int
+    log_start_offset: int
+    event_timestamp_ms: int
+    broker_id: int
+
+
+RemoteLogMetadataEvent = (
+    RemoteLogSegmentMetadata | RemoteLogSegmentUpdate | RemoteLogStartOffsetUpdate
+)
 
 
 # -- records --------------------------------------------------------------------------------------
@@ -110,6 +127,19 @@ def record_key(topic_id: uuid.UUID, partition: int) -> bytes:
 
 def encode_event(event: RemoteLogMetadataEvent) -> tuple[bytes, bytes]:
     """The (key, value) of the record carrying `event`."""
+    if isinstance(event, RemoteLogStartOffsetUpdate):
+        body = {
+            "TopicId": str(event.topic_id),
+            "TopicName": event.topic,
+            "Partition": event.partition,
+            "LogStartOffset": event.log_start_offset,
+            "BrokerId": event.broker_id,
+            "EventTimestampMs": event.event_timestamp_ms,
+        }
+        value = (
+            bytes([LOG_START_RECORD, _VERSION]) + json.dumps(body, separators=(",", ":")).encode()
+        )
+        return record_key(event.topic_id, event.partition), value
     base = {
         "TopicId": str(event.topic_id),
         "TopicName": event.topic,
@@ -138,9 +168,22 @@ def encode_event(event: RemoteLogMetadataEvent) -> tuple[bytes, bytes]:
 
 def decode_event(value: bytes) -> RemoteLogMetadataEvent:
     """The event a record's value carries; ValueError when it is not one."""
-    if len(value) < 2 or value[0] not in (METADATA_RECORD, UPDATE_RECORD) or value[1] != _VERSION:
+    if (
+        len(value) < 2
+        or value[0] not in (METADATA_RECORD, UPDATE_RECORD, LOG_START_RECORD)
+        or value[1] != _VERSION
+    ):
         raise ValueError("not a remote log metadata record of a known api key / version")
     d = json.loads(value[2:])
+    if value[0] == LOG_START_RECORD:
+        return RemoteLogStartOffsetUpdate(
+            topic_id=uuid.UUID(d["TopicId"]),
+            topic=str(d["TopicName"]),
+            partition=int(d["Partition"]),
+            log_start_offset=int(d["LogStartOffset"]),
+            event_timestamp_ms=int(d["EventTimestampMs"]),
+            broker_id=int(d["BrokerId"]),
+        )
     common = dict(
         topic_id=uuid.UUID(d["TopicId"]),
         topic=str(d["TopicName"]),
@@ -174,11 +217,16 @@ class RemoteLogMetadataCache:
 
     def __init__(self) -> None:
         self._segments: dict[TopicPartitionKey, dict[uuid.UUID, RemoteLogSegmentMetadata]] = {}
+        self._log_start_cut: dict[TopicPartitionKey, int] = {}  # DeleteRecords, across tiers
 
     def apply(self, event: RemoteLogMetadataEvent) -> RemoteLogSegmentMetadata | None:
         """Apply one event; InvalidStateTransition when its segment's state does not allow it.
         Returns the segment's new metadata (None once its deletion finished)."""
         key = (event.topic, event.partition)
+        if isinstance(event, RemoteLogStartOffsetUpdate):  # the log start only moves forward
+            cut = self._log_start_cut.get(key, -1)
+            self._log_start_cut[key] = max(cut, event.log_start_offset)
+            return None
         segs = self._segments.setdefault(key, {})
         old = segs.get(event.segment_id)
         if isinstance(event, RemoteLogSegmentMetadata):
@@ -223,9 +271,29 @@ class RemoteLogMetadataCache:
         return max((m.end_offset for m in self.copied_segments(topic, partition)), default=-1)
 
     def log_start_offset(self, topic: str, partition: int) -> int | None:
-        """The first offset held in the remote tier (None: none)."""
-        segs = self.copied_segments(topic, partition)
-        return segs[0].start_offset if segs else None
+        """The first offset readable from the remote tier (None: none): the first copied segment's
+        start, or the log start DeleteRecords set inside it."""
+        segs = [
+            m
+            for m in self.copied_segments(topic, partition)
+            if m.end_offset >= self.log_start_cut(topic, partition)
+        ]
+        if not segs:
+            return None
+        return max(segs[0].start_offset, self.log_start_cut(topic, partition))
+
+    def log_start_cut(self, topic: str, partition: int) -> int:
+        """The log start DeleteRecords last set for the partition (-1: never)."""
+        return self._log_start_cut.get((topic, partition), -1)
+
+    def below_log_start(self, topic: str, partition: int) -> list[RemoteLogSegmentMetadata]:
+        """The segments (any state but DELETE_SEGMENT_STARTED) wholly below the DeleteRecords cut."""
+        cut = self.log_start_cut(topic, partition)
+        return [
+            m
+            for m in self.segments(topic, partition)
+            if m.end_offset < cut and m.state is not RemoteLogSegmentState.DELETE_SEGMENT_STARTED
+        ]
 
     def size_in_bytes(self, topic: str, partition: int) -> int:
         return sum(m.segment_size_in_bytes for m in self.copied_segments(topic, partition))
@@ -235,6 +303,7 @@ class RemoteLogMetadataCache:
     ) -> RemoteLogSegmentMetadata | None:
         """The copied segment holding `offset`, or the first one after it (a gap left by
         retention or a compacted batch), or None when nothing remote is at or after it."""
+        offset = max(offset, self.log_start_cut(topic, partition))
         for m in self.copied_segments(topic, partition):
             if m.end_offset >= offset:
                 return m
@@ -245,3 +314,4 @@ class RemoteLogMetadataCache:
 
     def forget_partition(self, topic: str, partition: int) -> None:
         self._segments.pop((topic, partition), None)
+        self._log_start_cut.pop((topic, partition), None)

@@ -1,5 +1,6 @@
 """Reads from the remote tier: whole record batches of a remote segment from the one holding an offset, up
-to a byte budget (at least one batch), through the segment's remote offset index, kept in a bounded cache.
+to a byte budget (at least one batch), through the segment's remote offset index, kept in a bounded cache; and
+the first record at or after a timestamp (ListOffsets), through the remote time index.
 
 Blocking (the remote store's calls): the caller runs it on a worker thread.
 """
@@ -12,8 +13,14 @@ import uuid
 from bisect import bisect_right
 from collections import OrderedDict
 
+from kafkalite.records import iter_batches
+from kafkalite.records.batch import LOG_APPEND_TIME
 from kafkalite.storage.remote.metadata import RemoteLogSegmentMetadata
-from kafkalite.storage.remote.segment_export import parse_offset_index, parse_txn_index
+from kafkalite.storage.remote.segment_export import (
+    parse_offset_index,
+    parse_time_index,
+    parse_txn_index,
+)
 from kafkalite.storage.remote.storage_manager import (
     IndexType,
     RemoteResourceNotFound,
@@ -49,6 +56,8 @@ class RemoteIndexCache:
         parsed: object = (
             parse_offset_index(data, m.start_offset)
             if kind is IndexType.OFFSET
+            else parse_time_index(data, m.start_offset)
+            if kind is IndexType.TIMESTAMP
             else parse_txn_index(data)
         )
         with self._lock:
@@ -59,6 +68,10 @@ class RemoteIndexCache:
 
     def offset_index(self, m: RemoteLogSegmentMetadata) -> list[tuple[int, int]]:
         return self._get(m, IndexType.OFFSET)  # type: ignore[return-value]
+
+    def time_index(self, m: RemoteLogSegmentMetadata) -> list[tuple[int, int]]:
+        """(timestamp, absolute offset) entries, in offset order."""
+        return self._get(m, IndexType.TIMESTAMP)  # type: ignore[return-value]
 
     def aborted(self, m: RemoteLogSegmentMetadata) -> list[tuple[int, int, int, int]]:
         return self._get(m, IndexType.TRANSACTION)  # type: ignore[return-value]
@@ -133,3 +146,35 @@ def read_remote_batches(
         next_offset = _batch_last_offset(buf, end, base) + 1
         end += total
     return bytes(buf[first:end]), next_offset
+
+
+def remote_offset_for_timestamp(
+    rsm: RemoteStorageManager,
+    cache: RemoteIndexCache,
+    m: RemoteLogSegmentMetadata,
+    timestamp: int,
+    min_offset: int,
+) -> tuple[int, int] | None:
+    """(offset, timestamp) of the first record at or after `min_offset` whose timestamp is >=
+    `timestamp` in remote segment `m`, or None: from the last time index entry below `timestamp`
+    (Kafka's lookup), the segment's batches are read and decoded until one reaches it."""
+    start = max(min_offset, m.start_offset)
+    for ts, off in cache.time_index(m):
+        if ts >= timestamp:
+            break
+        start = max(start, off)
+    offset = start
+    while offset <= m.end_offset:
+        data, nxt = read_remote_batches(rsm, cache, m, offset, 1 << 20, True)
+        if not data:
+            return None
+        for batch in iter_batches(data):
+            if batch.max_timestamp < timestamp or batch.next_offset <= min_offset:
+                continue
+            if batch.timestamp_type == LOG_APPEND_TIME:
+                return max(batch.base_offset, min_offset), batch.max_timestamp
+            for r in batch.records:
+                if r.timestamp >= timestamp and r.offset >= min_offset:
+                    return r.offset, r.timestamp
+        offset = nxt
+    return None

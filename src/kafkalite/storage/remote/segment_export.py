@@ -80,6 +80,14 @@ def parse_offset_index(data: bytes, base_offset: int) -> list[tuple[int, int]]:
     ]
 
 
+def parse_time_index(data: bytes, base_offset: int) -> list[tuple[int, int]]:
+    """(timestamp, absolute offset) pairs of a time index's bytes."""
+    return [
+        (ts, base_offset + rel)
+        for ts, rel in _TIME_ENTRY.iter_unpack(data[: len(data) - len(data) % 12])
+    ]
+
+
 def parse_txn_index(data: bytes) -> list[tuple[int, int, int, int]]:
     """(producer id, first offset, last offset, last stable offset) of a transaction index."""
     return [

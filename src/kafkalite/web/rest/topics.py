@@ -267,15 +267,27 @@ def partition_body(request: web.Request, cid: str, p: PartitionMetadata) -> dict
 
 
 def log_figures(request: web.Request, topic: str, partition: int) -> dict[str, int | None]:
-    """earliest_offset / latest_offset (high watermark) / size_bytes of this broker's replica;
+    """earliest_offset (across tiers) / latest_offset (high watermark) / size_bytes (local) /
+    remote_size_bytes (KIP-405; null without tiered storage on the topic) of this broker's replica;
     null when this broker hosts none (another broker's listener knows)."""
-    part = broker_of(request).replica_manager.get_partition(topic, partition)
+    rm = broker_of(request).replica_manager
+    part = rm.get_partition(topic, partition)
     if part is None:
-        return {"earliest_offset": None, "latest_offset": None, "size_bytes": None}
+        return {
+            "earliest_offset": None,
+            "latest_offset": None,
+            "size_bytes": None,
+            "remote_size_bytes": None,
+        }
+    rlm = rm.remote_log_manager
+    tiered = rlm is not None and part.config.remote_storage_enable
     return {
-        "earliest_offset": part.log_start_offset,
+        "earliest_offset": rlm.log_start_offset(part) if rlm is not None else part.log_start_offset,
         "latest_offset": part.high_watermark,
         "size_bytes": part.size_in_bytes,
+        "remote_size_bytes": rlm.remote_size(topic, partition)
+        if rlm is not None and tiered
+        else None,
     }
 
 

@@ -12,6 +12,7 @@ from kafkalite.storage.remote.metadata import (
     RemoteLogSegmentMetadata,
     RemoteLogSegmentState,
     RemoteLogSegmentUpdate,
+    RemoteLogStartOffsetUpdate,
     check_transition,
     decode_event,
     encode_event,
@@ -82,3 +83,23 @@ def test_cache_answers_only_from_finished_copies_and_replay_rebuilds_it() -> Non
     assert replayed.segments("t", 0) == cache.segments("t", 0)
     with pytest.raises(InvalidStateTransition):
         cache.apply(stray)
+
+
+def test_delete_records_cut_moves_the_remote_log_start_forward_only() -> None:
+    cache = RemoteLogMetadataCache()
+    a, b, c = seg(0, 9), seg(10, 19), seg(20, 29)
+    for m in (a, b, c):
+        cache.apply(m)
+        cache.apply(upd(m, S.COPY_SEGMENT_FINISHED))
+    cut = RemoteLogStartOffsetUpdate(TID, "t", 0, 13, 7, 1)
+    assert decode_event(encode_event(cut)[1]) == cut
+    cache.apply(cut)
+    assert cache.log_start_offset("t", 0) == 13
+    assert [m.start_offset for m in cache.below_log_start("t", 0)] == [0]
+    assert cache.segment_for_offset("t", 0, 2) is not None
+    assert cache.segment_for_offset("t", 0, 2).start_offset == 10  # type: ignore[union-attr]
+    cache.apply(RemoteLogStartOffsetUpdate(TID, "t", 0, 5, 8, 1))  # never backwards
+    assert cache.log_start_offset("t", 0) == 13
+    cache.apply(RemoteLogStartOffsetUpdate(TID, "t", 0, 30, 9, 1))  # past every remote segment
+    assert cache.log_start_offset("t", 0) is None
+    assert len(cache.below_log_start("t", 0)) == 3

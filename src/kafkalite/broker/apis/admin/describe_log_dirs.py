@@ -1,7 +1,9 @@
 """DescribeLogDirs (key 35): per log directory, the partitions it holds with their sizes on disk, the
 copies being moved into it (is_future_key) and, for a failed dir, KAFKA_STORAGE_ERROR.
 
-v4 adds total and usable bytes of the file system.
+v4 adds total and usable bytes of the file system. With tiered storage (KIP-405) the local sizes stay local, as
+Kafka's, and the remote store is one more directory, "remote://<bucket or path>", holding the remote size of each
+partition this broker leads (Redpanda's convention; Kafka's response has no remote size field).
 """
 
 from __future__ import annotations
@@ -90,6 +92,23 @@ async def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> Descri
                 topics=[_Topic(name=n, partitions=ps) for n, ps in sorted(by_topic.items())],
                 total_bytes=total,
                 usable_bytes=free,
+            )
+        )
+    rlm = rm.remote_log_manager
+    if rlm is not None:
+        remote: dict[str, list[_Part]] = {}
+        for topic, p, size in rlm.led_remote_sizes():
+            if wanted is None or p in wanted.get(topic, ()):
+                remote.setdefault(topic, []).append(
+                    _Part(partition_index=p, partition_size=size, offset_lag=0, is_future_key=False)
+                )
+        results.append(
+            _Result(
+                error_code=0,
+                log_dir=rlm.remote_log_dir,
+                topics=[_Topic(name=n, partitions=ps) for n, ps in sorted(remote.items())],
+                total_bytes=-1,
+                usable_bytes=-1,
             )
         )
     return DescribeLogDirsResponse(throttle_time_ms=0, error_code=0, results=results)

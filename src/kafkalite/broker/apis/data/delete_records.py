@@ -1,6 +1,6 @@
-"""DeleteRecords (key 21): advance a partition's log start offset (offset -1 means the high watermark).
-
-Answers the new low watermark; an offset past the high watermark is OFFSET_OUT_OF_RANGE.
+"""DeleteRecords (key 21): advance a partition's log start offset (offset -1 means the high watermark),
+across both tiers when the topic has remote storage (KIP-405). Answers the new low watermark; an offset past the
+high watermark is OFFSET_OUT_OF_RANGE.
 """
 
 from __future__ import annotations
@@ -48,8 +48,12 @@ async def handle(ctx: RequestContext, request: DeleteRecordsRequest) -> DeleteRe
             if offset < 0 or offset > part.high_watermark:
                 r.error_code = int(ErrorCode.OFFSET_OUT_OF_RANGE)
                 continue
+            rlm = broker.replica_manager.remote_log_manager
             try:
-                r.low_watermark = part.delete_records(offset)
+                if rlm is not None and part.config.remote_storage_enable:
+                    r.low_watermark = await rlm.delete_records(part, offset)
+                else:
+                    r.low_watermark = part.delete_records(offset)
             except Exception as exc:
                 code = getattr(exc, "error_code", None)
                 if code is None:

@@ -1,6 +1,7 @@
 """ListOffsets (key 2): earliest (-2), latest (-1), max-timestamp (-3) and by-timestamp offsets of partitions.
 
-By-timestamp lookups use the log's time index; max-timestamp names the record (KAFKA-16310); v0 is a list.
+By-timestamp lookups use the log's time index, and with tiered storage first the remote segments' below the local
+log start; max-timestamp names the record (KAFKA-16310); v0 is a list.
 """
 
 from __future__ import annotations
@@ -40,11 +41,13 @@ def lookup(
     ts: int,
     read_committed: bool = False,
     remote: RemoteLogManager | None = None,
+    remote_found: tuple[int, int] | None = None,
 ) -> tuple[int, int]:
     """(timestamp, offset) for a ListOffsets timestamp query; offset -1 when nothing matches. The
     latest offset of a read_committed client is the last stable offset. With tiered storage
     (`remote`), EARLIEST is the remote log start, EARLIEST_LOCAL the local one, LATEST_TIERED the
-    last offset the remote tier holds."""
+    last offset the remote tier holds; `remote_found` is a by-timestamp answer the remote tier gave
+    (RemoteLogManager.offset_for_timestamp), taken before the local log is searched."""
     if ts == LATEST:
         return -1, part.last_stable_offset if read_committed else part.high_watermark
     rlm = remote if remote is not None and part.config.remote_storage_enable else None
@@ -59,7 +62,7 @@ def lookup(
     if ts == MAX_TIMESTAMP:
         t, off = part.max_timestamp_and_offset()
     else:
-        found = part.offset_for_timestamp(ts)
+        found = remote_found or part.offset_for_timestamp(ts)
         if found is None:
             return -1, -1
         off, t = found
@@ -103,12 +106,13 @@ async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffset
             if v == 0 and p.timestamp not in (LATEST, EARLIEST):
                 # v0 by time is answered from segment boundaries in Kafka; the closest we give is the lookup
                 pass
+            rlm = broker.replica_manager.remote_log_manager
             try:
+                remote_found = None
+                if rlm is not None and p.timestamp >= 0 and part.config.remote_storage_enable:
+                    remote_found = await rlm.offset_for_timestamp(part, p.timestamp)
                 ts, off = lookup(
-                    part,
-                    p.timestamp,
-                    v >= 2 and request.isolation_level == 1,
-                    broker.replica_manager.remote_log_manager,
+                    part, p.timestamp, v >= 2 and request.isolation_level == 1, rlm, remote_found
                 )
             except Exception as exc:
                 code = getattr(exc, "error_code", None)

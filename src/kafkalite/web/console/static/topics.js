@@ -229,20 +229,24 @@ export function TopicPage({ topic }) {
     (acc, p) => ({
       msgs: acc.msgs + Math.max(0, (p.latest_offset || 0) - (p.earliest_offset || 0)),
       bytes: acc.bytes + (p.size_bytes || 0),
+      remote: acc.remote + (p.remote_size_bytes || 0),
     }),
-    { msgs: 0, bytes: 0 }
+    { msgs: 0, bytes: 0, remote: 0 }
   );
+  // tiered storage (KIP-405): a remote size column when the topic has one
+  const tiered = parts.some((p) => p.remote_size_bytes != null);
   const list = (xs) => (xs ? xs.join(", ") : "–");
   return html`
     <h1><a href="#/topics">Topics</a> / ${topic}</h1>
     <p><a href=${"#/messages/" + enc(topic)}>Browse messages →</a></p>
     <${ErrorBox} error=${error} />
     <div class="panel">
-      <h2>Partitions <span class="muted">${`(${parts.length}; ${fmtNum(total.msgs)} messages, ${fmtBytes(total.bytes)})`}</span></h2>
+      <h2>Partitions <span class="muted">${`(${parts.length}; ${fmtNum(total.msgs)} messages, ${fmtBytes(total.bytes)}${tiered ? ` local, ${fmtBytes(total.remote)} remote` : ""})`}</span></h2>
       <table id="partitions">
         <thead><tr><th class="num">Partition</th><th class="num">Leader</th><th>Replicas</th>
           <th>ISR</th><th class="num">Earliest offset</th><th class="num">Latest offset</th>
-          <th class="num">Messages</th><th class="num">Size</th><th></th></tr></thead>
+          <th class="num">Messages</th><th class="num">${tiered ? "Local size" : "Size"}</th>
+          ${tiered ? html`<th class="num">Remote size</th>` : null}<th></th></tr></thead>
         <tbody>
           ${parts.map(
             (p) => html`<tr>
@@ -253,6 +257,7 @@ export function TopicPage({ topic }) {
               <td class="num">${fmtNum(p.latest_offset)}</td>
               <td class="num">${fmtNum(Math.max(0, (p.latest_offset || 0) - (p.earliest_offset || 0)))}</td>
               <td class="num">${fmtBytes(p.size_bytes)}</td>
+              ${tiered ? html`<td class="num">${fmtBytes(p.remote_size_bytes)}</td>` : null}
               <td>${underReplicated(p)
                 ? html`<span class="badge bad">under-replicated</span>`
                 : html`<span class="badge ok">in sync</span>`}</td>
