@@ -256,8 +256,8 @@ async def _fetch(
                 budget -= n
                 got += n
                 max_bytes -= res.size
-        if got or out.has_errors() or not targets:
-            break
+        if got or out.has_errors() or not targets or max_bytes <= 0:
+            break  # (MaxBytes spent with nothing got: a filter scanned that much in vain)
         if scanned:  # all filtered out: scan on (as the wait allows), letting others run first
             await asyncio.sleep(0)
         remaining = deadline - time.monotonic()
