@@ -49,26 +49,29 @@ def wire(share_broker: Broker) -> Iterator[WireClient]:
         yield c
 
 
-def _setup(b: Broker, c: WireClient, *groups: str) -> tuple[str, uuid.UUID]:
+def _setup(b: Broker, c: WireClient, *groups: str) -> tuple[str, uuid.UUID, int]:
+    """A topic of N records (the bytes of its batches too), `groups` reading from the earliest."""
     topic = f"shf-{uuid.uuid4().hex[:8]}"
     b.create_topic(topic, 1)
     for group in groups:
         _earliest(c, group)
     P = APIS[0].request
     T = P.TopicProduceData
+    size = 0
     for first in range(0, N, 10):
         recs = [
             (f"k{i}".encode(), f"v{i}".encode(), [("tag", b"x" if i % 13 == 0 else b"y")], 1000 + i)
             for i in range(first, first + 10)
         ]
         blob = build_batch(recs, compression=3 if first % 20 == 0 else 0)
+        size += len(blob)
         r = c.send(
             P(transactional_id=None, acks=-1, timeout_ms=10000,
               topic_data=[T(name=topic, partition_data=[T.PartitionProduceData(index=0, records=blob)])]),
             version=9,
         )  # fmt: skip
         assert r.responses[0].partition_responses[0].error_code == 0
-    return topic, c.metadata([topic]).topics[0].topic_id
+    return topic, c.metadata([topic]).topics[0].topic_id, size
 
 
 def _earliest(c: WireClient, group: str) -> None:
@@ -136,7 +139,9 @@ def test_only_matching_records_come_back_and_the_rest_is_archived(
     share_broker: Broker, wire: WireClient
 ) -> None:
     group = f"g-{uuid.uuid4().hex[:8]}"
-    topic, tid = _setup(share_broker, wire, group)
+    topic, tid, size = _setup(share_broker, wire, group)
+    counters = share_broker.server.stats.fetch_filter
+    scanned = counters.bytes_scanned
     a = _join(wire, group, topic)
     got: dict[int, bytes | None] = {}
     acks: list[tuple[int, int]] = []
@@ -156,6 +161,8 @@ def test_only_matching_records_come_back_and_the_rest_is_archived(
         got.update(recs)
         acks = ranges
     assert set(got) == WANT
+    # each batch was acquired and filtered once: no non-matching record came back to be filtered again
+    assert counters.bytes_scanned - scanned == size
     r = _fetch(wire, group, a, epoch, tid, EXPR, acks=acks)
     assert r.error_code == 0 and r.responses[0].partitions[0].acknowledge_error_code == 0
     # nothing is left for anyone: the non-matching records were archived, not released
@@ -174,7 +181,7 @@ def test_bad_filters_get_invalid_request(
     share_broker: Broker, wire: WireClient, expr: str, fault: str
 ) -> None:
     group = f"g-{uuid.uuid4().hex[:8]}"
-    topic, tid = _setup(share_broker, wire, group)
+    topic, tid, _ = _setup(share_broker, wire, group)
     a = _join(wire, group, topic)
     r = _fetch(wire, group, a, 0, tid, expr)
     assert r.error_code == ErrorCode.INVALID_REQUEST
@@ -189,7 +196,7 @@ def test_librdkafka_share_consumer_reads_everything_beside_a_filtered_group(
     share_broker: Broker, wire: WireClient
 ) -> None:
     filtered, plain = f"g-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
-    topic, tid = _setup(share_broker, wire, filtered, plain)
+    topic, tid, _ = _setup(share_broker, wire, filtered, plain)
     a = _join(wire, filtered, topic)
     r = _fetch(wire, filtered, a, 0, tid, EXPR, max_records=N)
     assert r.filtered and set(_delivered(r)[1]) <= WANT
