@@ -12,7 +12,7 @@ from kafkalite.broker.apis.share._share_filter import archive_batches, split_acq
 from kafkalite.coordinator.share_partition import SharePartition, SharePartitionConfig
 from kafkalite.coordinator.share_partition_types import AcquiredRange, RecordState
 from kafkalite.filters import compile_filter
-from kafkalite.records import iter_batches
+from kafkalite.records import build_end_txn_marker_batch, iter_batches
 from kafkalite.records.batch import RecordBatchBuilder
 
 
@@ -76,3 +76,20 @@ def test_archiving_acknowledgement_archives_without_dead_letters_or_redelivery()
     sp.release_member("m")  # 0 and 2 go back; 1 and 3 never come again
     again = sp.acquire("n", [(0, 3)], 10, 0)
     assert [(r.first_offset, r.last_offset) for r in again] == [(0, 0), (2, 2)]
+
+
+def test_control_batches_and_records_outside_the_ranges_stay_out_of_the_delivered_ranges() -> None:
+    txn = RecordBatchBuilder(base_offset=0, producer_id=7, producer_epoch=0, base_sequence=0,
+                             is_transactional=True)  # fmt: skip
+    for i, key in enumerate([b"a", b"b"]):
+        txn.append_with_offset(i, key, b"v", [], 1000)
+    blob = txn.build() + build_end_txn_marker_batch(True, 7, 0, 0, base_offset=2)
+    blob += _batch(3, [b"b", b"a"])
+    split = split_acquired(
+        blob, compile_filter("key = 'a'"), [AcquiredRange(0, 1, 1), AcquiredRange(3, 4, 1)]
+    )
+    assert split.delivered == [AcquiredRange(0, 0, 1), AcquiredRange(4, 4, 1)]
+    assert split.archived == [(1, 1), (3, 3)]
+    batches = list(iter_batches(split.records, verify_crc=True))
+    assert [b.is_control for b in batches] == [False, True, False]
+    assert batches[0].producer_id == 7 and batches[0].is_transactional
