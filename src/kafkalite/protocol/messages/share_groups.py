@@ -1,11 +1,15 @@
 """KIP-932's share-group APIs: ShareGroupHeartbeat (76), ShareGroupDescribe (77), ShareFetch (78) and
 ShareAcknowledge (79), flexible; v1 is Kafka 4.1's stable version (v0 was Kafka 4.0's early access), and
 ShareFetch / ShareAcknowledge v2 (Kafka 4.2) add the acquire mode (KIP-1206) and RENEW (KIP-1222).
+
+kafkalite's fetch filter (issue 35) rides on ShareFetch with Fetch's tag numbers: request tag 10035
+`filter`, response tags 10035 `filtered` and 10036 `filter_error` (docs/fetch-filter.md).
 """
 
 from __future__ import annotations
 
-from kafkalite.protocol.schema import F, api, request, response
+from kafkalite.protocol.messages.fetch import FILTER_ERROR_TAG, FILTER_TAG
+from kafkalite.protocol.schema import NULL, F, api, request, response
 
 ShareGroupHeartbeatRequest = request(
     76,
@@ -171,6 +175,16 @@ ShareFetchRequest = request(
             "0+",
             fields=[F("topic_id", "uuid", "0+"), F("partitions", "[]int32", "0+")],
         ),
+        F(
+            "filter",
+            "string",
+            "0+",
+            nullable="0+",
+            tag=FILTER_TAG,
+            tagged="0+",
+            ignorable=True,
+            default=NULL,
+        ),
     ],
 )
 
@@ -236,6 +250,17 @@ ShareFetchResponse = response(
             ],
         ),
         _NODE_ENDPOINTS,
+        F("filtered", "bool", "0+", tag=FILTER_TAG, tagged="0+", ignorable=True),
+        F(
+            "filter_error",
+            "string",
+            "0+",
+            nullable="0+",
+            tag=FILTER_ERROR_TAG,
+            tagged="0+",
+            ignorable=True,
+            default=NULL,
+        ),
     ],
 )
 

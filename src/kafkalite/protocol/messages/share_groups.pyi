@@ -199,6 +199,7 @@ class ShareFetchRequest(Request[ShareFetchResponse]):
     is_renew_ack: bool
     topics: list[ShareFetchRequest.FetchTopic]
     forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic]
+    filter: str | None
     def __init__(
         self,
         *,
@@ -214,6 +215,7 @@ class ShareFetchRequest(Request[ShareFetchResponse]):
         is_renew_ack: bool = ...,
         topics: list[ShareFetchRequest.FetchTopic] = ...,
         forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic] = ...,
+        filter: str | None = ...,
     ) -> None: ...
 
 class ShareFetchResponse(Response):
@@ -281,6 +283,8 @@ class ShareFetchResponse(Response):
     acquisition_lock_timeout_ms: int
     responses: list[ShareFetchResponse.ShareFetchableTopicResponse]
     node_endpoints: list[ShareFetchResponse.NodeEndpoint]
+    filtered: bool
+    filter_error: str | None
     def __init__(
         self,
         *,
@@ -290,6 +294,8 @@ class ShareFetchResponse(Response):
         acquisition_lock_timeout_ms: int = ...,
         responses: list[ShareFetchResponse.ShareFetchableTopicResponse] = ...,
         node_endpoints: list[ShareFetchResponse.NodeEndpoint] = ...,
+        filtered: bool = ...,
+        filter_error: str | None = ...,
     ) -> None: ...
 
 class ShareAcknowledgeRequest(Request[ShareAcknowledgeResponse]):
@@ -395,6 +401,8 @@ class ShareAcknowledgeResponse(Response):
         node_endpoints: list[ShareAcknowledgeResponse.NodeEndpoint] = ...,
     ) -> None: ...
 
+FILTER_ERROR_TAG: int
+FILTER_TAG: int
 SHARE_GROUP_HEARTBEAT: Api
 SHARE_GROUP_DESCRIBE: Api
 SHARE_FETCH: Api

@@ -5,20 +5,27 @@ the next records for it, up to MaxRecords, waiting up to MaxWaitMs when nothing 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 
-from kafkalite.broker.apis.share import _share
+from kafkalite.broker.apis.data._fetch_filter import compile_request_filter
+from kafkalite.broker.apis.share import _share, _share_filter
 from kafkalite.broker.context import RequestContext, SlicedResponse
 from kafkalite.broker.coordinators.share_partitions import Acquired, LoadedSharePartition
 from kafkalite.broker.coordinators.share_sessions import ShareSession
 from kafkalite.cluster.partition import Partition
+from kafkalite.filters import CompiledFilter, FilterStats, NotFilterable
 from kafkalite.protocol.errors import ErrorCode
+from kafkalite.protocol.exceptions import DecodeError
 from kafkalite.protocol.messages.share_groups import (
     SHARE_FETCH,
     ShareFetchRequest,
     ShareFetchResponse,
 )
+from kafkalite.records.compression import CompressionError
+
+log = logging.getLogger("kafkalite.broker.share")
 
 API = SHARE_FETCH
 E = ErrorCode
@@ -34,6 +41,7 @@ def _answer(
     code: ErrorCode, message: str | None = None, *, lock_ms: int = 0,
     topics: list[tuple[uuid.UUID, list[_Part]]] | None = None,
     endpoints: list[tuple[int, str, int, str | None]] | None = None,
+    filtered: bool = False, filter_error: str | None = None,
 ) -> ShareFetchResponse:  # fmt: skip
     return ShareFetchResponse(
         throttle_time_ms=0,
@@ -42,6 +50,8 @@ def _answer(
         acquisition_lock_timeout_ms=lock_ms,
         responses=[_Topic(topic_id=t, partitions=ps) for t, ps in topics or []],
         node_endpoints=[_Node(node_id=n, host=h, port=p, rack=r) for n, h, p, r in endpoints or []],
+        filtered=filtered,
+        filter_error=filter_error,
     )
 
 
@@ -78,6 +88,13 @@ async def handle(
             why += "MaxBytes and MaxWaitMs must be 0."
     if why is not None:
         return _answer(E.INVALID_REQUEST, why, lock_ms=lock_ms)
+    flt: CompiledFilter | None = None
+    if (
+        request.filter is not None
+    ):  # kafkalite's tag 10035 (issue 35): checked before anything moves
+        flt, why = compile_request_filter(request.filter, ctx.quota_client_id)
+        if flt is None:
+            return _answer(E.INVALID_REQUEST, why, lock_ms=lock_ms, filter_error=why)
     denied = _share.group_denied(ctx, group_id)
     if denied is not None:
         return _answer(denied, lock_ms=lock_ms)
@@ -111,13 +128,55 @@ async def handle(
         session.partitions[key] = None
     budget = request.max_records if ctx.api_version >= 1 else 500
     sliced = SlicedResponse(None)  # acquired batches go out from the log files as they are
+    filtering = _Filtering(flt) if flt is not None else None
     if budget > 0 and session.partitions and not renew:
-        await _fetch(ctx, request, session, out, budget, sliced)
-    answer = _answer(E.NO_ERROR, lock_ms=lock_ms, topics=out.topics(), endpoints=out.endpoints())
+        await _fetch(ctx, request, session, out, budget, sliced, filtering)
+    answer = _answer(
+        E.NO_ERROR, lock_ms=lock_ms, topics=out.topics(), endpoints=out.endpoints(),
+        filtered=filtering is not None and filtering.all_filtered,
+    )  # fmt: skip
     if not sliced.regions:
         return answer
     sliced.response = answer
     return sliced
+
+
+class _Filtering:
+    """A filtered ShareFetch's filter, and whether every acquisition could be filtered."""
+
+    def __init__(self, flt: CompiledFilter) -> None:
+        self.flt = flt
+        self.all_filtered = True
+
+
+async def _filter_acquired(
+    ctx: RequestContext, lp: LoadedSharePartition, member_id: str, res: Acquired,
+    filtering: _Filtering,
+) -> Acquired:  # fmt: skip
+    """`res` with only the records the filter selects; the member's other acquired offsets are
+    archived for it at once (persisted before the answer), so they are never delivered to anyone.
+    Batches that cannot be rewritten (legacy message sets, a bad batch) go unfiltered and the answer
+    does not claim `filtered`."""
+    raw = res.region.read_bytes() if res.region is not None else res.records
+    stats = FilterStats()
+    try:
+        split = _share_filter.split_acquired(raw, filtering.flt, res.ranges, stats)
+    except (NotFilterable, DecodeError, CompressionError):
+        filtering.all_filtered = False
+        return res
+    if split.archived:
+        code, message = await ctx.broker.share_partitions.acknowledge(
+            lp, member_id, _share_filter.archive_batches(split.archived)
+        )
+        if code != E.NO_ERROR:  # the locks stay; they expire and the records come back
+            log.warning("share fetch filter could not archive on %s: %s", lp.topic, message)
+    c = ctx.broker.stats.fetch_filter
+    c.bytes_scanned += len(raw)
+    c.bytes_sent += len(split.records)
+    c.batches_kept += stats.batches_kept
+    c.batches_dropped += stats.batches_dropped
+    c.batches_decoded += stats.batches_decoded
+    return Acquired(split.records, split.delivered)
 
 
 async def _fetch(
@@ -127,9 +186,12 @@ async def _fetch(
     out: _share.Responses[_Part],
     budget: int,
     sliced: SlicedResponse,
+    filtering: _Filtering | None = None,
 ) -> None:
     """Acquire up to `budget` records over the session's partitions (rotating, so no partition
-    starves); when none is available, wait for produced or released records."""
+    starves); when none is available, wait for produced or released records. With a filter, only
+    selected records count and are answered; the loop goes on past non-matching ones until the
+    wait ends."""
     broker = ctx.broker
     manager = broker.share_partitions
     group_id, member_id = session.group_id, session.member_id
@@ -160,6 +222,7 @@ async def _fetch(
             yielded = True
             await asyncio.sleep(0)
         got = 0
+        scanned = 0
         for topic_id, index, _topic, part, lp in targets:
             if budget <= 0 or max_bytes <= 0:
                 break
@@ -169,7 +232,14 @@ async def _fetch(
             if isinstance(res, ErrorCode):
                 out.part(topic_id, index).error_code = int(res)
                 continue
-            if isinstance(res, Acquired) and res.ranges:
+            if filtering is not None and res.ranges:
+                max_bytes -= res.size  # what was scanned, so one answer reads a bounded amount
+                scanned += 1
+                res = await _filter_acquired(ctx, lp, member_id, res, filtering)
+                if not res.ranges:
+                    continue
+                max_bytes += res.size
+            if res.ranges:
                 pr = out.part(topic_id, index)
                 pr.records = (
                     sliced.placeholder(res.region) if res.region is not None else res.records
@@ -186,8 +256,10 @@ async def _fetch(
                 budget -= n
                 got += n
                 max_bytes -= res.size
-        if got or out.has_errors() or not targets:
-            break
+        if got or out.has_errors() or not targets or max_bytes <= 0:
+            break  # (MaxBytes spent with nothing got: a filter scanned that much in vain)
+        if scanned:  # all filtered out: scan on (as the wait allows), letting others run first
+            await asyncio.sleep(0)
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             break
