@@ -300,3 +300,21 @@ def test_close_in_implicit_mode_accepts_the_last_poll(bs: str, setup: Any) -> No
     other = setup(group)
     other.subscribe([topic])
     assert [(r.offset, r.delivery_count) for r in _poll_until(other, bool)] == [(3, 1)]
+
+
+def test_a_filter_delivers_only_matching_records_and_archives_the_rest(bs: str, setup: Any) -> None:
+    """filter= rides on ShareFetch: the broker delivers k1 and k3 only; the others are archived, so a
+    member of the same group without a filter finds nothing left of these five."""
+    topic = new_topic(bs)
+    group = _group(bs, "kl-filter")
+    produce(bs, topic, 5)
+    c = setup(group, filter="key IN ('k1', 'k3')")
+    c.subscribe([topic])
+    got = _poll_until(c, lambda got: len(got) >= 2)
+    assert [(r.offset, r.key) for r in got] == [(1, b"k1"), (3, b"k3")]
+    c.commit_sync()
+    c.close()
+    produce(bs, topic, 1, start=5)
+    other = setup(group)
+    other.subscribe([topic])
+    assert [r.offset for r in _poll_until(other, lambda got: bool(got))] == [5]

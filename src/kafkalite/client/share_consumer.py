@@ -33,6 +33,7 @@ from kafkalite.client.share_requests import (
     share_fetch_request,
 )
 from kafkalite.client.structs import TopicPartition
+from kafkalite.filters import CompiledFilter, compile_filter
 from kafkalite.protocol.errors import ErrorCode, KafkaError
 from kafkalite.protocol.messages.share_groups import ShareGroupHeartbeatRequest
 
@@ -53,6 +54,9 @@ SHARE_CONSUMER: dict[str, Any] = {
     "value.deserializer": None,
     "default.api.timeout.ms": 60000,
     "allow.auto.create.topics": True,
+    # kafkalite's fetch filter (issue 35): the broker delivers only matching records and archives
+    # the rest; against a broker that does not filter, the same selection is made here
+    "filter": None,
 }
 
 _SESSION_LOST = {ErrorCode.SHARE_SESSION_NOT_FOUND, ErrorCode.INVALID_SHARE_SESSION_EPOCH}
@@ -69,9 +73,11 @@ class ShareConsumer:
 
     `share.acknowledgement.mode` is `implicit` (default: what a poll delivered is ACCEPTED by the
     next poll, commit_sync/commit_async or close) or `explicit` (acknowledge every delivered record
-    with acknowledge() before the next poll). Not thread-safe, like KafkaConsumer. A fetch filter
-    (issue 35's `filter=`) is not taken yet: it would be one more argument here, carried by
-    share_requests.share_fetch_request as a tagged field. No wakeup(), no renew acknowledgements
+    with acknowledge() before the next poll). Not thread-safe, like KafkaConsumer. `filter=` takes a
+    fetch-filter expression (docs/fetch-filter.md): it rides on every ShareFetch, the broker delivers
+    only matching records and archives the others; when an answer does not say it filtered (another
+    broker), the client drops the non-matching records itself and acknowledges them as GAP, which
+    archives them the same way. No wakeup(), no renew acknowledgements
     (KIP-1222) and no record-limit acquire mode (ShareFetch v2) yet.
     """
 
@@ -85,6 +91,8 @@ class ShareConsumer:
                 f"share.acknowledgement.mode must be implicit or explicit, not {mode!r}"
             )
         self.group_id = str(cfg["group.id"])
+        # compiled first, so a bad expression fails before any thread starts (FilterError)
+        self._filter = compile_filter(str(cfg["filter"])) if cfg["filter"] else None
         self._explicit = mode == "explicit"
         self._io = IOThread(f"kafkalite-share-consumer-{cfg['client.id']}")
         self._client = NetworkClient(cfg, self._io)
@@ -374,7 +382,6 @@ class ShareConsumer:
                 await self._close_session(node, {})
             return {}
         conn = await self._client.connection(node)
-        # (issue 35's fetch filter would travel on this request, as a tagged field)
         req = share_fetch_request(
             self.group_id,
             self.member_id,
@@ -385,6 +392,7 @@ class ShareConsumer:
             max_records=max_records,
             min_bytes=int(self.config["fetch.min.bytes"]),
             max_bytes=int(self.config["fetch.max.bytes"]),
+            filter=self._filter.expression if self._filter is not None else None,
         )
         session.epoch += 1
         session.partitions = wanted | set(acks)  # listed to acknowledge: the broker adds it too
@@ -401,6 +409,7 @@ class ShareConsumer:
             if resp.error_code in _SESSION_LOST:
                 del self._sessions[node]
             raise KafkaError(resp.error_code, resp.error_message or f"ShareFetch to node {node}")
+        local_filter = self._filter if not resp.filtered else None
         out: dict[TopicPartition, list[ShareConsumerRecord]] = {}
         for t in resp.responses:
             name = names.get(t.topic_id)
@@ -413,7 +422,7 @@ class ShareConsumer:
                     log.debug("ShareFetch %s: %s", tp, ErrorCode(p.error_code).name)
                     self._client.metadata.request_update()
                     continue
-                recs = self._records(tp, p.records, p.acquired_records)
+                recs = self._records(tp, p.records, p.acquired_records, local_filter)
                 if recs:
                     out[tp] = recs
         return out
@@ -425,7 +434,11 @@ class ShareConsumer:
             self.acknowledgement_errors[tp] = err
 
     def _records(
-        self, tp: TopicPartition, blob: bytes | None, acquired: list[Any]
+        self,
+        tp: TopicPartition,
+        blob: bytes | None,
+        acquired: list[Any],
+        local_filter: CompiledFilter | None,
     ) -> list[ShareConsumerRecord]:
         recs, gaps = acquired_records(
             tp,
@@ -434,8 +447,11 @@ class ShareConsumer:
             self._key_des,
             self._value_des,
             bool(self.config["check.crcs"]),
+            local_filter,
         )
-        if gaps:  # acquired, never handed to the user (control records): acknowledged as GAP
+        # acquired, never handed to the user (control records; records the filter left out when
+        # the broker did not filter): acknowledged as GAP, which archives them
+        if gaps:
             with self._lock:
                 pend = self._pending.setdefault(tp, {})
                 for o in gaps:

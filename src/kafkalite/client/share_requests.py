@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from kafkalite.client.structs import TopicPartition
+from kafkalite.filters import CompiledFilter
 from kafkalite.protocol.messages.share_groups import ShareAcknowledgeRequest, ShareFetchRequest
 from kafkalite.records.batch import iter_batches
 
@@ -85,9 +86,11 @@ def share_fetch_request(
     max_records: int,
     min_bytes: int,
     max_bytes: int,
+    filter: str | None = None,
 ) -> ShareFetchRequest:
     """One ShareFetch: partitions new to the session or carrying acknowledgements, those no longer
-    wanted forgotten; no wait and no records when nothing is wanted (acknowledging only)."""
+    wanted forgotten; no wait and no records when nothing is wanted (acknowledging only). `filter`:
+    kafkalite's fetch filter, a tagged field other brokers ignore."""
     req_cls = ShareFetchRequest
     part_cls = req_cls.FetchTopic.FetchPartition
     by_topic: dict[uuid.UUID, list[Any]] = {}
@@ -111,6 +114,7 @@ def share_fetch_request(
         max_bytes=max_bytes,
         max_records=max_records if wanted else 0,
         batch_size=max_records,
+        filter=filter,
         topics=[req_cls.FetchTopic(topic_id=t, partitions=ps) for t, ps in by_topic.items()],
         forgotten_topics_data=[
             req_cls.ForgottenTopic(topic_id=t, partitions=ps) for t, ps in forgotten.items()
@@ -148,9 +152,12 @@ def acquired_records(
     key_deserializer: Any,
     value_deserializer: Any,
     verify_crc: bool,
+    local_filter: CompiledFilter | None = None,
 ) -> tuple[list[ShareConsumerRecord], list[int]]:
     """The records of `blob` this member acquired (with their delivery counts), and the acquired
-    offsets with no record for the user (control records, gaps): those are acknowledged as GAP."""
+    offsets with no record for the user (control records, gaps, and with `local_filter` the records
+    it does not select): those are acknowledged as GAP."""
+    match = local_filter.match if local_filter is not None else None
     counts = delivery_counts(acquired)
     if not counts:
         return [], []
@@ -164,6 +171,8 @@ def acquired_records(
         for r in batch.records:
             dc = counts.get(r.offset)
             if dc is None:
+                continue
+            if match is not None and not match(r.offset, r.timestamp, r.key, r.headers):
                 continue
             seen.add(r.offset)
             out.append(

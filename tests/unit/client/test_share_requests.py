@@ -16,6 +16,7 @@ from kafkalite.client.share_requests import (
     share_fetch_request,
 )
 from kafkalite.client.structs import TopicPartition
+from kafkalite.filters import compile_filter
 from kafkalite.records.builder import build_batch
 
 A, R, J = int(AcknowledgeType.ACCEPT), int(AcknowledgeType.RELEASE), int(AcknowledgeType.REJECT)
@@ -83,3 +84,18 @@ def test_acquired_records_keep_only_acquired_offsets_and_report_gaps() -> None:
     assert gaps == [13]  # the control record: acquired, acknowledged as GAP, never delivered
     assert GAP == 0
     assert acquired_records(TopicPartition("t", 0), blob, [], None, None, False) == ([], [])
+
+
+def test_the_local_filter_leaves_out_what_it_does_not_select_and_archives_it_as_gap() -> None:
+    """Against a broker that did not filter: the non-matching acquired records are GAP, as the
+    broker's own archive would make them, and the filter travels in the ShareFetch's tag."""
+    blob = build_batch([(b"user-1", b"a"), (b"user-2", b"b"), (b"user-1", b"c")], base_offset=0)
+    flt = compile_filter("key = 'user-1'")
+    recs, gaps = acquired_records(TopicPartition("t", 0), blob, [(0, 2, 1)], None, None, True, flt)
+    assert [(r.offset, r.value) for r in recs] == [(0, b"a"), (2, b"c")]
+    assert gaps == [1]
+    req = share_fetch_request(
+        "g", "m", ShareSession(), set(), {}, max_wait_ms=0, max_records=1, min_bytes=1,
+        max_bytes=1, filter=flt.expression,
+    )  # fmt: skip
+    assert req.filter == "key = 'user-1'"
