@@ -22,7 +22,7 @@ confluent_kafka = pytest.importorskip("confluent_kafka")
 
 from test_tiered_storage import TOPIC, N, _read_all, _value, _wait  # noqa: E402
 
-from kafkalite.cluster.remote_log_manager import copy_candidates  # noqa: E402
+from kafkalite.cluster.remote_log_policy import copy_candidates  # noqa: E402
 from kafkalite.storage.remote import (  # noqa: E402
     LogSegmentData,
     RemoteLogSegmentState,

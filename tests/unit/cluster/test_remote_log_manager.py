@@ -9,11 +9,8 @@ import uuid
 from pathlib import Path
 
 from kafkalite.broker.apis.data.list_offsets import lookup
-from kafkalite.cluster.remote_log_manager import (
-    REMOTE_LOG_METADATA_TOPIC,
-    RemoteLogManager,
-    copy_candidates,
-)
+from kafkalite.cluster.remote_log_manager import REMOTE_LOG_METADATA_TOPIC, RemoteLogManager
+from kafkalite.cluster.remote_log_policy import copy_candidates
 from kafkalite.records import iter_batches
 from kafkalite.records.builder import build_batch
 from kafkalite.storage import LogManager

@@ -12,14 +12,12 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
-from kafkalite.broker.config.broker_config import BrokerConfig
+from kafkalite.broker.coordinators.coordinator_log import CoordinatorHost
 from kafkalite.cluster.append_records import AppendEntry, AppendOrigin
-from kafkalite.cluster.metadata import MetadataStore, TopicInfo
-from kafkalite.cluster.metadata_cache import MetadataCache
 from kafkalite.cluster.partition import Partition
-from kafkalite.cluster.replica_manager import LeadershipChange, ReplicaManager
+from kafkalite.cluster.replica_manager import LeadershipChange
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.records import iter_batches
 from kafkalite.records.builder import RecordBatchBuilder
@@ -39,29 +37,6 @@ class NotPrimary(Exception):
     def __init__(self, leader: int) -> None:
         super().__init__(f"broker {leader} leads {SCHEMAS_TOPIC}")
         self.leader = leader
-
-
-class SchemaRegistryHost(Protocol):
-    """What the registry reads of the broker (BrokerServer is one)."""
-
-    @property
-    def config(self) -> BrokerConfig: ...
-
-    @property
-    def cluster_mode(self) -> bool: ...
-
-    @property
-    def replica_manager(self) -> ReplicaManager: ...
-
-    @property
-    def metadata_cache(self) -> MetadataCache: ...
-
-    @property
-    def metadata_store(self) -> MetadataStore: ...
-
-    def create_topic(
-        self, name: str, partitions: int | None, configs: dict[str, str] | None
-    ) -> TopicInfo: ...
 
 
 def _read_from(part: Partition, offset: int, end: int) -> tuple[list[Record], int]:
@@ -90,7 +65,7 @@ def _read_from(part: Partition, offset: int, end: int) -> tuple[list[Record], in
 class SchemaRegistryComponent:
     """One broker's registry: its replayed state, catching up on demand, and the leader's writes."""
 
-    def __init__(self, broker: SchemaRegistryHost) -> None:
+    def __init__(self, broker: CoordinatorHost) -> None:
         self.broker = broker
         self.state = RegistryState()
         self._next_offset = 0
