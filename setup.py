@@ -1,5 +1,5 @@
-"""Build script for the optional C accelerator `kafkalite.records._speedups` (everything else is in
-pyproject.toml); a failed compile is skipped and the pure-Python fallback is used.
+"""Build script for the optional C accelerators `kafkalite.records._speedups` and `._columns` (everything
+else is in pyproject.toml); a failed compile is skipped and the pure-Python fallback is used.
 """
 
 from setuptools import Extension, setup
@@ -11,6 +11,12 @@ setup(
             sources=["src/kafkalite/records/_speedups.c"],
             optional=True,
             extra_compile_args=["-O2"],
-        )
+        ),
+        Extension(
+            "kafkalite.records._columns",
+            sources=["src/kafkalite/records/_columns.c"],
+            optional=True,
+            extra_compile_args=["-O2"],
+        ),
     ]
 )
