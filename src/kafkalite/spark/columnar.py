@@ -72,7 +72,9 @@ class Columns:
     ) -> int:
         before = len(self.offsets)
         log_append_ts = max_ts if ts_type else None
-        _decode_records(data, count, base_offset, base_ts, log_append_ts, ts_type, start, until, self)
+        _decode_records(
+            data, count, base_offset, base_ts, log_append_ts, ts_type, start, until, self
+        )
         return len(self.offsets) - before
 
     def add(
