@@ -513,6 +513,33 @@ static PyObject *cb_get_offsets(ColumnBuilder *self, void *c) {
     return out;
 }
 
+/* A binary column as a list of bytes / None. */
+static PyObject *bin_list(const BinCol *c) {
+    PyObject *out = PyList_New(c->n);
+    if (out == NULL) {
+        return NULL;
+    }
+    const int32_t *o = (const int32_t *)c->offs.p;
+    for (Py_ssize_t i = 0; i < c->n; i++) {
+        PyObject *v;
+        if (c->nulls && !(c->valid.p[i >> 3] & (1 << (i & 7)))) {
+            v = Py_NewRef(Py_None);
+        } else {
+            v = PyBytes_FromStringAndSize(c->data.p + o[i], o[i + 1] - o[i]);
+            if (v == NULL) {
+                Py_DECREF(out);
+                return NULL;
+            }
+        }
+        PyList_SET_ITEM(out, i, v);
+    }
+    return out;
+}
+
+static PyObject *cb_get_keys(ColumnBuilder *self, void *c) { return bin_list(&self->key); }
+
+static PyObject *cb_get_values(ColumnBuilder *self, void *c) { return bin_list(&self->value); }
+
 static PyObject *cb_get_include_headers(ColumnBuilder *self, void *c) {
     return PyBool_FromLong(self->with_headers);
 }
@@ -527,6 +554,8 @@ static PyMethodDef cb_methods[] = {
 static PyGetSetDef cb_getset[] = {
     {"last_offset", (getter)cb_get_last_offset, NULL, "offset of the last row (-1: none)", NULL},
     {"offsets", (getter)cb_get_offsets, NULL, "the rows' offsets as a list (for checks, not speed)", NULL},
+    {"keys", (getter)cb_get_keys, NULL, "the rows' keys as a list (for checks, not speed)", NULL},
+    {"values", (getter)cb_get_values, NULL, "the rows' values as a list (for checks, not speed)", NULL},
     {"include_headers", (getter)cb_get_include_headers, NULL, "whether headers are kept", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };

@@ -27,7 +27,8 @@ def both(
     schema = arrow_schema(kafka_schema(headers))
     py, c = Columns(), ColumnBuilder(headers)
     assert decode_blob(blob, start, until, py) == decode_blob(blob, start, until, c)
-    assert c.offsets == py.offsets and c.last_offset == py.last_offset and len(c) == len(py)
+    assert c.offsets == py.offsets and c.keys == py.keys and c.values == py.values
+    assert c.last_offset == py.last_offset and len(c) == len(py)
     want = columns_to_batch(py, "topic-a", 7, schema, headers)
     got = columns_to_batch(c, "topic-a", 7, schema, headers)
     got.validate(full=True)
