@@ -1,5 +1,5 @@
-"""Build script for the optional C accelerators `kafkalite.records._speedups` and
-`kafkalite.schemas._framing` (everything else is in pyproject.toml); a failed compile is skipped and
+"""Build script for the optional C accelerators `kafkalite.records._speedups`, `kafkalite.records._columns`
+and `kafkalite.schemas._framing` (everything else is in pyproject.toml); a failed compile is skipped and
 the pure-Python fallback is used.
 """
 
@@ -10,6 +10,13 @@ setup(
         Extension(
             "kafkalite.records._speedups",
             sources=["src/kafkalite/records/_speedups.c"],
+            optional=True,
+            extra_compile_args=["-O2"],
+        ),
+        # the Spark source's record -> Arrow column decoder (issue 32); Python twin is the fallback
+        Extension(
+            "kafkalite.records._columns",
+            sources=["src/kafkalite/records/_columns.c"],
             optional=True,
             extra_compile_args=["-O2"],
         ),

@@ -43,3 +43,18 @@ now_ms: Callable[[], int] = py_now_ms if speedups_module is None else speedups_m
 murmur2: Callable[[bytes], int] | None = (
     None if speedups_module is None else speedups_module.murmur2
 )
+
+
+def _load_columns() -> type | None:
+    """The C ColumnBuilder (v2 records -> Arrow column buffers), or None: not built, or
+    KAFKALITE_NO_SPEEDUPS set (kafkalite.spark.columnar then decodes in Python)."""
+    if os.environ.get("KAFKALITE_NO_SPEEDUPS", "") not in ("", "0"):
+        return None
+    try:
+        from kafkalite.records._columns import ColumnBuilder
+    except ImportError:
+        return None
+    return ColumnBuilder
+
+
+ColumnBuilder: type | None = _load_columns()

@@ -21,6 +21,7 @@ from kafkalite.protocol.messages.offsets import ListOffsetsRequest
 from kafkalite.records.batch import iter_batches
 from kafkalite.records.compression import decompress
 from kafkalite.records.control import ControlRecordType, control_type_of
+from kafkalite.records.speedups import ColumnBuilder
 
 log = logging.getLogger("kafkalite.spark")
 
@@ -38,11 +39,12 @@ _LEADER_ERRORS = {
 
 
 class Columns:
-    """Column lists of the records decoded so far."""
+    """Column lists of the records decoded so far: the pure-Python twin of the C
+    `kafkalite.records._columns.ColumnBuilder` (used when it is not built)."""
 
     __slots__ = ("keys", "values", "offsets", "timestamps", "types", "headers")
 
-    def __init__(self) -> None:
+    def __init__(self, include_headers: bool = True) -> None:
         self.keys: list[bytes | None] = []
         self.values: list[bytes | None] = []
         self.offsets: list[int] = []
@@ -52,6 +54,52 @@ class Columns:
 
     def __len__(self) -> int:
         return len(self.offsets)
+
+    @property
+    def last_offset(self) -> int:
+        return self.offsets[-1] if self.offsets else -1
+
+    def add_v2(
+        self,
+        data: bytes,
+        count: int,
+        base_offset: int,
+        base_ts: int,
+        max_ts: int,
+        ts_type: int,
+        start: int,
+        until: int,
+    ) -> int:
+        before = len(self.offsets)
+        log_append_ts = max_ts if ts_type else None
+        _decode_records(
+            data, count, base_offset, base_ts, log_append_ts, ts_type, start, until, self
+        )
+        return len(self.offsets) - before
+
+    def add(
+        self,
+        offset: int,
+        timestamp: int,
+        ts_type: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: list[tuple[str, bytes | None]] | None,
+    ) -> None:
+        self.keys.append(key)
+        self.values.append(value)
+        self.offsets.append(offset)
+        self.timestamps.append(timestamp)
+        self.types.append(ts_type)
+        self.headers.append(headers or None)
+
+
+def new_columns(include_headers: bool) -> Any:
+    """An empty column chunk: the C ColumnBuilder (Arrow buffers, no per-record Python objects) when
+    it is built, else `Columns`."""
+    if ColumnBuilder is not None:
+        return ColumnBuilder(include_headers)
+    return Columns(include_headers)
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
@@ -80,6 +128,7 @@ def _decode_records(
     until: int,
     cols: Columns,
 ) -> None:
+    """The pure-Python decoder of `count` v2 records into `cols` (offsets in [start, until) only)."""
     keys, values, offsets = cols.keys, cols.values, cols.offsets
     stamps, types, headers = cols.timestamps, cols.types, cols.headers
     p = 0
@@ -168,10 +217,11 @@ def decode_blob(
     blob: bytes,
     start: int,
     until: int,
-    cols: Columns,
+    cols: Any,
     aborted: Sequence[tuple[int, int]] | None = None,
 ) -> int:
-    """Decode the complete batches of a fetched blob into `cols` (offsets in [start, until) only).
+    """Decode the complete batches of a fetched blob into `cols` (a `new_columns()` chunk; offsets in
+    [start, until) only).
 
     Returns the offset after the last complete batch (or `start` when there was none).
     Control batches are skipped; legacy (magic 0/1) batches go through kafkalite.records.
@@ -195,12 +245,7 @@ def decode_blob(
                 tt = batch.timestamp_type
                 for r in batch.records:
                     if start <= r.offset < until:
-                        cols.keys.append(r.key)
-                        cols.values.append(r.value)
-                        cols.offsets.append(r.offset)
-                        cols.timestamps.append(r.timestamp)
-                        cols.types.append(tt)
-                        cols.headers.append(list(r.headers) or None)
+                        cols.add(r.offset, r.timestamp, tt, r.key, r.value, list(r.headers) or None)
                 nxt = max(nxt, batch.last_offset + 1)
             pos += size
             continue
@@ -223,18 +268,7 @@ def decode_blob(
             codec = attrs & 0x07
             payload = blob[pos + 61 : pos + size]
             data = decompress(codec, payload) if codec else payload
-            ts_type = (attrs >> 3) & 1
-            _decode_records(
-                data,
-                count,
-                base,
-                base_ts,
-                max_ts if ts_type else None,
-                ts_type,
-                start,
-                until,
-                cols,
-            )
+            cols.add_v2(data, count, base, base_ts, max_ts, (attrs >> 3) & 1, start, until)
         pos += size
     return nxt
 
@@ -378,8 +412,10 @@ class RangeFetcher:
                 ) from last
             time.sleep(0.05)
 
-    def read(self, topic: str, partition: int, start: int, until: int) -> Iterator[tuple[str, Any]]:
-        """Yield ("columns", Columns) chunks covering [start, until), or ("out_of_range", offset)
+    def read(
+        self, topic: str, partition: int, start: int, until: int, include_headers: bool = True
+    ) -> Iterator[tuple[str, Any]]:
+        """Yield ("columns", `new_columns()` chunk) chunks covering [start, until), or ("out_of_range", offset)
         when the broker no longer has the offset asked for; the next fetch is pipelined. Raises
         FetchTimeout when no offset was gained for the poll timeout (whatever was waited on)."""
         position = start
@@ -413,7 +449,7 @@ class RangeFetcher:
                     f"fetch of {topic}-{partition} at offset {position} failed: "
                     f"{ErrorCode(code).name}"
                 )
-            cols = Columns()
+            cols = new_columns(include_headers)
             nxt = decode_blob(blob, position, until, cols, aborted) if blob else position
             if nxt > position:
                 position = nxt

@@ -333,8 +333,10 @@ def read_range_columns(
     *,
     fail_on_data_loss: bool,
     poll_timeout_ms: int,
+    include_headers: bool = True,
 ) -> Iterator[Any]:
-    """The fast path of `read_range`: yields `columnar.Columns` chunks covering [from, until).
+    """The fast path of `read_range`: yields `columnar.new_columns()` chunks covering [from, until)
+    (headers decoded only when include_headers).
 
     Raw Fetch through the client's NetworkClient and decoding straight into columns, with the same
     rules: read_committed honoured, data loss failed or skipped+counted, a stall raises
@@ -358,9 +360,10 @@ def read_range_columns(
                 report_data_loss(what, fail_on_data_loss)
                 position = begin
                 continue
-            for kind, value in fetcher.read(rng.topic, rng.partition, position, until):
+            chunks = fetcher.read(rng.topic, rng.partition, position, until, include_headers)
+            for kind, value in chunks:
                 if kind == "columns":
-                    position = value.offsets[-1] + 1
+                    position = value.last_offset + 1
                     yield value
                     continue
                 # out of range

@@ -75,10 +75,63 @@ def records_to_batch(
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
+def _binary(typ: pa.DataType, n: int, bufs: tuple[bytes | None, bytes, bytes, int]) -> pa.Array:
+    valid, offsets, data, nulls = bufs
+    return pa.Array.from_buffers(
+        typ,
+        n,
+        [None if valid is None else pa.py_buffer(valid), pa.py_buffer(offsets), pa.py_buffer(data)],
+        null_count=nulls,
+    )
+
+
+def _fixed(typ: pa.DataType, n: int, data: bytes) -> pa.Array:
+    return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(data)], null_count=0)
+
+
+def builder_to_batch(
+    cols: Any, topic: str, partition: int, schema: pa.Schema, include_headers: bool
+) -> pa.RecordBatch:
+    """A C `ColumnBuilder` chunk of one partition -> one RecordBatch with exactly `schema`, made
+    from its buffers (no per-record Python work)."""
+    n, key, value, offsets, stamps, types, headers = cols.buffers()
+    arrays = [
+        _binary(pa.binary(), n, key),
+        _binary(pa.binary(), n, value),
+        pa.repeat(pa.scalar(topic, pa.string()), n),
+        pa.repeat(pa.scalar(partition, pa.int32()), n),
+        _fixed(pa.int64(), n, offsets),
+        _fixed(schema.field("timestamp").type, n, stamps),
+        _fixed(pa.int32(), n, types),
+    ]
+    if include_headers:
+        list_type = schema.field("headers").type
+        valid, list_offsets, list_nulls, hkey, hvalue = headers
+        entry = list_type.value_type
+        count = hkey[1] and len(hkey[1]) // 4 - 1
+        keys = _binary(entry.field("key").type, count, hkey)
+        keys.validate(full=True)  # header keys are UTF-8 strings
+        entries = pa.StructArray.from_arrays(
+            [keys, _binary(entry.field("value").type, count, hvalue)], fields=list(entry)
+        )
+        arrays.append(
+            pa.Array.from_buffers(
+                list_type,
+                n,
+                [None if valid is None else pa.py_buffer(valid), pa.py_buffer(list_offsets)],
+                null_count=list_nulls,
+                children=[entries],
+            )
+        )
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
 def columns_to_batch(
     cols: Any, topic: str, partition: int, schema: pa.Schema, include_headers: bool
 ) -> pa.RecordBatch:
-    """`columnar.Columns` of one partition -> one RecordBatch with exactly `schema`."""
+    """A `columnar.new_columns()` chunk of one partition -> one RecordBatch with exactly `schema`."""
+    if hasattr(cols, "buffers"):
+        return builder_to_batch(cols, topic, partition, schema, include_headers)
     n = len(cols)
     arrays = [
         pa.array(cols.keys, type=pa.binary()),

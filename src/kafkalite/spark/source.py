@@ -131,6 +131,7 @@ def read_partition(opts: SourceOptions, schema: StructType, rng: OffsetRange) ->
         rng,
         fail_on_data_loss=opts.fail_on_data_loss,
         poll_timeout_ms=opts.poll_timeout_ms,
+        include_headers=opts.include_headers,
     ):
         yield columns_to_batch(cols, rng.topic, rng.partition, pa_schema, opts.include_headers)
 

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -80,27 +79,37 @@ def validate_input_schema(schema: StructType, opts: SinkOptions) -> None:
             )
 
 
-def _bytes(v: Any) -> bytes | None:
-    if v is None or isinstance(v, bytes):
-        return v
-    if isinstance(v, str):
-        return v.encode("utf-8")
-    return bytes(v)
+def _binary_list(column: Any) -> list[bytes | None]:
+    """An Arrow string or binary column as Python bytes (None for nulls): strings become their UTF-8
+    bytes inside Arrow, so no per-row Python conversion."""
+    import pyarrow as pa
+
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        column = column.cast(pa.binary())
+    out: list[bytes | None] = column.to_pylist()
+    return out
 
 
 class SendTracker:
-    """Collects the first asynchronous send failure (producer callbacks run on its I/O thread)."""
+    """Delivery outcomes of the records sent: one per producer batch (records of a batch share it),
+    so no callback is registered per record. `check()` collects the errors of finished batches."""
 
     def __init__(self) -> None:
         self.failures: list[BaseException] = []
-        self.lock = threading.Lock()
+        self.pending: dict[int, Any] = {}  # id(outcome) -> outcome, for outcomes not yet done
+        self.last: Any = None
 
-    def on_done(self, _md: Any, exc: BaseException | None) -> None:
-        if exc is not None:
-            with self.lock:
-                self.failures.append(exc)
+    def check(self) -> bool:
+        """Collect the errors of the batches finished so far; True when any failed."""
+        for key, outcome in list(self.pending.items()):
+            if outcome.done:
+                del self.pending[key]
+                if outcome.error is not None:
+                    self.failures.append(outcome.error)
+        return bool(self.failures)
 
     def raise_first(self) -> None:
+        self.check()
         if self.failures:
             first = self.failures[0]
             raise KafkaliteWriteError(f"writing to kafkalite failed: {first}") from first
@@ -113,42 +122,49 @@ def send_rows(
     number of rows and the topic of the first one."""
     count = 0
     first_topic: str | None = None
+    send = producer.send
+    pending = tracker.pending
+    last = tracker.last
     for batch in batches:
-        names = {n.lower(): n for n in batch.schema.names}
-        cols = {k: batch.column(v).to_pylist() for k, v in names.items()}
         n = batch.num_rows
-        values = cols["value"]
-        keys = cols.get("key") or [None] * n
-        topics = [opts.topic] * n if opts.topic is not None else cols.get("topic")
-        parts = cols.get("partition") or [None] * n
-        headers = cols.get("headers") or [None] * n
-        assert topics is not None
-        for i in range(n):
-            topic = topics[i]
-            if topic is None:
+        if not n:
+            continue
+        names = {n.lower(): n for n in batch.schema.names}
+        values = _binary_list(batch.column(names["value"]))
+        keys = _binary_list(batch.column(names["key"])) if "key" in names else [None] * n
+        if opts.topic is not None:
+            topics = [opts.topic] * n
+        else:
+            topics = batch.column(names["topic"]).to_pylist()
+            if None in topics:
                 raise KafkaliteWriteError(
                     "null topic present in the data. Use the topic option for setting a topic."
                 )
-            if first_topic is None:
-                first_topic = topic
-            hdrs = headers[i]
-            try:
-                producer.send(
-                    topic,
-                    value=_bytes(values[i]),
-                    key=_bytes(keys[i]),
-                    headers=[(h["key"], h["value"]) for h in hdrs] if hdrs else None,
-                    partition=parts[i],
-                    callback=tracker.on_done,
-                )
-            except Exception as exc:
-                raise KafkaliteWriteError(
-                    f"writing to kafkalite topic {topic!r} failed: {exc}"
-                ) from exc
-            if tracker.failures:
-                break
+        if first_topic is None:
+            first_topic = topics[0]
+        parts = batch.column(names["partition"]).to_pylist() if "partition" in names else None
+        headers = batch.column(names["headers"]).to_pylist() if "headers" in names else None
+        try:
+            if parts is None and headers is None:
+                for topic, value, key in zip(topics, values, keys, strict=True):
+                    outcome = send(topic, value, key).outcome
+                    if outcome is not last:
+                        pending[id(outcome)] = last = outcome
+            else:
+                parts = parts or [None] * n
+                headers = headers or [None] * n
+                for topic, value, key, part, hdrs in zip(
+                    topics, values, keys, parts, headers, strict=True
+                ):
+                    hs = [(h["key"], h["value"]) for h in hdrs] if hdrs else None
+                    outcome = send(topic, value, key, hs, part).outcome
+                    if outcome is not last:
+                        pending[id(outcome)] = last = outcome
+        except Exception as exc:
+            raise KafkaliteWriteError(f"writing to kafkalite topic failed: {exc}") from exc
         count += n
-        if tracker.failures:
+        tracker.last = last
+        if tracker.check():
             break
     return count, first_topic
 
