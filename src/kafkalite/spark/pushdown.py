@@ -72,12 +72,10 @@ def _int(value: Any) -> int | None:
 
 
 def _micros(value: Any) -> int | None:
-    """A Spark TimestampType value (a datetime; naive means the driver's local time, as PySpark
-    converts) as microseconds since the epoch."""
-    if not isinstance(value, dt.datetime):
+    """A Spark TimestampType value as microseconds since the epoch. PySpark hands pushed timestamps over
+    as zone-aware datetimes; a naive one (TIMESTAMP_NTZ) has no instant, so it is not pushed (None)."""
+    if not isinstance(value, dt.datetime) or value.tzinfo is None:
         return None
-    if value.tzinfo is None:
-        value = value.astimezone()  # naive: local time, as PySpark hands it over
     delta: dt.timedelta = value - _EPOCH
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 

@@ -136,3 +136,9 @@ def test_options():
     assert opts.fetch_filter == "key = 'a'"
     with pytest.raises(ValueError, match=r"kafkalite\.filter.*unknown|kafkalite\.filter"):
         parse_source_options({**base, "kafkalite.filter": "key >"}, streaming=False)
+
+
+def test_a_naive_timestamp_is_not_pushed():
+    f = GreaterThan(("timestamp",), dt.datetime(2024, 1, 1))
+    pd, rest = push_filters([f])
+    assert rest == [f] and pd.ts_low is None and pd.fetch_filter(None) is None
