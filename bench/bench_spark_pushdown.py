@@ -8,6 +8,7 @@ are without / with pushdown. The peer here is the no-pushdown query (Spark's Kaf
 filters: it reads every record, as the no-pushdown mode does). Machine load is printed: compare within a run.
 
 Usage: python bench/bench_spark_pushdown.py [--records N] [--partitions P] [--size B] [--repeats R]
+       [--values random|repeated]
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from peers import CpuMeter, free_port, kafkalite_broker
 WHERE = "key = CAST('user-7' AS BINARY)"
 
 
-def fill(bs: str, topic: str, n: int, partitions: int, size: int) -> int:
+def fill(bs: str, topic: str, n: int, partitions: int, size: int, random_values: bool) -> int:
     admin = AdminClient({"bootstrap.servers": bs})
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
     p = Producer(
@@ -42,8 +43,9 @@ def fill(bs: str, topic: str, n: int, partitions: int, size: int) -> int:
             "acks": 1,
         }
     )
-    value = b"x" * size
+    pool = [os.urandom(size) if random_values else b"x" * size for _ in range(997)]
     for i in range(n):
+        value = pool[i % 997]
         while True:
             try:
                 p.produce(topic, value, key=b"user-%d" % (i % 100), partition=i % partitions)
@@ -68,6 +70,12 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--size", type=int, default=100)
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument(
+        "--values",
+        choices=("random", "repeated"),
+        default="random",
+        help="random: lz4 gains little",
+    )
     args = ap.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -79,7 +87,7 @@ def main() -> int:
     with kafkalite_broker([f"http.listeners={http}"]) as bs:
         topic = f"pushdown-{uuid.uuid4().hex[:8]}"
         t0 = time.perf_counter()
-        nbytes = fill(bs, topic, args.records, args.partitions, args.size)
+        nbytes = fill(bs, topic, args.records, args.partitions, args.size, args.values == "random")
         print(f"filled {args.records:,} records in {time.perf_counter() - t0:.1f}s", flush=True)
         spark = (
             SparkSession.builder.master("local[2]")
@@ -129,7 +137,8 @@ def main() -> int:
         f"{q[0] / p[0]:.2f}x faster query"
     )
     print(
-        f"({args.records:,} records of {args.size} B in {args.partitions} partitions, lz4, "
+        f"({args.records:,} records of {args.size} B ({args.values} values) in {args.partitions} "
+        "partitions, lz4, "
         f"1% selectivity; best of {args.repeats}, after a warm-up round)"
     )
     print(f"machine load: {Path('/proc/loadavg').read_text().split()[:3]}")

@@ -195,3 +195,11 @@ def test_filter_option_in_batch_and_streaming(spark, broker, pushdown_topic, tmp
 def test_bad_filter_option_is_one_clear_error(spark, broker, pushdown_topic):
     with pytest.raises(Exception, match=r"kafkalite\.filter.*not a valid filter expression"):
         _df(spark, broker, pushdown_topic, False, **{"kafkalite.filter": "region = 'eu'"}).count()
+
+
+def test_read_committed_with_pushdown(spark, broker, pushdown_topic):
+    where = "key IN (CAST('user-1' AS BINARY), CAST('user-2' AS BINARY)) AND offset < 250"
+    opts = {"kafka.isolation.level": "read_committed"}
+    pushed = _rows(_df(spark, broker, pushdown_topic, True, **opts).where(where))
+    plain = _rows(_df(spark, broker, pushdown_topic, False, **opts).where(where))
+    assert pushed == plain and len(pushed) > 0
