@@ -14,6 +14,7 @@ from typing import Any
 from kafkalite.client.config import CONSUMER, make_config
 from kafkalite.client.io_thread import IOThread
 from kafkalite.client.network import NetworkClient
+from kafkalite.filters import CompiledFilter, compile_filter
 from kafkalite.protocol.errors import ErrorCode
 from kafkalite.protocol.exceptions import DecodeError
 from kafkalite.protocol.messages.fetch import FetchRequest
@@ -22,6 +23,7 @@ from kafkalite.records.batch import iter_batches
 from kafkalite.records.compression import decompress
 from kafkalite.records.control import ControlRecordType, control_type_of
 from kafkalite.records.speedups import ColumnBuilder
+from kafkalite.spark.pushdown import FetchFilterError, filter_answer
 
 log = logging.getLogger("kafkalite.spark")
 
@@ -288,8 +290,11 @@ class RangeFetcher:
         client: Mapping[str, Any],
         poll_timeout_ms: int = 120_000,
         max_bytes: int = 8 * 1024 * 1024,
+        fetch_filter: str | None = None,
     ) -> None:
         cfg = make_config(CONSUMER, dict(client), {})
+        # the fetch filter (Fetch tag 10035); applied here when the broker did not (filter_answer)
+        self.filter: CompiledFilter | None = compile_filter(fetch_filter) if fetch_filter else None
         isolation = str(cfg.get("isolation.level") or "read_uncommitted").lower()
         if isolation not in ("read_uncommitted", "read_committed"):
             raise ValueError(
@@ -342,9 +347,12 @@ class RangeFetcher:
             ],
             forgotten_topics_data=[],
             rack_id="",
+            filter=self.filter.expression if self.filter is not None else None,
         )
         resp = await conn.send(req, version=version, timeout=self.timeout + 1)
         if resp.error_code:
+            if resp.filter_error:
+                raise FetchFilterError(f"the broker refused the fetch filter: {resp.filter_error}")
             return int(resp.error_code), b"", None
         for t in resp.responses:
             for p in t.partitions:
@@ -358,7 +366,10 @@ class RangeFetcher:
                             (int(a.first_offset), int(a.producer_id))
                             for a in (p.aborted_transactions or ())
                         ]
-                    return code, p.records or b"", aborted
+                    blob = p.records or b""
+                    if self.filter is not None and blob and not resp.filtered:
+                        blob = filter_answer(blob, self.filter, aborted)
+                    return code, blob, aborted
         return int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), b"", None
 
     async def _log_start(self, topic: str, partition: int) -> int:
@@ -431,6 +442,8 @@ class RangeFetcher:
                     f"no records of {topic}-{partition} at offset {position} within "
                     f"{int(self.poll_timeout * 1000)} ms"
                 ) from None
+            except FetchFilterError:
+                raise
             except Exception as exc:  # a request timeout or a lost connection: retried below
                 if time.monotonic() - last_progress > self.poll_timeout:
                     raise FetchTimeout(

@@ -334,6 +334,7 @@ def read_range_columns(
     fail_on_data_loss: bool,
     poll_timeout_ms: int,
     include_headers: bool = True,
+    fetch_filter: str | None = None,
 ) -> Iterator[Any]:
     """The fast path of `read_range`: yields `columnar.new_columns()` chunks covering [from, until)
     (headers decoded only when include_headers).
@@ -345,7 +346,9 @@ def read_range_columns(
     from kafkalite.spark.columnar import FetchTimeout, RangeFetcher
 
     fetcher = RangeFetcher(
-        consumer_config(bounded_client(client, poll_timeout_ms)), poll_timeout_ms
+        consumer_config(bounded_client(client, poll_timeout_ms)),
+        poll_timeout_ms,
+        fetch_filter=fetch_filter,
     )
     where = f"{rng.topic}-{rng.partition}"
     position, until = rng.from_offset, rng.until_offset

@@ -228,6 +228,7 @@ class SourceOptions:
     fetch_offset_retry_interval_ms: int = 10
     group_id: str | None = None  # kafka.group.id: used as is (Spark warns about sharing it)
     group_id_prefix: str | None = None  # groupIdPrefix, when given
+    fetch_filter: str | None = None  # kafkalite.filter, plus what pushFilters added (batch)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -252,6 +253,24 @@ def _ending(opts: dict[str, str]) -> OffsetSpec | None:
     if "endingoffsets" in opts:
         return parse_offset_spec(opts["endingoffsets"], "endingOffsets", default="latest")
     return None
+
+
+FETCH_FILTER = "kafkalite.filter"
+
+
+def _fetch_filter(raw: str | None) -> str | None:
+    """The `kafkalite.filter` option, checked now (a bad expression fails the query before any read)."""
+    if raw is None or not raw.strip():
+        return None
+    from kafkalite.filters import FilterError, compile_filter
+
+    try:
+        compile_filter(raw.strip())
+    except FilterError as exc:
+        raise ValueError(
+            f"Option '{FETCH_FILTER}' is not a valid filter expression: {exc}"
+        ) from None
+    return raw.strip()
 
 
 def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
@@ -326,6 +345,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         fetch_offset_retry_interval_ms=_non_negative_int(opts, "fetchOffset.retryIntervalMs", 10),
         group_id=group_id.strip() if group_id else None,
         group_id_prefix=prefix.strip() if prefix else None,
+        fetch_filter=_fetch_filter(opts.get(FETCH_FILTER.lower())),
     )
 
 

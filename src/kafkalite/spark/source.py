@@ -7,13 +7,15 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
     DataSourceStreamReader,
+    Filter,
     InputPartition,
 )
 from pyspark.sql.streaming.datasource import (
@@ -46,6 +48,7 @@ from kafkalite.spark.options import (
     parse_source_options,
 )
 from kafkalite.spark.planning import OffsetRange, backlog, plan_ranges, rate_limit
+from kafkalite.spark.pushdown import push_filters, pushdown_enabled
 from kafkalite.spark.schema import arrow_schema, columns_to_batch, kafka_schema
 
 log = logging.getLogger("kafkalite.spark")
@@ -132,6 +135,7 @@ def read_partition(opts: SourceOptions, schema: StructType, rng: OffsetRange) ->
         fail_on_data_loss=opts.fail_on_data_loss,
         poll_timeout_ms=opts.poll_timeout_ms,
         include_headers=opts.include_headers,
+        fetch_filter=opts.fetch_filter,
     ):
         yield columns_to_batch(cols, rng.topic, rng.partition, pa_schema, opts.include_headers)
 
@@ -148,6 +152,7 @@ class KafkaliteBatchReader(DataSourceReader):
     def __init__(self, opts: SourceOptions, schema: StructType) -> None:
         self.opts = opts
         self.schema = schema
+        self.pushdown: Any = None  # a kafkalite.spark.pushdown.Pushdown once filters were pushed
 
     def plan(self) -> list[OffsetRange]:
         opts = self.opts
@@ -157,6 +162,8 @@ class KafkaliteBatchReader(DataSourceReader):
             tps = reader.partitions(opts.subscription)
             start = resolve(opts.starting, tps, reader, name="startingOffsets", is_start=True)
             end = resolve(opts.ending, tps, reader, name="endingOffsets", is_start=False)
+            if self.pushdown is not None:
+                start, end = self.pushdown.cut(start, end, reader.for_times)
         finally:
             reader.close()
         for tp in sort_partitions(end):
@@ -174,6 +181,20 @@ class KafkaliteBatchReader(DataSourceReader):
         if not isinstance(partition, RangePartition):  # Spark reads one None partition when
             return iter(())  # partitions() planned none (nothing to read)
         return read_partition(self.opts, self.schema, partition.range)
+
+
+class KafkalitePushdownReader(KafkaliteBatchReader):
+    """The batch reader with `pushFilters` (option kafkalite.pushdown=true): partition and offset
+    filters prune and cut ranges, timestamp filters cut ranges through ListOffsets and join key
+    filters in the broker's fetch filter (kafkalite.spark.pushdown). Spark applies what it returns."""
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        self.pushdown, rest = push_filters(filters)
+        self.opts = replace(
+            self.opts, fetch_filter=self.pushdown.fetch_filter(self.opts.fetch_filter)
+        )
+        log.info("pushed down: %s; fetch filter: %s", self.pushdown.pushed, self.opts.fetch_filter)
+        return rest
 
 
 class KafkaliteStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -373,6 +394,8 @@ class KafkaliteDataSource(DataSource):
     def reader(self, schema: StructType) -> DataSourceReader:
         opts = parse_source_options(self.options, streaming=False)
         _check_schema(schema, opts.include_headers)
+        if pushdown_enabled(self.options):  # needs spark.sql.python.filterPushdown.enabled=true
+            return KafkalitePushdownReader(opts, schema)
         return KafkaliteBatchReader(opts, schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
